@@ -1,0 +1,77 @@
+"""Shared entry code for the algorithms: backend resolution, input validation, joint kinematics."""
+from __future__ import annotations
+
+from ..backends import resolve_backend
+from ..spatial import compose
+
+
+def entry(model, *args, backend: str | None = None, extra=()):
+    """Resolve the backend and validate inputs.
+
+    ``args`` are ``(name, value, kind)`` with kind ``'q'`` (length nq) or ``'v'`` (length nv).
+    Returns ``(B, [per-joint segments of each input])``. ``extra`` are further inputs that only
+    take part in backend resolution (e.g. external forces).
+    """
+    from ..model import Model
+
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a symdyn Model as first argument, got {type(model).__name__}")
+    B = resolve_backend(*(a[1] for a in args), *extra, backend=backend, model=model)
+    out = []
+    for name, x, kind in args:
+        n, idx = (model.nq, model.q_idx) if kind == "q" else (model.nv, model.v_idx)
+        if x is None:
+            raise TypeError(f"{name} is required (a vector of length {n})")
+        xv = B.to_vector(x, n, name)
+        segs = [B.rows(xv, a, b) for a, b in idx]
+        if kind == "q" and not B.symbolic:
+            _check_quaternions(model, segs, name)
+        out.append(segs)
+    return B, out
+
+
+def _check_quaternions(model, qs, name):
+    for i, j in enumerate(model.joints):
+        if j.type in ("spherical", "floating"):
+            quat = qs[i][-4:]
+            n = float(quat @ quat) ** 0.5
+            if abs(n - 1.0) > 1e-6:
+                a = model.q_idx[i][1] - 4
+                raise ValueError(f"{name}[{a}:{a + 4}] (joint of body {model.names[i]!r}) must be a unit "
+                                 f"quaternion (x, y, z, w); its norm is {n:.6g}")
+
+
+def external_forces(B, model, f_ext):
+    """f_ext: None, or a sequence of N body forces [n; f] in body coordinates (None entries allowed),
+    or an (N, 6) array."""
+    if f_ext is None:
+        return [None] * model.N
+    if len(f_ext) != model.N:
+        raise ValueError(f"f_ext must hold one 6-vector (or None) per body: {model.N} entries, "
+                         f"got {len(f_ext)}")
+    return [None if f is None else B.to_vector(f, 6, f"f_ext[{i}]") for i, f in enumerate(f_ext)]
+
+
+def joint_kinematics(B, model, q):
+    """Xup[i] = XJ(q_i) Xtree[i] and S[i] for every body."""
+    Xtree = model.constants(B)[0]
+    Xup, S = [], []
+    for i, joint in enumerate(model.joints):
+        XJ, Si = joint.calc(B, q[i])
+        Xup.append(compose(B, XJ, Xtree[i]))
+        S.append(Si)
+    return Xup, S
+
+
+def assemble_blocks(B, model, blocks, rows="v", cols="v"):
+    """Full matrix from a dict {(i, j): block} of per-body blocks (missing blocks are zero)."""
+    ridx = model.v_idx if rows == "v" else model.q_idx
+    cidx = model.v_idx if cols == "v" else model.q_idx
+    grid = []
+    for i, (a, b) in enumerate(ridx):
+        row = []
+        for j, (c, d) in enumerate(cidx):
+            blk = blocks.get((i, j))
+            row.append(B.zeros(b - a, d - c) if blk is None else blk)
+        grid.append(row)
+    return B.block(grid)

@@ -1,0 +1,28 @@
+"""Composite-Rigid-Body Algorithm (Featherstone 2008, Table 6.2; paper 000 eqs. (15), (17), (19))."""
+from __future__ import annotations
+
+from ..spatial import congruence, xform_force_T
+from .common import assemble_blocks, entry, joint_kinematics
+
+
+def crba(model, q, *, backend: str | None = None):
+    """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend."""
+    B, (q,) = entry(model, ("q", q, "q"), backend=backend)
+    _, I, _ = model.constants(B)
+    Xup, S = joint_kinematics(B, model, q)
+    IC = list(I)                                                   # (15)
+    for i in reversed(range(model.N)):
+        p = model.parents[i]
+        if p >= 0:
+            IC[p] = IC[p] + congruence(B, Xup[i], IC[i])
+    M = {}
+    for i in range(model.N):
+        F = IC[i] @ S[i]
+        M[i, i] = S[i].T @ F                                       # (19)
+        j = i
+        while model.parents[j] >= 0:
+            F = xform_force_T(B, Xup[j], F)
+            j = model.parents[j]
+            M[j, i] = S[j].T @ F                                   # (17)
+            M[i, j] = M[j, i].T
+    return assemble_blocks(B, model, M)

@@ -1,0 +1,115 @@
+"""SymPy backend: sympy.Matrix everywhere; vectors are (n, 1) column matrices."""
+from __future__ import annotations
+
+import numbers
+
+import sympy as sp
+
+name = "sympy"
+symbolic = True
+ndarray = sp.MatrixBase
+
+sin, cos, sqrt = sp.sin, sp.cos, sp.sqrt
+
+
+def zeros(n: int, m: int | None = None):
+    return sp.zeros(n, 1 if m is None else m)
+
+
+def eye(n: int):
+    return sp.eye(n)
+
+
+def matrix(rows):
+    return sp.Matrix(rows)
+
+
+def vector(entries):
+    return sp.Matrix(list(entries))
+
+
+def _number(x):
+    """A model constant as an exact Integer when it is integral, else a Float; symbols pass."""
+    if isinstance(x, sp.Basic):
+        return x
+    if isinstance(x, numbers.Integral):
+        return sp.Integer(int(x))
+    xf = float(x)
+    return sp.Integer(int(xf)) if xf.is_integer() else sp.Float(xf)
+
+
+def const(x):
+    if isinstance(x, sp.MatrixBase):
+        return x.applyfunc(_number)
+    m = sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
+    return m.applyfunc(_number)
+
+
+def rows(x, a: int, b: int):
+    return x[a:b, :]
+
+
+def cols(x, a: int, b: int):
+    return x[:, a:b]
+
+
+def vcat(parts):
+    return sp.Matrix.vstack(*parts)
+
+
+def hcat(parts):
+    return sp.Matrix.hstack(*parts)
+
+
+def block(blocks):
+    return sp.Matrix.vstack(*[sp.Matrix.hstack(*r) for r in blocks])
+
+
+def inv(A):
+    if A.shape == (1, 1):
+        return sp.Matrix([[1 / A[0, 0]]])
+    return A.inv()
+
+
+def solve(A, b):
+    return A.LUsolve(b)
+
+
+def dot(a, b):
+    return (a.T @ b)[0, 0]
+
+
+def tensor3(n1: int, n2: int, n3: int):
+    return sp.MutableDenseNDimArray.zeros(n1, n2, n3)
+
+
+def to_vector(x, n: int, what: str):
+    try:
+        m = sp.Matrix(x) if not isinstance(x, sp.MatrixBase) else x
+    except (TypeError, ValueError, sp.SympifyError) as exc:
+        raise TypeError(f"{what} must be a vector of {n} SymPy expressions or numbers") from exc
+    if m.shape[1] != 1 and m.shape[0] == 1:
+        m = m.T
+    if m.shape != (n, 1):
+        raise ValueError(f"{what} must have {n} entries, got shape {m.shape}")
+    for k, e in enumerate(m):
+        if e.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ValueError(f"{what} contains NaN or inf at index {k}")
+    return m.applyfunc(_number)
+
+
+def to_matrix(x, shape: tuple[int, int], what: str):
+    m = sp.Matrix(x)
+    if m.shape != shape:
+        raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
+    return m.applyfunc(_number)
+
+
+def is_zero(x) -> bool:
+    return all(e == 0 for e in x)
+
+
+def to_numpy(x):
+    import numpy as np
+
+    return np.array(sp.Matrix(x).evalf(), dtype=float)

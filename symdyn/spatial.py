@@ -1,0 +1,188 @@
+"""Spatial vector algebra over a backend (Featherstone; papers 000 App. A and 003).
+
+Conventions
+-----------
+* Motion vectors are ``[angular; linear]`` = ``[w; v]``, force vectors ``[moment; force]`` = ``[n; f]``.
+* A transform ``X = (E, r)`` is Featherstone's compact Plucker transform from frame A to frame B:
+  ``E`` rotates A-coordinates into B-coordinates and ``r`` is the position of B's origin in
+  A-coordinates, so that ``X = [[E, 0], [-E S(r), E]]`` maps motion vectors from A to B and
+  ``X^T`` maps force vectors from B to A.
+* ``crm(v) = (v x)``, ``crf(v) = (v x*) = -crm(v)^T``, ``crfbar(f) = (f xbar*)`` with
+  ``crfbar(f) v = crf(v) f``.
+
+Every function takes the backend ``B`` first and uses 3x3 blocks rather than dense 6x6 products:
+this keeps SymPy expressions and CasADi graphs small.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Transform(NamedTuple):
+    """Compact spatial transform ``(E, r)``; see the module docstring."""
+
+    E: object
+    r: object
+
+
+def skew(B, w):
+    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
+    return B.matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+
+
+def top(B, x):
+    return B.rows(x, 0, 3)
+
+
+def bottom(B, x):
+    return B.rows(x, 3, 6)
+
+
+# --- cross products ---------------------------------------------------------------------------
+
+def crm(B, v):
+    """Motion cross-product matrix (v x), 6x6."""
+    w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
+    Z = B.zeros(3, 3)
+    return B.block([[w, Z], [u, w]])
+
+
+def crf(B, v):
+    """Force cross-product matrix (v x*) = -(v x)^T, 6x6."""
+    w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
+    Z = B.zeros(3, 3)
+    return B.block([[w, u], [Z, w]])
+
+
+def crfbar(B, f):
+    """(f xbar*), 6x6: the operator with (f xbar*) v = v x* f (paper 000 App. A)."""
+    n, g = skew(B, top(B, f)), skew(B, bottom(B, f))
+    return B.block([[-n, -g], [-g, B.zeros(3, 3)]])
+
+
+def cross_motion(B, v, m):
+    """(v x) m for a motion vector or a 6xk matrix of motion vectors m, without forming 6x6."""
+    w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
+    m0, m1 = top(B, m), bottom(B, m)
+    return B.vcat([w @ m0, w @ m1 + u @ m0])
+
+
+def cross_force(B, v, f):
+    """(v x*) f for a force vector or a 6xk matrix of force vectors f."""
+    w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
+    f0, f1 = top(B, f), bottom(B, f)
+    return B.vcat([w @ f0 + u @ f1, w @ f1])
+
+
+# --- transforms ---------------------------------------------------------------------------------
+
+def xform_motion(B, X: Transform, m):
+    """X m: motion vector(s) from frame A to frame B."""
+    m0 = top(B, m)
+    return B.vcat([X.E @ m0, X.E @ (bottom(B, m) - skew(B, X.r) @ m0)])
+
+
+def xform_force_T(B, X: Transform, f):
+    """X^T f: force vector(s) from frame B back to frame A."""
+    f1 = X.E.T @ bottom(B, f)
+    return B.vcat([X.E.T @ top(B, f) + skew(B, X.r) @ f1, f1])
+
+
+def xform_motion_inv(B, X: Transform, m):
+    """X^-1 m: motion vector(s) from frame B back to frame A."""
+    m0 = X.E.T @ top(B, m)
+    return B.vcat([m0, X.E.T @ bottom(B, m) + skew(B, X.r) @ m0])
+
+
+def xform_force(B, X: Transform, f):
+    """X^-T f: force vector(s) from frame A to frame B."""
+    f1 = bottom(B, f)
+    return B.vcat([X.E @ (top(B, f) - skew(B, X.r) @ f1), X.E @ f1])
+
+
+def compose(B, X2: Transform, X1: Transform) -> Transform:
+    """X2 X1 (first X1: A->B, then X2: B->C)."""
+    return Transform(X2.E @ X1.E, X1.r + X1.E.T @ X2.r)
+
+
+def inverse(B, X: Transform) -> Transform:
+    return Transform(X.E.T, -(X.E @ X.r))
+
+
+def to_matrix(B, X: Transform):
+    """The 6x6 motion transform [[E, 0], [-E S(r), E]]."""
+    return B.block([[X.E, B.zeros(3, 3)], [-(X.E @ skew(B, X.r)), X.E]])
+
+
+def congruence(B, X: Transform, A):
+    """X^T A X for any 6x6 operator A in L(M, F) (inertias, B^C terms), using 3x3 blocks."""
+    E, rx = X.E, skew(B, X.r)
+    A11 = E.T @ B.rows(B.cols(A, 0, 3), 0, 3) @ E
+    A12 = E.T @ B.rows(B.cols(A, 3, 6), 0, 3) @ E
+    A21 = E.T @ B.rows(B.cols(A, 0, 3), 3, 6) @ E
+    A22 = E.T @ B.rows(B.cols(A, 3, 6), 3, 6) @ E
+    T12 = A12 + rx @ A22
+    return B.block([[A11 + rx @ A21 - T12 @ rx, T12], [A21 - A22 @ rx, A22]])
+
+
+def congruence_inv(B, X: Transform, A):
+    """X^-T A X^-1: an operator in L(M, F) from frame A's coordinates to frame B's."""
+    return congruence(B, inverse(B, X), A)
+
+
+# --- rotations ----------------------------------------------------------------------------------
+
+def rot_axis(B, axis, c, s):
+    """Coordinate rotation E (parent -> child) for a rotation by angle theta about a unit axis.
+
+    ``axis`` is 'x', 'y', 'z' (fast forms) or a unit 3-vector; ``c, s`` = cos, sin of theta.
+    E = R^T with R = I + s S(a) + (1 - c) S(a)^2 (Rodrigues).
+    """
+    if axis == "x":
+        return B.matrix([[1, 0, 0], [0, c, s], [0, -s, c]])
+    if axis == "y":
+        return B.matrix([[c, 0, -s], [0, 1, 0], [s, 0, c]])
+    if axis == "z":
+        return B.matrix([[c, s, 0], [-s, c, 0], [0, 0, 1]])
+    ax, ay, az = axis
+    t = 1 - c
+    return B.matrix([
+        [c + t * ax * ax, t * ax * ay + s * az, t * ax * az - s * ay],
+        [t * ax * ay - s * az, c + t * ay * ay, t * ay * az + s * ax],
+        [t * ax * az + s * ay, t * ay * az - s * ax, c + t * az * az],
+    ])
+
+
+def quat_to_rot(B, x, y, z, w):
+    """Rotation matrix R (child orientation in parent coordinates) of a unit quaternion (x, y, z, w).
+
+    The coordinate transform of a joint is E = R^T.
+    """
+    return B.matrix([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+# --- inertia and body-level factorizations ---------------------------------------------------------
+
+def mcI(B, m, c, Ic):
+    """Spatial inertia (6x6) of a body of mass m, CoM c and rotational inertia Ic about the CoM,
+    expressed at the frame origin: [[Ic + m S(c) S(c)^T, m S(c)], [m S(c)^T, m 1]]."""
+    C = skew(B, c)
+    return B.block([[Ic + m * (C @ C.T), m * C], [m * C.T, m * B.eye(3)]])
+
+
+def factorization_B(B, v, I, kind: str = "christoffel"):
+    """Body-level factorization B(v, I) with B(v, I) v = v x* I v (paper 000, Def. 4).
+
+    ``kind="christoffel"``: eq. (10), 1/2 [(v x*) I + (I v) xbar* - I (v x)], which makes
+    Algorithm 1 return the Christoffel-consistent C*. ``kind="simple"``: eq. (9), (v x*) I.
+    """
+    if kind == "simple":
+        return crf(B, v) @ I
+    if kind == "christoffel":
+        return (crf(B, v) @ I + crfbar(B, I @ v) - I @ crm(B, v)) / 2
+    raise ValueError(f"unknown factorization {kind!r}; choose 'christoffel' (eq. 10) or "
+                     f"'simple' (eq. 9)")
