@@ -113,3 +113,8 @@ def is_zero(x) -> bool:
 
 def to_numpy(x):
     return np.array(ca.DM(ca.evalf(x)), dtype=float)
+
+
+def jacobian(y, x):
+    """d y / d x for SX columns y (m) and x (n, pure symbols): an m x n SX."""
+    return ca.jacobian(y, x)

@@ -113,3 +113,8 @@ def to_numpy(x):
     import numpy as np
 
     return np.array(sp.Matrix(x).evalf(), dtype=float)
+
+
+def jacobian(y, x):
+    """d y / d x for column vectors y (m) and x (n) of symbols: an m x n Matrix."""
+    return sp.Matrix(y).jacobian(x)
