@@ -14,7 +14,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-BACKENDS = ("numpy", "sympy", "casadi")
+BACKENDS = ("numpy", "sympy", "casadi", "symengine")
 _loaded: dict[str, ModuleType] = {}
 
 
@@ -45,7 +45,7 @@ def kind_of(x: Any) -> str | None:
     if mod == "sympy":
         return "sympy"
     if mod == "symengine":
-        return "sympy"
+        return "symengine"
     if mod == "numpy":
         if getattr(x, "dtype", None) is not None and x.dtype == object:
             return _kind_of_sequence(x.ravel().tolist())
@@ -65,8 +65,9 @@ def _kind_of_sequence(seq) -> str | None:
 def resolve_backend(*inputs: Any, backend: str | None = None, model=None) -> ModuleType:
     """Choose the backend for an algorithm call.
 
-    SymPy and CasADi inputs cannot be mixed; numbers mix with either. A model whose parameters
-    are SymPy symbols forces the SymPy backend (and refuses an explicit numpy/casadi one).
+    SymPy, SymEngine and CasADi inputs cannot be mixed; numbers mix with any. A model whose
+    parameters are SymPy symbols forces the SymPy backend (SymEngine when the inputs are SymEngine
+    symbols) and refuses an explicit numpy/casadi one.
     """
     kinds = set()
     for x in inputs:
@@ -75,19 +76,21 @@ def resolve_backend(*inputs: Any, backend: str | None = None, model=None) -> Mod
             kinds.add(k)
     symbolic = {k for k in kinds if k != "numpy"}
     if len(symbolic) > 1:
-        raise BackendError("cannot mix SymPy and CasADi inputs in one call; convert them to one "
-                           "library first")
+        raise BackendError(f"cannot mix {' and '.join(sorted(symbolic))} inputs in one call; "
+                           "convert them to one library first")
     model_symbolic = model is not None and getattr(model, "is_symbolic", False)
     if backend is not None:
         B = get_backend(backend)
         if symbolic and backend not in symbolic:
             raise BackendError(f"backend={backend!r} was asked for but the inputs are "
                                f"{symbolic.pop()} expressions")
-        if model_symbolic and backend != "sympy":
+        if model_symbolic and backend not in ("sympy", "symengine"):
             raise BackendError(f"model {model.name!r} has SymPy parameters; it runs only with the "
                                f"sympy backend (substitute numbers with model.subs(...) first)")
         return B
     if model_symbolic:
+        if "symengine" in symbolic:
+            return get_backend("symengine")
         if "casadi" in symbolic:
             raise BackendError(f"model {model.name!r} has SymPy parameters and cannot take CasADi "
                                "inputs; substitute numbers with model.subs(...) first")
