@@ -24,7 +24,7 @@ import math
 
 from .spatial import Transform, quat_to_rot, rot_axis, skew
 
-_AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
+_AXES = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}  # exact: no Floats in symbolic S
 
 
 def _axis(axis):
