@@ -1,10 +1,20 @@
-"""Model builders: random trees for tests, and the papers' benchmark topologies."""
+"""Model builders: random trees for tests, and the papers' benchmark topologies.
+
+* :func:`serial_chain`, :func:`branched_tree` / :func:`binary_tree` (paper 000 Figs. 2-3, paper
+  003 Figs. 4-7), :func:`biped`, :func:`quadruped` (paper 000 Fig. 4), :func:`planar_chain`
+  (numbers or SymPy parameters), :func:`paper004_chain` (paper 004's benchmark),
+  :func:`random_tree` (random topology, joints and inertias for tests);
+* :func:`from_spec` turns strings like ``"binary:15"`` or ``"robot:panda"`` into models (the CLI's
+  ``--model``).
+
+Bodies are numbered parents first; ``seed`` makes random geometry reproducible.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from .joints import Floating, Helical, Planar, Prismatic, Revolute, Spherical
-from .model import Body, Model
+from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
+from .model import Body, Model, ModelError
 from .spatial import Transform
 
 
@@ -67,3 +77,349 @@ def random_tree(n: int, seed=0, parents=None, joint_kinds=("revolute",), floatin
         m, c, Ic = random_inertia(rng)
         bodies.append(Body(f"b{i + 1}", None if p < 0 else f"b{p + 1}", joint, m, c, Ic, X))
     return Model(bodies, name=name or f"random{n}")
+
+
+# --- the papers' benchmark topologies -------------------------------------------------------------
+
+_AXIS_CYCLE = ("z", "y", "x")
+_KINDS = ("revolute", "prismatic", "helical", "spherical", "planar", "floating")
+
+
+class SpecError(ValueError):
+    """A model spec string (``from_spec``) that names no known model."""
+
+
+def _positive_int(n, what: str = "n", minimum: int = 1) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"{what} must be an integer, got {n!r}")
+    if n < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, got {n}")
+    return int(n)
+
+
+def _box_inertia(mass: float, size) -> np.ndarray:
+    """Rotational inertia about the CoM of a solid box of the given edge lengths."""
+    a, b, c = (float(s) ** 2 for s in size)
+    return mass / 12.0 * np.diag([b + c, a + c, a + b])
+
+
+def _deterministic_joint(kind: str, k: int):
+    axis = _AXIS_CYCLE[k % 3]
+    if kind == "revolute":
+        return Revolute(axis)
+    if kind == "prismatic":
+        return Prismatic(axis)
+    if kind == "helical":
+        return Helical(axis, pitch=0.1)
+    if kind == "spherical":
+        return Spherical()
+    if kind == "planar":
+        return Planar()
+    if kind == "floating":
+        return Floating()
+    raise ValueError(f"unknown joint kind {kind!r}; known: {', '.join(_KINDS)}")
+
+
+def _joint_kinds(joint) -> tuple[str, ...]:
+    kinds = (joint,) if isinstance(joint, str) else tuple(joint)
+    if not kinds:
+        raise ValueError("joint kinds must not be empty")
+    for k in kinds:
+        if k not in _KINDS:
+            raise ValueError(f"unknown joint kind {k!r}; known: {', '.join(_KINDS)}")
+    return kinds
+
+
+def _tree(parents, kinds, seed, name, link=1.0) -> Model:
+    """A tree over a parent array. ``seed=None``: deterministic geometry (see the builders);
+    otherwise random axes, tree transforms and inertias (like :func:`random_tree`)."""
+    if seed is not None:
+        return random_tree(len(parents), seed=seed, parents=list(parents), joint_kinds=kinds,
+                           name=name)
+    nchild = [0] * len(parents)
+    bodies = []
+    for i, p in enumerate(parents):
+        k = 0 if p < 0 else nchild[p]
+        if p >= 0:
+            nchild[p] += 1
+        depth = 0 if p < 0 else bodies[p][1] + 1
+        joint = _deterministic_joint(kinds[i % len(kinds)], depth)
+        # child k of a parent sits at the parent's link tip, siblings fanned out along y
+        r = np.zeros(3) if p < 0 else np.array([link, 0.3 * k, 0.0])
+        mass = 1.0
+        com = np.array([link / 2, 0.0, 0.0])
+        Ic = _box_inertia(mass, (link, 0.1, 0.1))
+        body = Body(f"link{i + 1}", None if p < 0 else f"link{p + 1}", joint, mass, com, Ic,
+                    Transform(np.eye(3), r))
+        bodies.append((body, depth))
+    return Model([b for b, _ in bodies], name=name)
+
+
+def serial_chain(n: int, joint="revolute", seed=None, name: str | None = None) -> Model:
+    """An n-body serial chain (depth d = n).
+
+    ``joint`` is a joint kind ('revolute', 'prismatic', 'helical', 'spherical', 'planar',
+    'floating') or a sequence of kinds used in turn. Without ``seed`` the chain is deterministic:
+    links of length 1 m along their x axis (body i+1's joint at (1, 0, 0) in body i), axes of
+    successive joints cycling z, y, x, mass 1 kg, CoM at mid-link, box inertia 1 x 0.1 x 0.1 m.
+    With ``seed``: random axes, tree transforms and physically consistent inertias.
+    """
+    n = _positive_int(n)
+    kinds = _joint_kinds(joint)
+    return _tree([i - 1 for i in range(n)], kinds, seed, name or f"serial{n}")
+
+
+def branched_parents(n: int, branching_factor: int = 2) -> list[int]:
+    """Parent array of a complete tree: parent of body i (0-based) is (i - 1) // bf, root -1."""
+    n = _positive_int(n)
+    bf = _positive_int(branching_factor, "branching_factor")
+    return [-1] + [(i - 1) // bf for i in range(1, n)]
+
+
+def branched_tree(n: int, branching_factor: int = 2, seed=None, joint="revolute",
+                  name: str | None = None) -> Model:
+    """An n-body tree in which body i's parent is (i - 1) // branching_factor (0-based).
+
+    branching_factor 2 is paper 000's binary tree (Fig. 3, depth ~ log2 n); paper 003 uses 2
+    and 5; 1 gives a serial chain. Geometry as :func:`serial_chain`, with the k-th child of a
+    body attached at (1, 0.3 k, 0) in the parent frame. ``seed``: random geometry.
+    """
+    parents = branched_parents(n, branching_factor)
+    return _tree(parents, _joint_kinds(joint), seed,
+                 name or f"branched{n}_bf{branching_factor}")
+
+
+def binary_tree(n: int, seed=None, joint="revolute", name: str | None = None) -> Model:
+    """:func:`branched_tree` with branching factor 2 (paper 000 Fig. 3)."""
+    return branched_tree(n, 2, seed=seed, joint=joint, name=name or f"binary{n}")
+
+
+# legs: joint axes from the hip down (yaw, roll, pitch, pitch, pitch, roll, ...)
+_LEG_AXES = ("z", "x", "y", "y", "y", "x")
+
+
+def _legged(n: int, hips, floating: bool, seed, name: str) -> Model:
+    nlegs = len(hips)
+    n = _positive_int(n, "n (actuated DoF)", nlegs)
+    rng = None if seed is None else np.random.default_rng(seed)
+    torso_size = (0.6, 0.3, 0.15) if nlegs == 4 else (0.2, 0.3, 0.4)
+    tm = 10.0 if rng is None else float(rng.uniform(5.0, 15.0))
+    bodies = [Body("torso", None, Floating() if floating else Fixed(), tm, (0.0, 0.0, 0.0),
+                   _box_inertia(tm, torso_size))]
+    counts = [n // nlegs + (1 if k < n % nlegs else 0) for k in range(nlegs)]
+    for leg, (hip, count) in enumerate(zip(hips, counts)):
+        parent = "torso"
+        for j in range(count):
+            seg = 0.05 if j < 2 else 0.3  # hip yaw/roll are short; thigh, shank, feet longer
+            if rng is None:
+                m, c, Ic = 1.0, (0.0, 0.0, -seg / 2), _box_inertia(1.0, (0.05, 0.05, max(seg, 0.05)))
+            else:
+                m, c, Ic = random_inertia(rng)
+            r = np.asarray(hip, float) if j == 0 else np.array([0.0, 0.0, -(0.05 if j <= 2 else 0.3)])
+            body = f"leg{leg + 1}_link{j + 1}"
+            bodies.append(Body(body, parent, Revolute(_LEG_AXES[j % 6]), m, c, Ic,
+                               Transform(np.eye(3), r)))
+            parent = body
+    return Model(bodies, name=name)
+
+
+def biped(n: int, floating: bool = False, seed=None, name: str | None = None) -> Model:
+    """A torso with two serial legs sharing the n actuated DoF as evenly as possible (paper 000
+    Fig. 4). Hips at (0, +-0.1, -0.2) in the torso frame; leg joint axes from the hip down cycle
+    z, x, y, y, y, x (yaw, roll, pitch, knee, ankle pitch, ankle roll); links hang along -z.
+    ``floating=False`` welds the torso to the world (nv = n), ``True`` attaches it with a
+    Floating joint (nq = n + 7, nv = n + 6). ``seed``: random physically consistent inertias.
+    """
+    return _legged(n, [(0.0, 0.1, -0.2), (0.0, -0.1, -0.2)], floating, seed,
+                   name or f"biped{n}{'_floating' if floating else ''}")
+
+
+def quadruped(n: int, floating: bool = False, seed=None, name: str | None = None) -> Model:
+    """A torso with four serial legs sharing the n actuated DoF as evenly as possible (paper 000
+    Fig. 4). Hips at (+-0.3, +-0.15, 0) in the torso frame; legs as in :func:`biped`."""
+    hips = [(0.3, 0.15, 0.0), (0.3, -0.15, 0.0), (-0.3, 0.15, 0.0), (-0.3, -0.15, 0.0)]
+    return _legged(n, hips, floating, seed,
+                   name or f"quadruped{n}{'_floating' if floating else ''}")
+
+
+def planar_chain(n: int, symbolic_params: bool = False, mass: float = 1.0, length: float = 1.0,
+                 com: float = 0.5, inertia: float = 1.0 / 12.0, g: float = 9.81,
+                 name: str | None = None) -> Model:
+    """An n-link planar chain moving in the x-y plane under gravity (0, -g, 0).
+
+    Joint i is revolute about z; link i lies along its x axis with length l_i (joint i+1 at
+    (l_i, 0, 0)), CoM at (lc_i, 0, 0), mass m_i and inertia I_i about the CoM's z axis; the
+    rotational inertia is diag(I_i/2, I_i/2, I_i) (a thin plate in the plane of motion, which
+    is physically consistent for every I_i > 0). Numbers from ``mass``, ``length``, ``com``,
+    ``inertia``; with ``symbolic_params=True`` m_i, l_i, lc_i, I_i (i = 1..n) are positive SymPy
+    symbols and the model is symbolic (sympy backend; ``model.subs`` gives numbers back). The
+    last length l_n places no joint, so it does not appear in the dynamics.
+    """
+    n = _positive_int(n)
+    if symbolic_params:
+        import sympy as sp
+
+        ms = sp.symbols(f"m1:{n + 1}", positive=True)
+        ls = sp.symbols(f"l1:{n + 1}", positive=True)
+        lcs = sp.symbols(f"lc1:{n + 1}", positive=True)
+        Is = sp.symbols(f"I1:{n + 1}", positive=True)
+        zero, half = sp.Integer(0), sp.Rational(1, 2)
+        gravity = [zero, -sp.Float(g) if not float(g).is_integer() else -sp.Integer(int(g)), zero]
+
+        def Ic(I):
+            return sp.diag(half * I, half * I, I)
+
+        def vec(x):
+            return sp.Matrix([x, zero, zero])
+
+        E = sp.eye(3)
+    else:
+        ms, ls, lcs = [float(mass)] * n, [float(length)] * n, [float(com)] * n
+        Is = [float(inertia)] * n
+        gravity = [0.0, -float(g), 0.0]
+
+        def Ic(I):
+            return np.diag([I / 2, I / 2, I])
+
+        def vec(x):
+            return np.array([x, 0.0, 0.0])
+
+        E = np.eye(3)
+    bodies = []
+    for i in range(n):
+        X = Transform(E, vec(0.0 if i == 0 else ls[i - 1]))
+        bodies.append(Body(f"link{i + 1}", None if i == 0 else f"link{i}", Revolute("z"),
+                           ms[i], vec(lcs[i]), Ic(Is[i]), X))
+    return Model(bodies, gravity=gravity,
+                 name=name or f"planar{n}{'_symbolic' if symbolic_params else ''}")
+
+
+def paper004_chain(n: int, name: str | None = None) -> Model:
+    """Paper 004's benchmark: n links, revolute about local z, m = 1 kg, l = 1 m (along x), CoM at
+    mid-link, Izz = 1 kg m^2 and all other inertia entries 0 (as in the paper; a planar body, so
+    the inertia check is skipped). Gravity (0, -9.81, 0) lies in the plane of motion (the paper
+    does not state it)."""
+    n = _positive_int(n)
+    bodies = [Body(f"link{i + 1}", None if i == 0 else f"link{i}", Revolute("z"), 1.0,
+                   (0.5, 0.0, 0.0), np.diag([0.0, 0.0, 1.0]),
+                   Transform(np.eye(3), np.array([0.0 if i == 0 else 1.0, 0.0, 0.0])))
+              for i in range(n)]
+    return Model(bodies, gravity=(0.0, -9.81, 0.0), name=name or f"paper004_{n}",
+                 check_inertias=False)
+
+
+# --- spec strings ---------------------------------------------------------------------------------
+
+SPEC_HELP = """model specs (options after the numbers, separated by ':'):
+  serial:N[:joint=KIND][:seed=S]      serial chain of N bodies (KIND revolute, prismatic, helical,
+                                      spherical, planar; '+'-separated kinds alternate)
+  binary:N[:seed=S]                   binary tree (branching factor 2)
+  branched:N:BF[:seed=S]              tree with branching factor BF
+  biped:N[:floating][:seed=S]         torso + 2 legs sharing N actuated DoF
+  quadruped:N[:floating][:seed=S]     torso + 4 legs sharing N actuated DoF
+  planar:N[:symbolic]                 planar chain (symbolic: SymPy masses, lengths, inertias)
+  paper004:N                          paper 004's benchmark chain
+  random:N[:seed=S][:floating][:joint=KIND]  random tree
+  robot:NAME                          a robot from example-robot-data (symdyn.robots.load_robot)
+  PATH.urdf[:floating]                a URDF file (symdyn.urdf.load_urdf)"""
+
+_SPEC_KINDS = ("serial", "binary", "branched", "biped", "quadruped", "planar", "paper004",
+               "random", "robot")
+
+
+def _spec_options(spec: str, parts: list[str], allowed: set[str]) -> dict:
+    opts: dict = {}
+    for part in parts:
+        key, eq, val = part.partition("=")
+        if key not in allowed:
+            raise SpecError(f"model spec {spec!r}: unknown option {part!r}"
+                            + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
+        if key == "seed":
+            try:
+                opts["seed"] = int(val)
+            except ValueError:
+                raise SpecError(f"model spec {spec!r}: seed must be an integer, got {val!r}") from None
+        elif key == "joint":
+            kinds = tuple(val.split("+"))
+            bad = [k for k in kinds if k not in _KINDS]
+            if not val or bad:
+                raise SpecError(f"model spec {spec!r}: unknown joint kind {val!r}; known: "
+                                f"{', '.join(_KINDS)}")
+            opts["joint"] = kinds
+        else:
+            if eq:
+                raise SpecError(f"model spec {spec!r}: option {key!r} takes no value")
+            opts[key] = True
+    return opts
+
+
+def _spec_int(spec: str, text: str, what: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise SpecError(f"model spec {spec!r}: {what} must be a positive integer, got {text!r}") from None
+    if v < 1:
+        raise SpecError(f"model spec {spec!r}: {what} must be a positive integer, got {v}")
+    return v
+
+
+def from_spec(spec: str) -> Model:
+    """Build a model from a short spec string such as ``"serial:20"``, ``"binary:15"``,
+    ``"branched:20:5"``, ``"biped:20"``, ``"quadruped:12:floating"``, ``"planar:10"``,
+    ``"planar:3:symbolic"``, ``"paper004:50"``, ``"random:12:seed=3"``, ``"robot:panda"`` or a
+    path to a ``.urdf`` file. See :data:`SPEC_HELP`. Raises :class:`SpecError` (a ValueError)
+    for unknown or malformed specs.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"model spec must be a non-empty string, got {spec!r}")
+    spec = spec.strip()
+    base, _, rest = spec.partition(":")
+    if base.lower().endswith(".urdf") or spec.lower().endswith(".urdf"):
+        path, floating = spec, False
+        if spec.lower().endswith(":floating"):
+            path, floating = spec[: -len(":floating")], True
+        from .urdf import load_urdf
+
+        return load_urdf(path, floating_base=floating)
+    parts = rest.split(":") if rest else []
+    if base not in _SPEC_KINDS:
+        raise SpecError(f"unknown model spec {spec!r}; expected one of "
+                        f"{', '.join(k + ':...' for k in _SPEC_KINDS)} or a path to a .urdf file")
+    if base == "robot":
+        if len(parts) != 1 or not parts[0]:
+            raise SpecError(f"model spec {spec!r}: expected robot:NAME (e.g. robot:panda)")
+        from .robots import load_robot
+
+        return load_robot(parts[0])
+    if not parts:
+        raise SpecError(f"model spec {spec!r}: expected {base}:N (a number of bodies / DoF)")
+    n = _spec_int(spec, parts[0], "N")
+    if base == "branched":
+        if len(parts) < 2:
+            raise SpecError(f"model spec {spec!r}: expected branched:N:BF (BF = branching factor)")
+        bf = _spec_int(spec, parts[1], "the branching factor BF")
+        return branched_tree(n, bf, **_spec_options(spec, parts[2:], {"seed", "joint"}))
+    opts_allowed = {"serial": {"seed", "joint"}, "binary": {"seed", "joint"},
+                    "biped": {"floating", "seed"}, "quadruped": {"floating", "seed"},
+                    "planar": {"symbolic"}, "paper004": set(),
+                    "random": {"seed", "floating", "joint"}}[base]
+    opts = _spec_options(spec, parts[1:], opts_allowed)
+    try:
+        if base == "serial":
+            return serial_chain(n, joint=opts.get("joint", "revolute"), seed=opts.get("seed"))
+        if base == "binary":
+            return binary_tree(n, seed=opts.get("seed"), joint=opts.get("joint", "revolute"))
+        if base == "biped":
+            return biped(n, floating=opts.get("floating", False), seed=opts.get("seed"))
+        if base == "quadruped":
+            return quadruped(n, floating=opts.get("floating", False), seed=opts.get("seed"))
+        if base == "planar":
+            return planar_chain(n, symbolic_params=opts.get("symbolic", False))
+        if base == "paper004":
+            return paper004_chain(n)
+        return random_tree(n, seed=opts.get("seed", 0), joint_kinds=opts.get("joint", ("revolute",)),
+                           floating_base=opts.get("floating", False))
+    except ModelError:
+        raise
+    except ValueError as exc:
+        raise SpecError(f"model spec {spec!r}: {exc}") from None
