@@ -119,7 +119,11 @@ class Model:
     """A rigid-body tree; see the module docstring for conventions."""
 
     def __init__(self, bodies: Sequence[Body], gravity=(0.0, 0.0, -9.81), name: str = "model",
-                 check_inertias: bool = True):
+                 check_inertias: bool = True, allow_massless: bool = False):
+        """``check_inertias=False`` skips the physical-consistency check of each body (needed for
+        symbolic parameters). ``allow_massless=True`` accepts bodies of mass exactly 0 (massless
+        frames and links, as URDF files contain; their inertia is taken as given) when
+        ``check_inertias`` is False; the caller then answers for a regular mass matrix."""
         self.name = str(name)
         if len(bodies) == 0:
             raise ModelError("a model needs at least one body")
@@ -130,12 +134,12 @@ class Model:
         self.gravity = _const(gravity, (3,), "gravity", self.is_symbolic)
         ordered = _topological(bodies)
         self.frames: dict[str, Frame] = {}
-        self._build(ordered, check_inertias)
+        self._build(ordered, check_inertias, allow_massless)
         self._derive()
         self._cache: dict[str, Any] = {}
 
     # -- construction ---------------------------------------------------------------------------
-    def _build(self, ordered: list[Body], check_inertias: bool) -> None:
+    def _build(self, ordered: list[Body], check_inertias: bool, allow_massless: bool = False) -> None:
         sym = self.is_symbolic
         Bk = get_backend("sympy" if sym else "numpy")
         eye = Bk.eye(3)
@@ -150,7 +154,7 @@ class Model:
             Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym)
             if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
                 check_inertia(float(mass), np.array(Ic, dtype=float), what)
-            elif not _is_sym(mass) and not float(mass) > 0:
+            elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
                 raise ModelError(f"{what}: mass must be positive, got {mass}")
             X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
             X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym),

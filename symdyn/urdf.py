@@ -1,0 +1,371 @@
+"""URDF import: ``load_urdf(path_or_xml, floating_base=False)`` -> :class:`~symdyn.model.Model`.
+
+Conventions mapped (URDF -> symdyn)
+-----------------------------------
+* ``<origin xyz rpy>`` of a joint is the pose of the joint (= child link) frame in the parent link
+  frame, ``R = Rz(yaw) Ry(pitch) Rx(roll)``; symdyn's tree transform is ``Xtree = Transform(R^T, xyz)``.
+* ``<axis xyz>`` (default ``1 0 0``, normalized) is in the joint frame; unit coordinate axes become the
+  exact ``'x' | 'y' | 'z'`` forms, anything else (negative axes included) a general unit vector.
+* Joint types: revolute and continuous -> :class:`~symdyn.joints.Revolute` (limits ignored; Pinocchio
+  stores a continuous joint as (cos, sin) with nq = 2, symdyn as the angle), prismatic ->
+  ``Prismatic``, fixed -> ``Fixed`` (merged into the parent by the Model; the link stays a named
+  frame in ``model.frames``), floating -> ``Floating``, planar -> ``Planar`` (only with axis ``0 0 1``).
+  ``<mimic>`` is ignored: mimic joints are independent joints (Pinocchio's default ``mimic=False``).
+* ``<inertial>``: CoM = origin xyz; the inertia tensor (about the CoM, inertial-frame axes) is rotated
+  into link axes, ``Ic = R I R^T``. A link without ``<inertial>`` is massless (zero inertia), as in
+  Pinocchio; a link of mass 0 keeps the rotational inertia written in the file, as Pinocchio does.
+* ``floating_base=True``: the root link is body 0 on a :class:`~symdyn.joints.Floating` joint named
+  ``"root_joint"`` (Pinocchio's name for a free-flyer root); ``False``: the root link is the world
+  frame and its inertia is dropped.
+
+Inertia policy (``check_inertias=True``, the default): individual links may be massless or point
+masses (sensor frames, contact points); what is checked is each *moving* body after fixed links are
+merged into it: it must be physically consistent (:func:`physical_inertia_problem`: mass > 0, rotational
+inertia positive semidefinite with the triangle inequalities, so point masses and thin rods pass), or
+exactly massless with mass somewhere below it (an intermediate link of a multi-axis joint). Anything else
+would make the mass matrix singular or non-physical and raises :class:`URDFError`;
+``check_inertias=False`` loads the file's values unchecked (only mass >= 0 and finite numbers).
+
+The XML is parsed with expat and any DOCTYPE (hence any entity declaration: billion laughs, external
+entities such as ``file:///etc/passwd``) is refused before it is processed; nothing is fetched.
+Malformed files raise :class:`URDFError` naming the element, its line and the problem.
+"""
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from xml.parsers import expat
+
+import numpy as np
+
+from .joints import Fixed, Floating, Planar, Prismatic, Revolute
+from .model import Body, Model, ModelError
+from .spatial import Transform
+
+__all__ = ["URDFError", "load_urdf", "rpy_to_rot"]
+
+URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+
+
+class URDFError(ValueError):
+    """A malformed or unsupported URDF (the message names the element, its line and the problem)."""
+
+
+# --- hardened XML ---------------------------------------------------------------------------------
+
+def _refuse(what):
+    def handler(*_args):
+        raise URDFError(f"{what} are not allowed in URDF files (they enable entity-expansion and "
+                        "external-entity attacks); remove the DOCTYPE")
+    return handler
+
+
+def _parse_xml(data: bytes | str, label: str):
+    """Parse with expat, refusing DOCTYPE/ENTITY declarations; returns (root, {element: line})."""
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartDoctypeDeclHandler = _refuse("DOCTYPE declarations")
+    parser.EntityDeclHandler = _refuse("ENTITY declarations")
+    parser.UnparsedEntityDeclHandler = _refuse("ENTITY declarations")
+    parser.ExternalEntityRefHandler = _refuse("external entities")
+    builder, lines = ET.TreeBuilder(), {}
+
+    def start(tag, attrs):
+        lines[builder.start(tag, attrs)] = parser.CurrentLineNumber
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = builder.end
+    try:
+        parser.Parse(data, True)
+    except URDFError as exc:
+        raise URDFError(f"{label}: line {parser.CurrentLineNumber}: {exc}") from None
+    except expat.ExpatError as exc:
+        raise URDFError(f"{label}: malformed XML: {exc}") from None
+    return builder.close(), lines
+
+
+# --- element helpers ------------------------------------------------------------------------------
+
+class _Ctx:
+    def __init__(self, label, lines):
+        self.label, self.lines = label, lines
+
+    def error(self, owner: str, el, problem: str) -> URDFError:
+        line = self.lines.get(el)
+        at = f" (line {line})" if line else ""
+        return URDFError(f"{self.label}: {owner}{at}: {problem}")
+
+    def numbers(self, owner, el, attr, n, default=None):
+        text = el.get(attr) if el is not None else None
+        if text is None:
+            if default is None:
+                raise self.error(owner, el, f"<{el.tag}> has no {attr!r} attribute")
+            return np.array(default, dtype=float)
+        parts = text.split()
+        try:
+            vals = [float(p) for p in parts]
+        except ValueError:
+            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: expected {n} numbers") from None
+        if len(vals) != n:
+            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: expected {n} numbers, "
+                                        f"got {len(vals)}")
+        if not all(math.isfinite(v) for v in vals):
+            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: NaN or inf")
+        return np.array(vals, dtype=float)
+
+    def origin(self, owner, parent_el):
+        """(R, xyz) of an optional <origin> child."""
+        o = parent_el.find("origin")
+        if o is None:
+            return np.eye(3), np.zeros(3)
+        xyz = self.numbers(owner, o, "xyz", 3, (0.0, 0.0, 0.0))
+        rpy = self.numbers(owner, o, "rpy", 3, (0.0, 0.0, 0.0))
+        return rpy_to_rot(*rpy), xyz
+
+    def child(self, owner, el, tag):
+        c = el.find(tag)
+        if c is None:
+            raise self.error(owner, el, f"<{el.tag}> has no <{tag}> element")
+        return c
+
+
+def rpy_to_rot(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll) (child axes in parent coordinates)."""
+    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch),
+                              math.cos(yaw), math.sin(yaw))
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+# --- URDF elements --------------------------------------------------------------------------------
+
+def _link_inertia(ctx: _Ctx, link):
+    """(mass, com, Ic) in link coordinates; (0, 0, 0) without <inertial>."""
+    name = link.get("name")
+    owner = f"link {name!r}"
+    inertial = link.find("inertial")
+    if inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    R, com = ctx.origin(owner, inertial)
+    mass_el = inertial.find("mass")
+    if mass_el is None or mass_el.get("value") is None:
+        raise ctx.error(owner, inertial if mass_el is None else mass_el,
+                        "<inertial> has no <mass value=...> (missing mass)")
+    mass = float(ctx.numbers(owner, mass_el, "value", 1)[0])
+    if mass < 0:
+        raise ctx.error(owner, mass_el, f"<mass value={mass_el.get('value')!r}>: mass must be >= 0")
+    inertia_el = ctx.child(owner, inertial, "inertia")
+    c = {k: float(ctx.numbers(owner, inertia_el, k, 1)[0])
+         for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+    I = np.array([[c["ixx"], c["ixy"], c["ixz"]],
+                  [c["ixy"], c["iyy"], c["iyz"]],
+                  [c["ixz"], c["iyz"], c["izz"]]])
+    return mass, com, R @ I @ R.T
+
+
+def _make_joint(ctx: _Ctx, j, jname: str):
+    owner = f"joint {jname!r}"
+    kind = j.get("type")
+    if kind is None:
+        raise ctx.error(owner, j, "no 'type' attribute")
+    if kind not in URDF_JOINT_TYPES:
+        raise ctx.error(owner, j, f"unknown joint type {kind!r}; URDF joint types are "
+                                  f"{', '.join(URDF_JOINT_TYPES)}")
+    if kind == "fixed":
+        return Fixed()
+    if kind == "floating":
+        return Floating()
+    axis_el = j.find("axis")
+    axis = ctx.numbers(owner, axis_el, "xyz", 3, (1.0, 0.0, 0.0)) if axis_el is not None \
+        else np.array([1.0, 0.0, 0.0])
+    n = float(np.linalg.norm(axis))
+    if n < 1e-12:
+        raise ctx.error(owner, axis_el, "<axis xyz='0 0 0'>: the joint axis must be nonzero")
+    axis = axis / n
+    if kind == "planar":
+        if not np.allclose(axis, (0.0, 0.0, 1.0), atol=1e-12):
+            raise ctx.error(owner, j, f"planar joint with axis {axis.tolist()}: symdyn's Planar joint "
+                                      "moves in the x-y plane, so the URDF axis (plane normal) must be "
+                                      "'0 0 1' (rotate the joint origin instead)")
+        return Planar()
+    spec = _axis_spec(axis)
+    return Revolute(spec) if kind in ("revolute", "continuous") else Prismatic(spec)
+
+
+def _axis_spec(axis: np.ndarray):
+    for name, k in (("x", 0), ("y", 1), ("z", 2)):
+        e = np.zeros(3)
+        e[k] = 1.0
+        if np.array_equal(axis, e):
+            return name
+    return tuple(float(a) for a in axis)
+
+
+def _read(source) -> tuple[bytes | str, str]:
+    if isinstance(source, bytes):
+        return source, "<URDF string>"
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        return source, "<URDF string>"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF file not found: {path}")
+        return path.read_bytes(), str(path)
+    raise TypeError(f"load_urdf expects a path or an XML string, got {type(source).__name__}")
+
+
+# --- loader ---------------------------------------------------------------------------------------
+
+def load_urdf(source, floating_base: bool = False, name: str | None = None,
+              gravity=(0.0, 0.0, -9.81), check_inertias: bool = True) -> Model:
+    """Build a :class:`~symdyn.model.Model` from a URDF file path or XML string.
+
+    Bodies are the non-fixed links in depth-first order from the root (children in document
+    order), named after their links; ``model.joint_names[i]`` is the URDF joint moving body i
+    (``"root_joint"`` for the floating base). Every link, fixed ones included, is a frame in
+    ``model.frames``. See the module docstring for the conventions and the inertia policy.
+
+    Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem)
+    and ``FileNotFoundError`` for a missing path.
+    """
+    data, label = _read(source)
+    root_el, lines = _parse_xml(data, label)
+    ctx = _Ctx(label, lines)
+    if root_el.tag != "robot":
+        raise ctx.error(f"<{root_el.tag}>", root_el, "the root element must be <robot>")
+    links: dict[str, ET.Element] = {}
+    for link in root_el.findall("link"):
+        lname = link.get("name")
+        if not lname:
+            raise ctx.error("<link>", link, "no 'name' attribute")
+        if lname in links:
+            raise ctx.error(f"link {lname!r}", link, "duplicate link name")
+        links[lname] = link
+    if not links:
+        raise ctx.error("<robot>", root_el, "no <link> elements")
+
+    parent_joint: dict[str, tuple[str, str, ET.Element]] = {}  # child -> (joint name, parent, element)
+    children: dict[str, list[str]] = {n: [] for n in links}
+    joint_names: set[str] = set()
+    for j in root_el.findall("joint"):
+        jname = j.get("name")
+        if not jname:
+            raise ctx.error("<joint>", j, "no 'name' attribute")
+        owner = f"joint {jname!r}"
+        if jname in joint_names:
+            raise ctx.error(owner, j, "duplicate joint name")
+        joint_names.add(jname)
+        ends = {}
+        for tag in ("parent", "child"):
+            el = ctx.child(owner, j, tag)
+            ln = el.get("link")
+            if ln is None:
+                raise ctx.error(owner, el, f"<{tag}> has no 'link' attribute")
+            if ln not in links:
+                raise ctx.error(owner, el, f"{tag} link {ln!r} does not exist"
+                                           + (" (dangling parent)" if tag == "parent" else ""))
+            ends[tag] = ln
+        if ends["child"] == ends["parent"]:
+            raise ctx.error(owner, j, f"link {ends['child']!r} is its own parent (cycle)")
+        if ends["child"] in parent_joint:
+            other = parent_joint[ends["child"]][0]
+            raise ctx.error(owner, j, f"link {ends['child']!r} already has parent joint {other!r}: "
+                                      "a link with two parent joints (URDF must be a tree)")
+        parent_joint[ends["child"]] = (jname, ends["parent"], j)
+        children[ends["parent"]].append(ends["child"])
+
+    roots = [n for n in links if n not in parent_joint]
+    if not roots:
+        raise ctx.error("<robot>", root_el, "no root link: every link has a parent joint, so the "
+                                            "joints form a cycle")
+    if len(roots) > 1:
+        raise ctx.error("<robot>", root_el, f"more than one root link {roots}: links not "
+                                            "connected by joints")
+    order, stack = [], [roots[0]]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        stack.extend(reversed(children[n]))
+    if len(order) != len(links):
+        lost = [n for n in links if n not in set(order)]
+        raise ctx.error("<robot>", root_el, f"links {lost} are not reachable from the root link "
+                                            f"{roots[0]!r}: their joints form a cycle")
+
+    bodies, jnames = [], {}
+    for lname in order:
+        mass, com, Ic = _link_inertia(ctx, links[lname])
+        if lname == roots[0]:
+            joint = Floating() if floating_base else Fixed()
+            bodies.append(Body(lname, None, joint, mass, com, Ic))
+            jnames[lname] = "root_joint"
+            continue
+        jname, parent, j = parent_joint[lname]
+        R, xyz = ctx.origin(f"joint {jname!r}", j)
+        bodies.append(Body(lname, parent, _make_joint(ctx, j, jname), mass, com, Ic,
+                           Transform(R.T.copy(), xyz)))
+        jnames[lname] = jname
+    mname = name if name is not None else (root_el.get("name") or "urdf")
+    try:
+        model = Model(bodies, gravity=gravity, name=mname, check_inertias=False, allow_massless=True)
+    except ModelError as exc:
+        raise URDFError(f"{label}: {exc}") from exc
+    model.joint_names = [jnames[n] for n in model.names]
+    if check_inertias:
+        _check_bodies(model, label)
+    return model
+
+
+def mass_com_inertia(I6) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, CoM, rotational inertia about the CoM) of a numeric 6x6 spatial inertia."""
+    I6 = np.asarray(I6, dtype=float)
+    m = float(I6[3, 3])
+    if m == 0:
+        return 0.0, np.zeros(3), I6[:3, :3].copy()
+    c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m  # m S(c) block
+    C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+    return m, c, I6[:3, :3] - m * C @ C.T
+
+
+def physical_inertia_problem(mass: float, Ic, scale: float | None = None) -> str | None:
+    """Why (mass, Ic about the CoM) is not a rigid body's inertia, or None if it is one.
+
+    Accepts the physical limits point mass (Ic = 0) and thin rod (one zero principal moment):
+    mass > 0, Ic symmetric positive semidefinite with principal moments satisfying the triangle
+    inequalities, to a tolerance of 1e-9 ``scale`` (default: the largest moment).
+    """
+    Ic = np.asarray(Ic, dtype=float)
+    if not mass > 0:
+        return f"mass must be positive, got {mass}"
+    ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
+    tol = 1e-9 * (scale if scale is not None else max(abs(ev[-1]), 1e-300))
+    if not np.allclose(Ic, Ic.T, rtol=0, atol=tol):
+        return "rotational inertia is not symmetric"
+    if ev[0] < -tol:
+        return f"rotational inertia has a negative principal moment (moments {ev.tolist()})"
+    if ev[0] + ev[1] < ev[2] - tol:
+        return (f"principal moments {ev.tolist()} violate the triangle inequality "
+                "(no rigid body has this inertia)")
+    return None
+
+
+def _check_bodies(model: Model, label: str) -> None:
+    """The inertia policy of the module docstring, on the bodies after fixed links are merged."""
+    subtree_mass = [sum(float(np.asarray(model.I[k])[3, 3]) for k in model.subtree[i])
+                    for i in range(model.N)]
+    for i, lname in enumerate(model.names):
+        merged = [f for f, fr in model.frames.items() if fr.body == i and f != lname]
+        what = f"link {lname!r}" + (f" (with fixed links {merged} merged)" if merged else "")
+        hint = "; pass check_inertias=False to load the file's values unchecked"
+        I6 = np.asarray(model.I[i], dtype=float)
+        if not np.any(I6):
+            if subtree_mass[i] == 0:
+                raise URDFError(f"{label}: {what}: joint {model.joint_names[i]!r} moves only massless "
+                                f"links, so the mass matrix would be singular{hint}")
+            continue
+        m, _, Ic = mass_com_inertia(I6)
+        problem = physical_inertia_problem(m, Ic, scale=float(np.abs(I6[:3, :3]).max()))
+        if problem:
+            raise URDFError(f"{label}: {what}: {problem}{hint}")
