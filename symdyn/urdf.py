@@ -10,7 +10,8 @@ Conventions mapped (URDF -> symdyn)
   stores a continuous joint as (cos, sin) with nq = 2, symdyn as the angle), prismatic ->
   ``Prismatic``, fixed -> ``Fixed`` (merged into the parent by the Model; the link stays a named
   frame in ``model.frames``), floating -> ``Floating``, planar -> ``Planar`` (only with axis ``0 0 1``).
-  ``<mimic>`` is ignored: mimic joints are independent joints (Pinocchio's default ``mimic=False``).
+  ``<mimic>`` is ignored: mimic joints are independent joints (Pinocchio's default ``mimic=False``);
+  so are ``<limit>`` (not required here, unlike urdfdom), ``<dynamics>``, visuals and collisions.
 * ``<inertial>``: CoM = origin xyz; the inertia tensor (about the CoM, inertial-frame axes) is rotated
   into link axes, ``Ic = R I R^T``. A link without ``<inertial>`` is massless (zero inertia), as in
   Pinocchio; a link of mass 0 keeps the rotational inertia written in the file, as Pinocchio does.
@@ -205,10 +206,10 @@ def _axis_spec(axis: np.ndarray):
 
 
 def _read(source) -> tuple[bytes | str, str]:
-    if isinstance(source, bytes):
-        return source, "<URDF string>"
+    if isinstance(source, bytes):  # leading blanks (e.g. triple-quoted strings) are tolerated
+        return source.lstrip(), "<URDF string>"
     if isinstance(source, str) and source.lstrip().startswith("<"):
-        return source, "<URDF string>"
+        return source.lstrip(), "<URDF string>"
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
