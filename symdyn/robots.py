@@ -6,6 +6,10 @@ drones and a fixed base for arms, hands and mobile manipulators. The pip package
 under ``<site-packages>/cmeel.prefix/share/example-robot-data/robots``; it is found through the
 package's installed-file record (``importlib.metadata``), then the interpreter's site directories and
 prefix. The environment variable ``SYMDYN_ROBOTS_DIR`` (a ``robots`` directory) takes precedence.
+
+Not registered: the romeo URDFs (massless moving finger links make the mass matrix singular, and
+romeo_small/romeo_laas_small have non-physical inertias; load_urdf refuses them unless
+``check_inertias=False``) and ur3.urdf (no links). Any other URDF loads with ``load_urdf(path)``.
 """
 from __future__ import annotations
 
@@ -118,6 +122,8 @@ def _candidates():
 
 @lru_cache(maxsize=None)
 def _robots_dir(env: str | None) -> Path:
+    if env and not Path(env).is_dir():
+        raise FileNotFoundError(f"SYMDYN_ROBOTS_DIR={env!r} is not a directory")
     for c in _candidates():
         if c.is_dir():
             return c

@@ -70,7 +70,11 @@ class Pair:
 _cache = {}
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{'default' if c[1] is None else ('floating' if c[1] else 'fixed')}")
+def _case_id(case):
+    return case[0] + {None: "", True: "-floating", False: "-fixed"}[case[1]]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=_case_id)
 def pair(request):
     if request.param not in _cache:
         _cache[request.param] = Pair(*request.param)

@@ -490,3 +490,6 @@ def test_robots_dir_override(tmp_path, monkeypatch):
     assert available_robots() == ["double_pendulum"]
     with pytest.raises(FileNotFoundError, match="robot 'ur5'.*missing.*available: double_pendulum"):
         robot_urdf("ur5")
+    monkeypatch.setenv("SYMDYN_ROBOTS_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="SYMDYN_ROBOTS_DIR=.*nowhere.*not a directory"):
+        robot_urdf("ur5")
