@@ -1,0 +1,150 @@
+"""Coriolis matrix (paper 000 Algorithm 1) and O(N) Coriolis products without forming C.
+
+Conventions: spatial vectors are [angular; linear]; everything is computed in body coordinates
+with compact transforms (``Xup[i]`` maps parent to body-i coordinates); paper body i is our i-1.
+Velocities are the model's generalized speeds ``qd`` (length nv): joint rates for 1-DoF and planar
+joints, body angular velocity for spherical joints, body twist [omega; v_O] for floating joints.
+
+With factorization (10) ("christoffel") Algorithm 1 returns the Christoffel-consistent C* for any
+open chain with these joints (paper 000 Prop. 2, generalized by paper 001 Sec. VI-B): C* is the
+factorization of the Riemannian (Levi-Civita) connection in the model's speeds, linear in qd, with
+C*(q, qd) = sum_k Gamma[:, :, k] qd[k] for the generalized Christoffel symbols Gamma of
+:func:`symdyn.algorithms.christoffel.christoffel`.
+"""
+from __future__ import annotations
+
+from ..spatial import (congruence, cross_force, cross_motion, factorization_B, xform_force_T,
+                       xform_motion)
+from .common import assemble_blocks, entry, joint_kinematics
+
+FACTORIZATIONS = ("christoffel", "simple")
+
+
+def check_factorization(factorization: str) -> None:
+    """Raise ValueError unless ``factorization`` names a body-level factorization."""
+    if factorization not in FACTORIZATIONS:
+        raise ValueError(f"unknown factorization {factorization!r}; choose 'christoffel' "
+                         f"(paper 000 eq. (10), gives C*) or 'simple' (eq. (9), (v x*) I)")
+
+
+def joint_velocities(B, model, q, qd, Xup, S):
+    """Body velocities v_i (5) and Phidot_i = (v_i x) Phi_i + Phiring_i (Alg. 1 lines 3-4)."""
+    v, Sdot = [None] * model.N, [None] * model.N
+    for i, p in enumerate(model.parents):
+        vJ = S[i] @ qd[i]
+        v[i] = vJ if p < 0 else xform_motion(B, Xup[i], v[p]) + vJ          # line 3
+        Sdot[i] = cross_motion(B, v[i], S[i])                                 # line 4
+        Sring = model.joints[i].Sring(B, q[i], qd[i])
+        if Sring is not None:
+            Sdot[i] = Sdot[i] + Sring
+    return v, Sdot
+
+
+def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
+                    backend: str | None = None):
+    """Mass matrix, its time derivative and a Coriolis matrix: paper 000 Algorithm 1, O(Nd).
+
+    Returns ``(M, Mdot, C)``, each nv x nv in the inputs' backend, with ``C(q, qd) qd`` the
+    Coriolis/centripetal torques (``rnea(q, qd, 0)`` without gravity) and ``Mdot = C + C^T``.
+    ``factorization="christoffel"`` (eq. (10)) gives the Christoffel-consistent C*;
+    ``"simple"`` (eq. (9), B = (v x*) I) is admissible but in general not Christoffel-consistent.
+    Joints whose motion subspace depends on q (planar) enter through Phidot = v x Phi + Phiring.
+    """
+    check_factorization(factorization)
+    B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
+    _, I, _ = model.constants(B)
+    Xup, S = joint_kinematics(B, model, q)
+    N, parents = model.N, model.parents
+    v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                       # lines 1-4
+    IC = list(I)                                                              # line 5
+    BC = [factorization_B(B, v[i], I[i], factorization) for i in range(N)]    # line 6
+    M, Mdot, C = {}, {}, {}
+    for j in reversed(range(N)):                                              # line 8
+        nj = S[j].shape[1]
+        F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]                                   # line 9
+        F2 = IC[j] @ S[j]                                                     # line 10
+        F3 = BC[j].T @ S[j]                                                   # line 11
+        C[j, j] = S[j].T @ F1                                                 # line 12
+        M[j, j] = S[j].T @ F2                                                 # line 13
+        Mdot[j, j] = Sdot[j].T @ F2 + S[j].T @ (F1 + F3)                      # line 14
+        F, i = B.hcat([F1, F2, F3]), j                                        # line 15
+        while parents[i] >= 0:                                                # line 16
+            F = xform_force_T(B, Xup[i], F)                                   # line 17
+            i = parents[i]                                                    # line 18
+            F1, F2, F3 = B.cols(F, 0, nj), B.cols(F, nj, 2 * nj), B.cols(F, 2 * nj, 3 * nj)
+            C[i, j] = S[i].T @ F1                                             # line 19
+            C[j, i] = (Sdot[i].T @ F2 + S[i].T @ F3).T                        # line 20
+            M[i, j] = S[i].T @ F2                                             # line 21
+            M[j, i] = M[i, j].T
+            Mdot[i, j] = Sdot[i].T @ F2 + S[i].T @ (F1 + F3)                  # line 22
+            Mdot[j, i] = Mdot[i, j].T
+        p = parents[j]
+        if p >= 0:
+            IC[p] = IC[p] + congruence(B, Xup[j], IC[j])                      # line 24
+            BC[p] = BC[p] + congruence(B, Xup[j], BC[j])                      # line 25
+    return (assemble_blocks(B, model, M), assemble_blocks(B, model, Mdot),
+            assemble_blocks(B, model, C))
+
+
+def _B_times(B, v, I, w, factorization):
+    """B(v, I) w without forming B: eq. (10) 1/2 [v x* I w + w x* I v - I (v x w)], or eq. (9)."""
+    if factorization == "simple":
+        return cross_force(B, v, I @ w)
+    return (cross_force(B, v, I @ w) + cross_force(B, w, I @ v) - I @ cross_motion(B, v, w)) / 2
+
+
+def coriolis_product(model, q, qd, qd_r, factorization: str = "christoffel", *,
+                     backend: str | None = None):
+    """``C(q, qd) qd_r`` in O(N) without forming C (Niemeyer-Slotine modified RNEA).
+
+    ``qd_r`` is any vector of speeds (e.g. the reference velocity of Slotine-Li control); with the
+    default factorization C is the Christoffel-consistent C* of :func:`coriolis_matrix`, and
+    ``coriolis_product(q, qd, qd)`` equals ``rnea(q, qd, 0)`` without gravity. Derivation: eq. (14)
+    with qdd -> 0 and the velocity factor qd_j -> qd_r,j, i.e. a_r,i = X a_r,p(i) + Phidot_i qd_r,i
+    and f_i = I_i a_r,i + B(v_i, I_i) v_r,i with v_r the velocities of qd_r.
+    """
+    check_factorization(factorization)
+    B, (q, qd, qr) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qd_r", qd_r, "v"),
+                           backend=backend)
+    _, I, _ = model.constants(B)
+    Xup, S = joint_kinematics(B, model, q)
+    N, parents = model.N, model.parents
+    v, vr, ar, f = [None] * N, [None] * N, [None] * N, [None] * N
+    for i, p in enumerate(parents):
+        vJ, vrJ = S[i] @ qd[i], S[i] @ qr[i]
+        v[i] = vJ if p < 0 else xform_motion(B, Xup[i], v[p]) + vJ            # (5)
+        vr[i] = vrJ if p < 0 else xform_motion(B, Xup[i], vr[p]) + vrJ
+        ar[i] = cross_motion(B, v[i], vrJ)                                    # Phidot_i qd_r,i
+        Sring = model.joints[i].Sring(B, q[i], qd[i])
+        if Sring is not None:
+            ar[i] = ar[i] + Sring @ qr[i]
+        if p >= 0:
+            ar[i] = ar[i] + xform_motion(B, Xup[i], ar[p])                    # (12), qdd = 0
+        f[i] = I[i] @ ar[i] + _B_times(B, v[i], I[i], vr[i], factorization)
+    tau = [None] * N
+    for i in reversed(range(N)):
+        tau[i] = S[i].T @ f[i]                                                # (13)
+        if parents[i] >= 0:
+            f[parents[i]] = f[parents[i]] + xform_force_T(B, Xup[i], f[i])
+    return B.vcat(tau)
+
+
+def coriolis_transpose_product(model, q, qd, *, backend: str | None = None):
+    """``C(q, qd)^T qd`` in O(N) without forming C (the term of generalized-momentum observers).
+
+    It is the same for every admissible factorization (C^T qd = Mdot qd - C qd), C* included.
+    From eq. (30), C^T qd = sum_k J_k^T B_k^T v_k + Jdot_k^T I_k v_k and B(v, I)^T v = 0 for an
+    admissible B, so [C^T qd]_j = Phidot_j^T h^C_j with h^C_j = sum_{k in subtree(j)} I_k v_k.
+    """
+    B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
+    _, I, _ = model.constants(B)
+    Xup, S = joint_kinematics(B, model, q)
+    v, Sdot = joint_velocities(B, model, q, qd, Xup, S)
+    h = [I[i] @ v[i] for i in range(model.N)]
+    out = [None] * model.N
+    for j in reversed(range(model.N)):
+        out[j] = Sdot[j].T @ h[j]
+        p = model.parents[j]
+        if p >= 0:
+            h[p] = h[p] + xform_force_T(B, Xup[j], h[j])
+    return B.vcat(out)
