@@ -1,0 +1,203 @@
+"""The build cache: content-addressed entries, safe under concurrent builders.
+
+An entry is a directory ``<root>/<key>`` holding the generated sources, the shared library and a
+manifest (``symdyn_build.json``) with the SHA-256 of every file. The key hashes the model's
+content (not its name), the algorithms and their options, the code-generation options and the
+symdyn, CasADi and compiler versions, so stale entries are never looked up. Builders take a lock
+file (``<root>/locks/<key>.lock``, POSIX ``flock``), build in a private temporary directory and
+publish it with one atomic ``rename``; an entry whose manifest or checksums do not verify
+(corrupted, truncated, half-deleted) is moved aside and rebuilt.
+
+The root is ``$SYMDYN_CACHE`` if set, else ``$XDG_CACHE_HOME/symdyn`` or ``~/.cache/symdyn``
+(plus ``/codegen``).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+MANIFEST = "symdyn_build.json"
+
+
+def cache_root() -> Path:
+    """Directory holding the code-generation cache (created on first use)."""
+    env = os.environ.get("SYMDYN_CACHE")
+    if env:
+        base = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "symdyn"
+    return base / "codegen"
+
+
+def clear_cache(root: Path | None = None) -> int:
+    """Remove every cache entry under ``root`` (default :func:`cache_root`); returns the count."""
+    root = Path(root) if root is not None else cache_root()
+    if not root.is_dir():
+        return 0
+    n = 0
+    for p in root.iterdir():
+        if p.is_dir() and p.name not in ("locks",):
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+    return n
+
+
+def _feed(h, x: Any) -> None:
+    if isinstance(x, np.ndarray) or (isinstance(x, (list, tuple)) and x and
+                                     isinstance(x[0], (float, np.floating))):
+        a = np.ascontiguousarray(np.asarray(x, dtype=float))
+        h.update(f"a{a.shape}".encode())
+        h.update(a.tobytes())
+    else:
+        h.update(repr(x).encode())
+    h.update(b";")
+
+
+def model_fingerprint(model) -> str:
+    """SHA-256 of everything that determines the generated code of a numeric model: topology,
+    joint types and parameters, tree transforms, inertias and gravity (not the model's name)."""
+    h = hashlib.sha256(b"symdyn-model-v1;")
+    _feed(h, list(model.parents))
+    for j in model.joints:
+        params = sorted((k, v) for k, v in vars(j).items() if not k.startswith("_"))
+        _feed(h, (type(j).__module__, type(j).__qualname__, j.nq, j.nv, repr(params)))
+    for X in model.Xtree:
+        _feed(h, np.asarray(X.E, dtype=float))
+        _feed(h, np.asarray(X.r, dtype=float).reshape(-1))
+    for I in model.I:
+        _feed(h, np.asarray(I, dtype=float))
+    _feed(h, np.asarray(model.gravity, dtype=float).reshape(-1))
+    return h.hexdigest()
+
+
+def build_key(data: dict) -> str:
+    """Cache key: SHA-256 of the canonical JSON of ``data`` (first 32 hex digits)."""
+    text = json.dumps(data, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(directory: Path, manifest: dict) -> None:
+    """Record the checksums of every file in ``directory`` and write the manifest atomically."""
+    directory = Path(directory)
+    files = {}
+    for p in sorted(directory.iterdir()):
+        if p.is_file() and p.name != MANIFEST and not p.name.endswith((".o", ".log", ".tmp")):
+            files[p.name] = file_sha256(p)
+    manifest = dict(manifest, files=files)
+    tmp = directory / f"{MANIFEST}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, directory / MANIFEST)
+
+
+def read_manifest(directory: Path) -> dict:
+    """The manifest of a build directory (OSError/ValueError when missing or unreadable)."""
+    path = Path(directory) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{directory} is not a symdyn build directory (no {MANIFEST})") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is corrupted: {exc}") from None
+
+
+def verify(directory: Path, key: str | None = None) -> tuple[dict | None, str]:
+    """``(manifest, "")`` when the entry is complete and every checksum matches, else
+    ``(None, reason)``."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return None, "missing"
+    try:
+        manifest = read_manifest(directory)
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable manifest ({exc})"
+    if key is not None and manifest.get("key") != key:
+        return None, "manifest key does not match"
+    files = manifest.get("files") or {}
+    if manifest.get("library") and manifest["library"] not in files:
+        return None, "library missing from the manifest"
+    for name, digest in files.items():
+        p = directory / name
+        if not p.is_file():
+            return None, f"{name} is missing"
+        if file_sha256(p) != digest:
+            return None, f"{name} does not match its checksum (corrupted or modified)"
+    return manifest, ""
+
+
+def discard(directory: Path) -> None:
+    """Move a bad entry aside (atomic) and delete it."""
+    directory = Path(directory)
+    trash = directory.with_name(f"trash-{directory.name}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(directory, trash)
+    except OSError:
+        trash = directory
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def new_tmp_dir(root: Path, key: str) -> Path:
+    """A private directory next to the entries (same file system, so rename is atomic)."""
+    root.mkdir(parents=True, exist_ok=True)
+    d = root / f"tmp-{key[:12]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    return d
+
+
+def publish(tmp: Path, entry: Path) -> bool:
+    """Rename ``tmp`` to ``entry``; False (and ``tmp`` removed) if another builder won the race."""
+    try:
+        os.rename(tmp, entry)
+        return True
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False
+
+
+def sweep(root: Path, max_age: float = 86400.0) -> None:
+    """Remove leftovers of crashed builders (tmp-*/trash-* directories older than max_age s)."""
+    if not root.is_dir():
+        return
+    now = time.time()
+    for p in root.iterdir():
+        if p.name.startswith(("tmp-", "trash-")):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > max_age:
+                    shutil.rmtree(p, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def lock(root: Path, key: str) -> Iterator[None]:
+    """Exclusive lock for one key across processes (no-op where fcntl is unavailable: the atomic
+    rename still keeps concurrent builders safe, they only duplicate work)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    locks = root / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{key}.lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

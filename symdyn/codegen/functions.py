@@ -1,0 +1,235 @@
+"""casadi.Function objects of the symdyn algorithms, with named inputs and outputs.
+
+Every algorithm is traced once with the CasADi SX backend (the same code that runs with NumPy
+and SymPy) and wrapped in a ``casadi.Function``. Two output layouts:
+
+* ``layout="casadi"`` (default, for CasADi users and ``.casadi`` files): vectors are (n, 1)
+  columns, matrices keep their shape (and CasADi's structural zeros); the Christoffel tensor is an
+  nv x nv^2 matrix ``[Gamma[:, :, 0], ..., Gamma[:, :, nv-1]]`` (C*[i, j] = sum_k Gamma[i, j, k] qd[k]).
+* ``layout="numpy"`` (the compiled fast path and the exported C sources): every output is a dense
+  column holding the C-order (row-major) flattening of the NumPy result: ``tau[i]``,
+  ``M[i * nv + j]``, ``Gamma[(i * nv + j) * nv + k]``.
+
+Inputs are dense columns in both layouts: ``q`` (nq), ``qd``/``qdd``/``tau`` (nv).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .names import c_identifier
+
+LAYOUTS = ("casadi", "numpy")
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """How to call one algorithm: where it lives, its inputs ``(name, 'q'|'v')`` and its outputs
+    ``(name, rank)`` (rank 1 vector, 2 matrix, 3 tensor Gamma[i, j, k])."""
+
+    name: str
+    modules: tuple[str, ...]
+    attr: str
+    inputs: tuple[tuple[str, str], ...]
+    outputs: tuple[tuple[str, int], ...]
+    doc: str = ""
+
+    def resolve(self) -> Callable:
+        """The algorithm's function; a clear ImportError when its module is not installed."""
+        tried = []
+        for mod in self.modules:
+            try:
+                m = importlib.import_module(mod)
+            except ModuleNotFoundError as exc:
+                if exc.name is None or not mod.startswith(exc.name):
+                    raise
+                tried.append(mod)
+                continue
+            fn = getattr(m, self.attr, None)
+            if fn is not None:
+                return fn
+            tried.append(f"{mod}.{self.attr}")
+        raise ImportError(f"algorithm {self.name!r} is not available in this symdyn installation "
+                          f"(looked for {', '.join(tried)})")
+
+    def input_sizes(self, model) -> tuple[int, ...]:
+        return tuple(model.nq if kind == "q" else model.nv for _, kind in self.inputs)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.inputs)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.outputs)
+
+
+_Q, _QD, _QDD, _TAU = ("q", "q"), ("qd", "v"), ("qdd", "v"), ("tau", "v")
+_ALG = "symdyn.algorithms"
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in [
+    AlgorithmSpec("rnea", (f"{_ALG}.rnea",), "rnea", (_Q, _QD, _QDD), (("tau", 1),),
+                  "inverse dynamics tau = M qdd + C qd + g"),
+    AlgorithmSpec("crba", (f"{_ALG}.crba",), "crba", (_Q,), (("M", 2),), "mass matrix M(q)"),
+    AlgorithmSpec("aba", (f"{_ALG}.aba",), "aba", (_Q, _QD, _TAU), (("qdd", 1),),
+                  "forward dynamics qdd = M^-1 (tau - C qd - g)"),
+    AlgorithmSpec("nonlinear_effects", (f"{_ALG}.rnea",), "nonlinear_effects", (_Q, _QD),
+                  (("h", 1),), "C(q, qd) qd + g(q)"),
+    AlgorithmSpec("gravity_vector", (f"{_ALG}.rnea",), "gravity_vector", (_Q,), (("g", 1),),
+                  "gravity torques g(q)"),
+    AlgorithmSpec("coriolis_matrix", (f"{_ALG}.coriolis",), "coriolis_matrix", (_Q, _QD),
+                  (("M", 2), ("Mdot", 2), ("C", 2)), "M, dM/dt and the Coriolis matrix C(q, qd)"),
+    AlgorithmSpec("christoffel", (f"{_ALG}.christoffel",), "christoffel", (_Q,), (("Gamma", 3),),
+                  "Christoffel symbols Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] qd[k]"),
+    AlgorithmSpec("christoffel_from_mass_matrix", (f"{_ALG}.christoffel", f"{_ALG}.coriolis"),
+                  "christoffel_from_mass_matrix", (_Q,), (("Gamma", 3),),
+                  "Christoffel symbols by differentiating M (eq. (4) baseline)"),
+    AlgorithmSpec("rnea_derivatives", (f"{_ALG}.rnea_derivatives",), "rnea_derivatives",
+                  (_Q, _QD, _QDD), (("dtau_dq", 2), ("dtau_dqd", 2)),
+                  "partial derivatives of inverse dynamics (IDSVA)"),
+    AlgorithmSpec("aba_derivatives", (f"{_ALG}.aba_derivatives",), "aba_derivatives",
+                  (_Q, _QD, _TAU), (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
+                  "partial derivatives of forward dynamics and M^-1"),
+]}
+
+# parameters of the algorithm functions that are inputs or fixed by the code generator
+_NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "backend", "f_ext"}
+
+
+def algorithm_spec(algorithm: str) -> AlgorithmSpec:
+    """The :class:`AlgorithmSpec` named ``algorithm`` (ValueError listing the known names)."""
+    spec = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
+    if spec is None:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose from {', '.join(ALGORITHMS)}")
+    return spec
+
+
+def available_algorithms() -> list[str]:
+    """Names of the registered algorithms whose modules are installed."""
+    out = []
+    for name, spec in ALGORITHMS.items():
+        try:
+            spec.resolve()
+        except ImportError:
+            continue
+        out.append(name)
+    return out
+
+
+def algorithm_options(algorithm: str) -> dict[str, Any]:
+    """Keyword options the algorithm accepts (name -> default), e.g. ``factorization``."""
+    fn = algorithm_spec(algorithm).resolve()
+    return {p.name: p.default for p in inspect.signature(fn).parameters.values()
+            if p.name not in _NOT_OPTIONS and p.default is not inspect.Parameter.empty}
+
+
+def check_options(algorithm: str, options: dict) -> dict:
+    """Validate algorithm options (TypeError naming the unknown ones and the accepted ones)."""
+    allowed = algorithm_options(algorithm)
+    bad = sorted(set(options) - set(allowed))
+    if bad:
+        acc = ", ".join(allowed) if allowed else "none"
+        raise TypeError(f"{algorithm}: unknown option(s) {', '.join(bad)}; accepted: {acc}")
+    return dict(options)
+
+
+@dataclass
+class TraceInfo:
+    """Sizes and timings of one traced function (seconds; counts from CasADi)."""
+
+    algorithm: str
+    n_nodes: int
+    n_instructions: int
+    sz_w: int
+    t_trace: float
+    t_function: float
+    output_shapes: dict = field(default_factory=dict)
+
+
+def _symbols(model, spec):
+    import casadi as ca
+
+    return [ca.SX.sym(name, n) for (name, _), n in zip(spec.inputs, spec.input_sizes(model))]
+
+
+def _as_outputs(spec, raw) -> list:
+    if len(spec.outputs) == 1:
+        return [raw]
+    if not isinstance(raw, (tuple, list)) or len(raw) != len(spec.outputs):
+        raise RuntimeError(f"{spec.name} returned {type(raw).__name__}; expected "
+                           f"{len(spec.outputs)} outputs {spec.output_names}")
+    return list(raw)
+
+
+def _shape_and_layouts(name: str, rank: int, value):
+    """(numpy shape, casadi-layout SX, numpy-layout SX column) of one traced output."""
+    import casadi as ca
+
+    if rank == 3:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise RuntimeError(f"output {name}: expected a list of SX matrices Gamma[k] = "
+                               f"Gamma[:, :, k], got {type(value).__name__}")
+        r, c = value[0].shape
+        shape = (r, c, len(value))
+        natural = ca.horzcat(*value)
+        stacked = ca.horzcat(*[ca.vec(ca.densify(g).T) for g in value])   # [(i*c + j), k]
+        flat = ca.vec(ca.densify(stacked.T))                                  # C order (i, j, k)
+        return shape, natural, flat
+    if not isinstance(value, ca.SX):
+        raise RuntimeError(f"output {name}: expected casadi.SX, got {type(value).__name__}")
+    if rank == 1:
+        v = value if value.shape[1] == 1 else value.T
+        return (v.shape[0],), v, ca.densify(v)
+    shape = tuple(value.shape)
+    return shape, value, ca.vec(ca.densify(value.T))
+
+
+def casadi_function(model, algorithm: str, *, name: str | None = None, layout: str = "casadi",
+                    cse: bool = True, info: dict | None = None, **options):
+    """A ``casadi.Function`` evaluating ``algorithm`` on ``model``.
+
+    Inputs are named after the algorithm's arguments (``q``, ``qd``, ``qdd``, ``tau``) and
+    outputs after its results (``tau``, ``M``, ``qdd``, ``M``/``Mdot``/``C``, ``Gamma``,
+    ``dtau_dq``/``dtau_dqd``, ``dqdd_dq``/``dqdd_dqd``/``Minv``, ``h``, ``g``); see the module
+    docstring for the two output layouts. ``options`` are the algorithm's own keyword options
+    (e.g. ``factorization="simple"`` for ``coriolis_matrix``, ``method="aza"`` for
+    ``aba_derivatives``). ``cse`` applies CasADi's common-subexpression elimination.
+    ``name`` (default: the algorithm's name) is sanitized into a C identifier. When ``info`` is a
+    dict it receives a :class:`TraceInfo` under ``"trace"``. The result can be saved with
+    ``f.save("file.casadi")`` and loaded with ``casadi.Function.load``.
+    """
+    import casadi as ca
+
+    from ..model import Model
+
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a symdyn Model, got {type(model).__name__}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    if model.is_symbolic:
+        raise ValueError(f"model {model.name!r} has SymPy parameters; substitute numbers with "
+                         "model.subs(...) before generating CasADi functions")
+    spec = algorithm_spec(algorithm)
+    fn = spec.resolve()
+    options = check_options(algorithm, options)
+    syms = _symbols(model, spec)
+    t0 = time.perf_counter()
+    raw = fn(model, *syms, backend="casadi", **options)
+    t_trace = time.perf_counter() - t0
+    outs, shapes = [], {}
+    for (oname, rank), value in zip(spec.outputs, _as_outputs(spec, raw)):
+        shape, natural, flat = _shape_and_layouts(oname, rank, value)
+        shapes[oname] = shape
+        outs.append(natural if layout == "casadi" else flat)
+    fname = c_identifier(name if name is not None else algorithm)
+    t0 = time.perf_counter()
+    f = ca.Function(fname, syms, outs, list(spec.input_names), list(spec.output_names),
+                    {"cse": bool(cse)})
+    t_function = time.perf_counter() - t0
+    if info is not None:
+        info["trace"] = TraceInfo(algorithm, f.n_nodes(), f.n_instructions(), f.sz_w(), t_trace,
+                                  t_function, shapes)
+    return f

@@ -1,0 +1,295 @@
+"""Load a compiled build and call its C entry points with little overhead.
+
+Calls go through ``ctypes`` (measured against cffi in ``reports/fastpath.md``: a ctypes call
+with one pre-converted pointer costs ~0.17-0.2 us, cffi's ABI mode ~0.25 us; cffi's API mode
+needs a compiled CPython extension per build). Each :class:`CompiledFunction` owns preallocated
+float64 input, output and work buffers and a context array of their addresses, so a call copies
+the inputs into the buffers (``numpy.copyto``, no pointer extraction), makes one C call and copies
+the outputs out. Inputs may be any real arrays or sequences of the right shape (converted to
+float64, non-contiguous arrays included); ``out=`` writes the results into given float64 arrays.
+
+NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
+the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``).
+
+A :class:`CompiledFunction` is not re-entrant: do not call one object from several Python
+threads at once (use :meth:`CompiledFunction.copy` per thread, or ``.batch(..., threads=n)``).
+"""
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from . import cache as _cache
+from .csource import API_VERSION
+
+_ndarray = np.ndarray
+_copyto = np.copyto
+_NAN_MODES = ("raise", "propagate")
+
+
+class CompiledFunction:
+    """One compiled algorithm: ``f(*inputs, out=None, nan="raise")`` and ``f.batch(...)``.
+
+    ``f.input_names``/``f.input_shapes``, ``f.output_names``/``f.output_shapes`` describe the
+    signature (e.g. rnea: q (nq,), qd (nv,), qdd (nv,) -> tau (nv,)); ``f.stats`` holds SX sizes and
+    build timings. Results are new arrays (copies) unless ``out=`` is given.
+    """
+
+    def __init__(self, meta: dict, single_lib, batch_lib):
+        self.meta = meta
+        self.algorithm = meta["algorithm"]
+        self.name = meta["fname"]
+        self.input_names = tuple(meta["input_names"])
+        self.input_shapes = tuple((int(n),) for n in meta["input_sizes"])
+        self.output_names = tuple(meta["output_names"])
+        self.output_shapes = tuple(tuple(int(d) for d in s) for s in meta["output_shapes"])
+        self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "t_trace", "t_function",
+                                           "t_generate", "t_compile", "cflags", "source_bytes")
+                      if k in meta}
+        self._single_lib, self._batch_lib = single_lib, batch_lib
+        work = getattr(single_lib, f"{self.name}_work")
+        ll = ctypes.c_longlong
+        work.argtypes = [ctypes.POINTER(ll)] * 4
+        work.restype = ctypes.c_int
+        sizes = [ll() for _ in range(4)]
+        work(*[ctypes.byref(s) for s in sizes])
+        self._sz_arg, self._sz_res, self._sz_iw, self._sz_w = (int(s.value) for s in sizes)
+        n_in = getattr(single_lib, f"{self.name}_n_in")
+        n_in.restype = ll
+        n_out = getattr(single_lib, f"{self.name}_n_out")
+        n_out.restype = ll
+        if (n_in(), n_out()) != (len(self.input_names), len(self.output_names)):
+            raise RuntimeError(f"{self.name}: the library does not match its manifest")
+        self._call = getattr(single_lib, f"{self.name}_call")
+        self._call.argtypes = [ctypes.c_void_p]
+        self._call.restype = ctypes.c_int
+        self._batch = getattr(batch_lib, f"{self.name}_batch")
+        self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
+                                ctypes.POINTER(ctypes.c_longlong)]
+        self._batch.restype = ctypes.c_int
+        self._allocate()
+
+    def _allocate(self) -> None:
+        self._in = [np.zeros(s) for s in self.input_shapes]
+        self._out = [np.zeros(s) for s in self.output_shapes]
+        self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
+        self._w = np.zeros(max(1, self._sz_w))
+        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 2))()
+        for k, b in enumerate(self._in):
+            ctx[k] = b.ctypes.data
+        for k, b in enumerate(self._out):
+            ctx[self._sz_arg + k] = b.ctypes.data
+        ctx[self._sz_arg + self._sz_res] = self._iw.ctypes.data
+        ctx[self._sz_arg + self._sz_res + 1] = self._w.ctypes.data
+        self._ctx = ctx
+        self._pctx = ctypes.addressof(ctx)
+        self._n_in = len(self._in)
+        self._single = len(self._out) == 1
+
+    def copy(self) -> "CompiledFunction":
+        """The same function with its own buffers (for use from another thread)."""
+        new = object.__new__(CompiledFunction)
+        new.__dict__.update(self.__dict__)
+        new._allocate()
+        return new
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{n}{list(s)}" for n, s in zip(self.input_names, self.input_shapes))
+        outs = ", ".join(f"{n}{list(s)}" for n, s in zip(self.output_names, self.output_shapes))
+        return f"<compiled {self.name}({ins}) -> ({outs})>"
+
+    # -- single call -------------------------------------------------------------------------------
+    def __call__(self, *args, out=None, nan: str = "raise"):
+        """Evaluate at one state; returns an array (one output) or a tuple of arrays."""
+        bufs = self._in
+        if len(args) != self._n_in:
+            raise TypeError(f"{self.name}() takes {self._n_in} inputs "
+                            f"({', '.join(self.input_names)}), got {len(args)}")
+        shapes = self.input_shapes
+        for k in range(self._n_in):
+            x = args[k]
+            try:
+                if x.shape == shapes[k]:
+                    _copyto(bufs[k], x, casting="safe")
+                    continue
+            except (AttributeError, TypeError):
+                pass
+            self._load_slow(k, x)
+        status = self._call(self._pctx)
+        if status:
+            self._status(status, nan)
+        if out is None:
+            if self._single:
+                return self._out[0].copy()
+            return tuple(b.copy() for b in self._out)
+        return self._write_out(out)
+
+    def _load_slow(self, k: int, x) -> None:
+        name, shape = self.input_names[k], self.input_shapes[k]
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{self.name}: input {name} must be an array of shape {shape}: "
+                            f"{exc}") from None
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"{self.name}: input {name} must hold real numbers (float64); got "
+                            f"dtype {a.dtype}")
+        if a.shape != shape:
+            raise ValueError(f"{self.name}: input {name} must have shape {shape}, got {a.shape}")
+        _copyto(self._in[k], a, casting="unsafe")
+
+    def _status(self, status: int, nan: str, what: str = "") -> None:
+        if status > 0:
+            if nan == "propagate":
+                for b in self._out:
+                    b.fill(np.nan)
+                return
+            if nan not in _NAN_MODES:
+                raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
+            raise ValueError(f"{self.name}: input {self.input_names[status - 1]} contains NaN "
+                             f"or inf (pass nan='propagate' to get NaN outputs instead)")
+        raise RuntimeError(f"{self.name}: the compiled function failed (status {status})")
+
+    def _write_out(self, out):
+        outs = (out,) if self._single else out
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(self._out):
+            raise TypeError(f"{self.name}: out must be "
+                            + ("an array" if self._single else
+                               f"a tuple of {len(self._out)} arrays ({', '.join(self.output_names)})"))
+        for k, o in enumerate(outs):
+            self._check_out(k, o, self.output_shapes[k], contiguous=False)
+            _copyto(o, self._out[k])
+        return out
+
+    def _check_out(self, k, o, shape, contiguous: bool) -> None:
+        name = self.output_names[k]
+        if not isinstance(o, np.ndarray):
+            raise TypeError(f"{self.name}: out for {name} must be a NumPy array, got "
+                            f"{type(o).__name__}")
+        if o.dtype != np.float64:
+            raise TypeError(f"{self.name}: out for {name} must have dtype float64, got {o.dtype}")
+        if o.shape != shape:
+            raise ValueError(f"{self.name}: out for {name} must have shape {shape}, got {o.shape}")
+        if not o.flags.writeable:
+            raise ValueError(f"{self.name}: out for {name} is read-only")
+        if contiguous and not o.flags.c_contiguous:
+            raise ValueError(f"{self.name}: out for {name} must be C-contiguous (batch results are "
+                             "written in place by C)")
+
+    # -- batch -------------------------------------------------------------------------------------
+    def batch(self, *arrays, out=None, threads: int = 1, nan: str = "raise"):
+        """Evaluate ``B`` states in one C loop: input k has shape ``(B, n_k)``; outputs have
+        shape ``(B, *output_shape)``. Inputs are converted to C-contiguous float64 if needed;
+        ``out`` arrays must already be C-contiguous float64 of the right shape. ``threads``
+        splits the states over POSIX threads (the GIL is released). With ``nan="propagate"``
+        states with NaN/inf inputs get NaN outputs; by default a ValueError names the first one.
+        """
+        if nan not in _NAN_MODES:
+            raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
+        if len(arrays) != self._n_in:
+            raise TypeError(f"{self.name}.batch() takes {self._n_in} arrays "
+                            f"({', '.join(self.input_names)}), got {len(arrays)}")
+        if not isinstance(threads, (int, np.integer)) or isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        ins, nstates = [], None
+        for k, x in enumerate(arrays):
+            name, (n,) = self.input_names[k], self.input_shapes[k]
+            a = np.asarray(x)
+            if a.dtype.kind not in "biuf":
+                raise TypeError(f"{self.name}.batch: {name} must hold real numbers; got dtype "
+                                f"{a.dtype}")
+            if a.ndim != 2 or a.shape[1] != n:
+                raise ValueError(f"{self.name}.batch: {name} must have shape (B, {n}), got "
+                                 f"{a.shape}")
+            if nstates is None:
+                nstates = a.shape[0]
+            elif a.shape[0] != nstates:
+                raise ValueError(f"{self.name}.batch: {name} has {a.shape[0]} states but "
+                                 f"{self.input_names[0]} has {nstates}")
+            ins.append(np.ascontiguousarray(a, dtype=np.float64))
+        if out is None:
+            outs = [np.empty((nstates, *s)) for s in self.output_shapes]
+        else:
+            outs = [out] if self._single else list(out) if isinstance(out, (tuple, list)) else None
+            if outs is None or len(outs) != len(self._out):
+                raise TypeError(f"{self.name}.batch: out must be "
+                                + ("an array" if self._single else
+                                   f"a tuple of {len(self._out)} arrays"))
+            for k, o in enumerate(outs):
+                self._check_out(k, o, (nstates, *self.output_shapes[k]), contiguous=True)
+        pin = (ctypes.c_void_p * self._n_in)(*[a.ctypes.data for a in ins])
+        pout = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
+        bad = ctypes.c_longlong(-1)
+        status = self._batch(pin, pout, nstates, int(threads), ctypes.byref(bad))
+        if status == 1 and nan == "raise":
+            raise ValueError(f"{self.name}.batch: state {bad.value} has NaN or inf inputs "
+                             "(pass nan='propagate' to get NaN outputs for such states)")
+        if status < 0:
+            what = "out of memory" if status == -2 else f"status {status}"
+            raise RuntimeError(f"{self.name}.batch: the compiled function failed ({what})")
+        if out is not None:
+            return out
+        return outs[0] if self._single else tuple(outs)
+
+
+class CompiledModule:
+    """A loaded build: one :class:`CompiledFunction` attribute per algorithm.
+
+    Attributes: ``path`` (build directory), ``library`` (shared library), ``header``
+    (``<prefix>_api.h``), ``prefix``, ``algorithms``, ``functions`` (name -> function),
+    ``stats`` (SX sizes, trace/generate/compile times, flags, compiler), ``cache_hit``.
+    """
+
+    def __init__(self, directory: Path, manifest: dict, cache_hit: bool):
+        self.path = Path(directory)
+        self.manifest = manifest
+        self.prefix = manifest["prefix"]
+        self.library = self.path / manifest["library"]
+        self.header = self.path / f"{self.prefix}_api.h"
+        self.cache_hit = cache_hit
+        path = str(self.library)
+        single, batch = ctypes.PyDLL(path), ctypes.CDLL(path)  # GIL held / released
+        version = getattr(single, f"{self.prefix}_symdyn_api_version")
+        version.restype = ctypes.c_int
+        if version() != API_VERSION:
+            raise RuntimeError(f"{path}: wrapper API version {version()} != {API_VERSION}")
+        self.functions = {}
+        for fd in manifest["functions"]:
+            f = CompiledFunction(fd, single, batch)
+            self.functions[fd["algorithm"]] = f
+            setattr(self, fd["algorithm"], f)
+        self.algorithms = tuple(self.functions)
+        keys = ("t_total", "t_compile_wall", "t_compile_cpu", "cc", "cc_version", "opt", "cflags",
+                "jobs", "versions", "cse")
+        self.stats = {k: manifest[k] for k in keys if k in manifest}
+        self.stats["functions"] = {a: f.stats for a, f in self.functions.items()}
+
+    def __getitem__(self, algorithm: str) -> CompiledFunction:
+        try:
+            return self.functions[algorithm]
+        except KeyError:
+            raise KeyError(f"{algorithm!r} is not in this build (it has "
+                           f"{', '.join(self.algorithms)})") from None
+
+    def __repr__(self) -> str:
+        hit = ", cache hit" if self.cache_hit else ""
+        return (f"<CompiledModule {self.prefix!r} [{', '.join(self.algorithms)}] at "
+                f"{self.path}{hit}>")
+
+
+def load(directory, *, cache_hit: bool = False, verified: bool = False) -> CompiledModule:
+    """Load a build directory written by :func:`symdyn.codegen.build` (or ``symdyn codegen
+    --compile``), after checking its manifest checksums."""
+    directory = Path(directory)
+    if verified:
+        manifest = _cache.read_manifest(directory)
+    else:
+        manifest, reason = _cache.verify(directory)
+        if manifest is None:
+            raise ValueError(f"cannot load {directory}: {reason}")
+    if not manifest.get("library"):
+        raise ValueError(f"{directory} holds sources only; compile them first (symdyn codegen "
+                         "--compile, or symdyn.codegen.build)")
+    return CompiledModule(directory, manifest, cache_hit)
