@@ -313,8 +313,9 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
 # --- build (with cache) -----------------------------------------------------------------------------
 
 def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str = "auto",
-          cflags: Sequence[str] = (), cse: bool = True, cache: bool = True, cc: str | None = None,
-          jobs: int | None = None, progress: bool | None | Callable = None, **options):
+          cflags: Sequence[str] = (), cse: bool = True, cache: bool = True,
+          cache_dir=None, cc: str | None = None, jobs: int | None = None,
+          progress: bool | None | Callable = None, **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -327,7 +328,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     Without ``out_dir`` the build goes to the cache (:func:`symdyn.codegen.cache.cache_root`),
     keyed by the model's content, algorithms, options, flags and symdyn/CasADi/compiler
     versions; a second build is a cache hit (``lib.cache_hit``), safe across concurrent
-    processes. With ``out_dir`` the sources and library are written there (no cache).
+    processes. ``cache_dir`` overrides the cache location (default ``$SYMDYN_CACHE`` or
+    ``~/.cache/symdyn``). With ``out_dir`` the sources and library are written there (no cache).
     ``name`` (default: model name) is the C prefix, sanitized into an identifier. ``opt``:
     ``"auto"`` (by function size, see the module docstring) or a gcc level such as ``"-O1"``;
     ``cflags`` are appended (e.g. ``["-march=native"]``). ``progress``: see :class:`Progress`.
@@ -371,7 +373,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }
     key = _cache.build_key(key_data)
-    root = _cache.cache_root()
+    root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     entry = root / key
     with _cache.lock(root, key):
