@@ -118,3 +118,65 @@ def to_numpy(x):
 def jacobian(y, x):
     """d y / d x for column vectors y (m) and x (n) of symbols: an m x n Matrix."""
     return sp.Matrix(y).jacobian(x)
+
+
+def evaluate(x, values: dict):
+    """Numeric value (float ndarray of x's shape) of a SymPy matrix or expression at
+    ``values`` (symbol -> number), walking the expression DAG once with memoization.
+
+    ``subs``/``evalf``/``lambdify`` walk shared subexpressions once per occurrence, which is
+    exponential in the depth of the recursive algorithms' expressions; this is linear in the DAG.
+    """
+    import math
+
+    import numpy as np
+
+    funcs = {sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
+             sp.log: math.log, sp.Abs: abs, sp.sign: lambda a: math.copysign(1.0, a) if a else 0.0}
+    memo: dict = {}
+    fvals = {k: float(v) for k, v in values.items()}
+
+    def value(root):
+        stack = [root]
+        while stack:
+            e = stack[-1]
+            if e in memo:
+                stack.pop()
+                continue
+            if e.is_Number or e.is_NumberSymbol:
+                memo[e] = float(e)
+                stack.pop()
+                continue
+            if e.is_Symbol:
+                if e not in fvals:
+                    raise ValueError(f"no value given for symbol {e}")
+                memo[e] = fvals[e]
+                stack.pop()
+                continue
+            todo = [a for a in e.args if a not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            args = [memo[a] for a in e.args]
+            if e.is_Add:
+                r = math.fsum(args)
+            elif e.is_Mul:
+                r = math.prod(args)
+            elif e.is_Pow:
+                r = args[0] ** args[1]
+            elif e.func in funcs:
+                r = funcs[e.func](*args)
+            else:
+                r = float(e.func(*map(sp.Float, args)).evalf())
+            memo[e] = r
+            stack.pop()
+        return memo[root]
+
+    if isinstance(x, sp.MatrixBase):
+        return np.array([[value(e) for e in row] for row in x.tolist()], dtype=float)
+    if isinstance(x, sp.NDimArray):
+        return np.array([value(sp.sympify(e)) for e in sp.flatten(x)], float).reshape(x.shape)
+    if isinstance(x, (list, tuple, np.ndarray)):
+        arr = np.asarray(x, dtype=object)
+        return np.array([value(sp.sympify(e)) for e in arr.ravel()], float).reshape(arr.shape)
+    return np.array(value(sp.sympify(x)), dtype=float)
