@@ -423,3 +423,12 @@ def from_spec(spec: str) -> Model:
         raise
     except ValueError as exc:
         raise SpecError(f"model spec {spec!r}: {exc}") from None
+
+
+def random_state(model: Model, seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random state (q, qd, qdd) as in paper 000 Sec. 5: joint angles in [0, 2 pi) (unit
+    quaternions for spherical/floating joints, see ``Model.random_q``), qd and qdd entries in
+    [0, 10]."""
+    rng = np.random.default_rng(seed)
+    q = model.random_q(rng)
+    return q, rng.uniform(0.0, 10.0, model.nv), rng.uniform(0.0, 10.0, model.nv)
