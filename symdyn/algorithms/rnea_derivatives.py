@@ -20,8 +20,8 @@ ancestor in lines 17-20. Other joints whose ``S`` varies in body coordinates are
 """
 from __future__ import annotations
 
-from ..spatial import (compose, congruence, cross_force, cross_motion, factorization_B, skew,
-                       xform_force_T, xform_motion_inv)
+from ..spatial import (compose, congruence, cross_force, cross_motion, skew, xform_force_T,
+                       xform_motion_inv)
 from .common import entry, external_forces, joint_kinematics
 
 # joints whose columns are applied one after the other (product of exponentials in column order)
@@ -62,6 +62,15 @@ def crfbar_mul(B, f, M):
     return -B.vcat([n @ m0 + g @ m1, g @ m0])
 
 
+def twice_B(B, v, I):
+    """2 B(v, I) of eq. (28) for a symmetric inertia I, without 6x6 products:
+    (v x*) I - I (v x) = X + X^T with X = (v x*) I, plus (I v) xbar* = [[-n x, -f x], [-f x, 0]]."""
+    X = cross_force(B, v, I)
+    h = I @ v
+    n, f = skew(B, B.rows(h, 0, 3)), skew(B, B.rows(h, 3, 6))
+    return X + X.T - B.vcat([B.hcat([n, f]), B.hcat([f, B.zeros(3, 3)])])
+
+
 def idsva(B, model, qd, qdd, f_ext, Xup, S):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B."""
@@ -69,7 +78,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     _, I, a_grav = model.constants(B)
     N, parents, nv = model.N, model.parents, model.nv
     X0, S0, v, a = [None] * N, [None] * N, [None] * N, [None] * N
-    Sd, Psid, Psidd, IC, BC, fC = ([None] * N for _ in range(6))
+    Sd, Psid, Psidd, IC, BC, fC = ([None] * N for _ in range(6))  # BC holds 2 B^C (line 9)
     zero = B.zeros(6)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
         X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])
@@ -91,7 +100,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
         v[i], a[i] = vl, al
         Sd[i], Psid[i], Psidd[i] = (x[0] if len(x) == 1 else B.hcat(x) for x in (sd, psid, psidd))
         IC[i] = congruence(B, X0[i], I[i])                                # line 8
-        BC[i] = factorization_B(B, v[i], IC[i])                           # line 9, eq. (28)
+        BC[i] = twice_B(B, v[i], IC[i])                                   # line 9 (x 2), eq. (28)
         fC[i] = IC[i] @ a[i] + cross_force(B, v[i], IC[i] @ v[i])         # line 10
         if f_ext[i] is not None:
             fC[i] = fC[i] - xform_force_T(B, X0[i], f_ext[i])
@@ -100,7 +109,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     t1, t2, t3, t4, cols = ([None] * N for _ in range(5))  # stacked over each body's subtree
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]
-        B2 = 2 * BC[i]
+        B2 = BC[i]  # 2 B^C_i
         SdPsid = Sd[i] + Psid[i]
         t1i = IC[i] @ S0[i]                                               # line 13
         t2i = B2 @ S0[i] + IC[i] @ SdPsid                                 # line 14
