@@ -221,3 +221,28 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
     seconds = {"algorithm": time.perf_counter() - t0}
     return _finish("christoffel", model, (n, n, n), raw, q, qd, simplify, progress, seconds,
                    measure, symmetric_jk=sym)
+
+
+def symbolize_inertias(model):
+    """A copy of a numeric model whose inertial parameters are positive/real SymPy symbols:
+    body i (1-based) gets mass m_i, CoM (cx_i, cy_i, cz_i) and inertia about the CoM with entries
+    Ixx_i, Ixy_i, ... (tree transforms, joints and gravity stay numeric)."""
+    from ..model import Body, Model
+    from ..spatial import Transform
+
+    if model.is_symbolic:
+        return model
+    bodies = []
+    for i, name in enumerate(model.names):
+        k = i + 1
+        m = sp.Symbol(f"m{k}", positive=True)
+        c = sp.Matrix(sp.symbols(f"cx{k} cy{k} cz{k}", real=True))
+        xx, yy, zz = sp.symbols(f"Ixx{k} Iyy{k} Izz{k}", positive=True)
+        xy, xz, yz = sp.symbols(f"Ixy{k} Ixz{k} Iyz{k}", real=True)
+        Ic = sp.Matrix([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        p = model.parents[i]
+        E, r = model.Xtree[i]
+        bodies.append(Body(name, None if p < 0 else model.names[p], model.joints[i], m, c, Ic,
+                           Transform(sp.Matrix(E.tolist()), sp.Matrix(list(r.reshape(3))))))
+    return Model(bodies, gravity=sp.Matrix(list(model.gravity.reshape(3))), name=f"{model.name}_symbolic",
+                 check_inertias=False)

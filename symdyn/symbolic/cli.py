@@ -1,0 +1,117 @@
+"""``symdyn christoffel | coriolis | mass-matrix MODEL --symbolic ...``: closed forms as files."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+_KINDS = {"christoffel": "Christoffel symbols Gamma[i,j,k] (C*[i,j] = sum_k Gamma[i,j,k] qd[k])",
+          "coriolis": "the Christoffel-consistent Coriolis matrix C*(q, qd)",
+          "mass-matrix": "the mass matrix M(q)"}
+
+
+def register(subparsers) -> None:
+    from ..models import SPEC_HELP
+
+    for kind, what in _KINDS.items():
+        p = subparsers.add_parser(
+            kind, help=f"{what}: closed form (--symbolic) or numbers at a configuration",
+            description=f"Compute {what} of MODEL. With --symbolic: closed-form expressions in "
+                        "symbolic q (and, with --symbolic-params, symbolic masses, lengths and "
+                        "inertias), simplified to a canonical trigonometric form and written as "
+                        "LaTeX, Python or C. Without: numbers at the configuration --q.",
+            epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("model", metavar="MODEL", help="model spec or URDF path")
+        p.add_argument("--symbolic", action="store_true", help="closed-form expressions")
+        p.add_argument("--symbolic-params", action="store_true",
+                       help="symbolic model parameters too (planar:N: m_i, l_i, lc_i, I_i; other "
+                            "models: masses, CoMs and inertias)")
+        p.add_argument("--format", choices=("latex", "python", "c", "text"), default="text")
+        p.add_argument("--method", choices=("algorithm2", "eq4"), default="algorithm2",
+                       help="christoffel only: paper 000 Algorithm 2 or eq. (4) (partials of M)")
+        p.add_argument("--no-simplify", action="store_true", help="skip simplification")
+        p.add_argument("--q", default=None, metavar="LIST",
+                       help="numeric mode: comma-separated configuration (default: random, --seed)")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--out", default=None, metavar="FILE", help="output file (default: stdout)")
+        p.set_defaults(func=_run, kind=kind)
+
+
+def _model(args):
+    from ..models import from_spec
+
+    spec = args.model
+    if args.symbolic_params:
+        if spec.startswith("planar:") and not spec.endswith(":symbolic"):
+            return from_spec(spec + ":symbolic")
+        from .core import symbolize_inertias
+
+        return symbolize_inertias(from_spec(spec))
+    return from_spec(spec)
+
+
+def _run(args) -> int:
+    from . import core, export
+
+    model = _model(args)
+    if not args.symbolic:
+        text = _numeric(model, args)
+    else:
+        progress = sys.stderr.isatty()
+        simplify = not args.no_simplify
+        if args.kind == "christoffel":
+            res = core.christoffel(model, simplify=simplify, method=args.method, progress=progress)
+        elif args.kind == "coriolis":
+            res = core.coriolis_matrix(model, simplify=simplify, progress=progress)
+        else:
+            res = core.mass_matrix(model, simplify=simplify, progress=progress)
+        if args.format == "latex":
+            text = export.to_latex(res)
+        elif args.format == "python":
+            text = export.to_python(res)
+        elif args.format == "c":
+            text = export.to_c(res)
+        else:
+            text = "\n".join([repr(res)] + [f"{tuple(i + 1 for i in k)}: {e}"
+                                            for k, e in sorted(res.entries.items())]) + "\n"
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _numeric(model, args) -> str:
+    import numpy as np
+
+    if model.is_symbolic:
+        raise ValueError("numeric mode needs numeric parameters: drop --symbolic-params or add --symbolic")
+    if args.format not in ("text",):
+        raise ValueError("--format latex/python/c needs --symbolic")
+    if args.q is None:
+        q = model.random_q(np.random.default_rng(args.seed))
+    else:
+        try:
+            q = np.array([float(x) for x in args.q.split(",")])
+        except ValueError:
+            raise ValueError(f"--q must be comma-separated numbers, got {args.q!r}") from None
+    np.set_printoptions(precision=6, suppress=True, linewidth=120)
+    lines = [f"{model!r}", f"q = {q}"]
+    if args.kind == "christoffel":
+        from ..algorithms.christoffel import christoffel_nonzero
+
+        G = christoffel_nonzero(model, q)
+        lines += [f"Gamma{tuple(i + 1 for i in k)} = {v:.10g}" for k, v in sorted(G.items())
+                  if abs(v) > 1e-14]
+    elif args.kind == "coriolis":
+        from ..algorithms.coriolis import coriolis_matrix
+
+        qd = np.random.default_rng(args.seed + 1).uniform(0, 10, model.nv)
+        _, _, C = coriolis_matrix(model, q, qd)
+        lines += [f"qd = {qd}", "C* =", str(C)]
+    else:
+        from ..algorithms.crba import crba
+
+        lines += ["M =", str(crba(model, q))]
+    return "\n".join(lines) + "\n"
