@@ -104,38 +104,20 @@ def _christoffel_blocks(B, model, q, emit):
 
 
 def _dense_writer(B, G):
-    """emit() that fills the backend's dense tensor G (see the module docstring)."""
-    if B.name == "numpy":
-        def emit(kind, a, b, c, blk, sym):
-            if kind == "A":
-                G[a[0]:a[1], b[0]:b[1], c] = blk
-                if sym:
-                    G[a[0]:a[1], c, b[0]:b[1]] = blk
-            else:
-                G[a, b[0]:b[1], c[0]:c[1]] = blk
-                if sym:
-                    G[a, c[0]:c[1], b[0]:b[1]] = blk.T
-        return emit
-    if B.name == "casadi":
-        def put(i, j, k, val):
-            G[k][i, j] = val
-    else:
-        def put(i, j, k, val):
-            G[i, j, k] = val
-
+    """emit() that fills the backend's dense tensor G (B.tensor3) through B.set3."""
     def emit(kind, a, b, c, blk, sym):
         if kind == "A":
             for r in range(a[1] - a[0]):
                 for s in range(b[1] - b[0]):
-                    put(a[0] + r, b[0] + s, c, blk[r, s])
+                    B.set3(G, a[0] + r, b[0] + s, c, blk[r, s])
                     if sym:
-                        put(a[0] + r, c, b[0] + s, blk[r, s])
+                        B.set3(G, a[0] + r, c, b[0] + s, blk[r, s])
         else:
             for r in range(b[1] - b[0]):
                 for s in range(c[1] - c[0]):
-                    put(a, b[0] + r, c[0] + s, blk[r, s])
+                    B.set3(G, a, b[0] + r, c[0] + s, blk[r, s])
                     if sym:
-                        put(a, c[0] + s, b[0] + r, blk[r, s])
+                        B.set3(G, a, c[0] + s, b[0] + r, blk[r, s])
     return emit
 
 
@@ -168,14 +150,13 @@ def christoffel_nonzero(model, q, *, backend: str | None = None) -> dict:
     """
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     out: dict = {}
-    scalar = float if B.name == "numpy" else (lambda x: x)
     joint_of = [i for i, j in enumerate(model.joints) for _ in range(j.nv)]
     coords = [model.joints[i].nq == model.joints[i].nv for i in joint_of]  # qd = dq/dt
 
     def put(key, val, sym):
         i, j, k = key
         sym = sym or (joint_of[j] == joint_of[k] and coords[j])
-        out[(i, k, j) if sym and j > k else key] = scalar(val)
+        out[(i, k, j) if sym and j > k else key] = val
 
     def emit(kind, a, b, c, blk, sym):
         if kind == "A":
@@ -193,11 +174,8 @@ def christoffel_nonzero(model, q, *, backend: str | None = None) -> dict:
 
 def _require_symbols(B, qv, nq):
     """Eq. (4) differentiates with respect to q: symbolic q must be distinct pure symbols."""
-    if B.name == "sympy":
-        ok = all(getattr(e, "is_Symbol", False) for e in qv) and len(set(qv)) == nq
-    else:
-        elems = [qv[t] for t in range(nq)]
-        ok = all(e.is_symbolic() for e in elems) and len({str(e) for e in elems}) == nq
+    elems = [qv[t] for t in range(nq)]
+    ok = all(B.is_symbol(e) for e in elems) and len({str(e) for e in elems}) == nq
     if not ok:
         raise ValueError(f"christoffel_from_mass_matrix with the {B.name} backend differentiates M "
                          "with respect to q, so q must be a vector of distinct symbols; pass "
@@ -238,9 +216,6 @@ def christoffel_from_mass_matrix(model, q, *, backend: str | None = None):
         for j in range(nv):
             for k in range(j, nv):
                 g = (d(i, j, k) + d(i, k, j) - d(j, k, i)) / 2                # (4)
-                if B.name == "casadi":
-                    G[k][i, j] = g
-                    G[j][i, k] = g
-                else:
-                    G[i, j, k] = G[i, k, j] = g
+                B.set3(G, i, j, k, g)
+                B.set3(G, i, k, j, g)
     return G

@@ -118,3 +118,13 @@ def to_numpy(x):
 def jacobian(y, x):
     """d y / d x for SX columns y (m) and x (n, pure symbols): an m x n SX."""
     return ca.jacobian(y, x)
+
+
+def set3(T, i: int, j: int, k: int, value) -> None:
+    """T[i, j, k] = value for a tensor from :func:`tensor3` (pages: T[k][i, j])."""
+    T[k][i, j] = value
+
+
+def is_symbol(x) -> bool:
+    """True for a pure SX symbol (a valid differentiation variable)."""
+    return ca.SX(x).is_symbolic()

@@ -100,3 +100,12 @@ def is_zero(x) -> bool:
 
 def to_numpy(x):
     return np.asarray(x, dtype=float)
+
+
+def set3(T, i: int, j: int, k: int, value) -> None:
+    """T[i, j, k] = value for a tensor from :func:`tensor3`."""
+    T[i, j, k] = value
+
+
+def is_symbol(x) -> bool:
+    return False

@@ -136,3 +136,12 @@ def to_numpy(x):
 
 def jacobian(y, x):
     return y.jacobian(x)
+
+
+def set3(T, i: int, j: int, k: int, value) -> None:
+    """T[i, j, k] = value for a tensor from :func:`tensor3` (pages: T[k][i, j])."""
+    T[k][i, j] = value
+
+
+def is_symbol(x) -> bool:
+    return bool(getattr(x, "is_Symbol", False))

@@ -180,3 +180,13 @@ def evaluate(x, values: dict):
         arr = np.asarray(x, dtype=object)
         return np.array([value(sp.sympify(e)) for e in arr.ravel()], float).reshape(arr.shape)
     return np.array(value(sp.sympify(x)), dtype=float)
+
+
+def set3(T, i: int, j: int, k: int, value) -> None:
+    """T[i, j, k] = value for a tensor from :func:`tensor3`."""
+    T[i, j, k] = value
+
+
+def is_symbol(x) -> bool:
+    """True for a pure symbol (a valid differentiation variable)."""
+    return bool(getattr(x, "is_Symbol", False))
