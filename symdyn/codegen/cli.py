@@ -36,8 +36,9 @@ def register(subparsers) -> None:
     p.add_argument("--opt", default="auto", type=_opt, metavar="LEVEL",
                    help="optimization level: auto (default, chosen per function size) or "
                         f"{', '.join(o[1:] for o in OPT_LEVELS[1:])} (also --opt=-O2)")
-    p.add_argument("--cflags", default="", metavar="FLAGS",
-                   help="extra compiler flags, e.g. '-march=native'")
+    p.add_argument("--native", action="store_true",
+                   help="compile with -march=native (faster, not portable to other CPUs)")
+    p.add_argument("--cflags", default="", metavar="FLAGS", help="extra compiler flags")
     p.add_argument("--no-cse", dest="cse", action="store_false",
                    help="skip CasADi's common-subexpression elimination")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -85,7 +86,7 @@ def run(args) -> int:
     if args.compile:
         cc, _ = compiler_info()
         manifest = compile_library(out, manifest, opt=args.opt, cflags=args.cflags.split(),
-                                   progress=progress)
+                                   native=args.native, progress=progress)
         # the example links the library just built (the Makefile rebuilds everything from source)
         cmd = [cc, "-O1", "-o", "example", "main.c", manifest["library"], "-Wl,-rpath,$ORIGIN",
                "-lm", "-pthread"]
