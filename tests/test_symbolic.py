@@ -1,0 +1,212 @@
+"""Closed-form output (issue 6): textbook anchors, Algorithm 2 == eq. (4) exactly, simplification
+normal form, generated LaTeX/Python/C, CLI round trip."""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import symdyn as sd
+from symdyn import symbolic as S
+from symdyn.algorithms.christoffel import christoffel as christoffel_numeric
+from symdyn.algorithms.coriolis import coriolis_matrix as coriolis_numeric
+from symdyn.cli import main
+from symdyn.models import planar_chain
+from symdyn.symbolic.core import symbolize_inertias
+
+ENGINES = ["sympy", "symengine"]
+
+
+@pytest.fixture(scope="module")
+def two_link():
+    return planar_chain(2, symbolic_params=True)
+
+
+def _values(res, rng=None):
+    rng = np.random.default_rng(rng)
+    return {s: float(rng.uniform(0.5, 2.0)) for s in res.params}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_two_link_textbook_closed_form(two_link, engine):
+    """Spong's two-link arm: Gamma built from h = -m2 l1 lc2 sin q2."""
+    m1, m2, l1, lc1, lc2, I1, I2 = sp.symbols("m1 m2 l1 lc1 lc2 I1 I2", positive=True)
+    res = S.christoffel(two_link, engine=engine)
+    q1, q2 = res.q
+    h = -m2 * l1 * lc2 * sp.sin(q2)
+    expected = {(0, 0, 1): h, (0, 1, 1): h, (1, 0, 0): -h}  # j <= k stored, Gamma_ijk = Gamma_ikj
+    G = res.full()
+    for i in range(2):
+        for j in range(2):
+            for k in range(2):
+                want = expected.get((i, min(j, k), max(j, k)), 0)
+                assert sp.simplify(G[i, j, k] - want) == 0, (i, j, k, G[i, j, k])
+    M = S.mass_matrix(two_link, engine=engine).full()
+    M11 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * sp.cos(q2)) + I1 + I2
+    M12 = m2 * (lc2**2 + l1 * lc2 * sp.cos(q2)) + I2
+    M22 = m2 * lc2**2 + I2
+    assert sp.simplify(M - sp.Matrix([[M11, M12], [M12, M22]])) == sp.zeros(2, 2)
+    C = S.coriolis_matrix(two_link, engine=engine).full()
+    qd1, qd2 = res.qd
+    assert sp.simplify(C - sp.Matrix([[h * qd2, h * (qd1 + qd2)], [-h * qd1, 0]])) == sp.zeros(2, 2)
+
+
+def _spatial_chain_3dof():
+    """A spatial 3-DoF chain (axes z, y, x; exact offsets) with symbolic inertial parameters."""
+    axes, offsets = ["z", "y", "x"], [(0, 0, 0), (0, 0, 0.5), (1, 0, 0.25)]
+    bodies = [sd.Body(f"b{i + 1}", None if i == 0 else f"b{i}", sd.Revolute(ax), 1.0, (0.1, 0.2, 0.3),
+                      np.diag([0.3, 0.4, 0.5]), sd.Transform(np.eye(3), np.array(off, float)))
+              for i, (ax, off) in enumerate(zip(axes, offsets))]
+    return symbolize_inertias(sd.Model(bodies, name="spatial3"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_algorithm2_equals_eq4_exactly_spatial_chain(engine):
+    model = _spatial_chain_3dof()
+    assert model.is_symbolic and len(model.parameters()) == 30
+    a2 = S.christoffel(model, method="algorithm2", engine=engine)
+    e4 = S.christoffel(model, method="eq4", engine=engine)
+    keys = set(a2.entries) | set(e4.entries)
+    assert keys, "no nonzero symbols"
+    for key in keys:
+        assert S.equal(a2.entries.get(key, 0), e4.entries.get(key, 0), a2.q), key
+    # normal forms are canonical: equal results print identically
+    assert a2.entries == e4.entries
+
+
+def test_normal_form_identities():
+    q1, q2, q3, a = sp.symbols("q1 q2 q3 a", real=True)
+    q = [q1, q2, q3]
+    nf = S.trig_normal_form
+    assert nf(sp.sin(q1) ** 2 + sp.cos(q1) ** 2, q) == 1
+    assert nf(sp.cos(q1) * sp.cos(q2) - sp.sin(q1) * sp.sin(q2), q) == sp.cos(q1 + q2)
+    assert nf(2 * sp.sin(q1) * sp.cos(q1), q) == sp.sin(2 * q1)
+    assert nf(sp.sin(q1 + q2 - q3) - (sp.sin(q1 + q2) * sp.cos(q3) - sp.cos(q1 + q2) * sp.sin(q3)), q) == 0
+    assert S.equal(a * sp.cos(q2) ** 2, a / 2 + a * sp.cos(2 * q2) / 2, q)
+    assert not S.equal(a * sp.cos(q2), a * sp.sin(q2), q)
+    # prismatic-style polynomial appearances of q and non-polynomial parts are kept exactly
+    assert sp.simplify(nf(q1 * sp.sin(q2) + a / q3, q) - (q1 * sp.sin(q2) + a / q3)) == 0
+
+
+def test_simplification_shrinks_and_matches_numbers():
+    model = planar_chain(4, symbolic_params=True)
+    raw = S.mass_matrix(model, simplify=False, measure=True)
+    simp = S.mass_matrix(model, measure=True)
+    assert simp.operations < raw.ops_raw
+    assert simp.cse_operations() <= simp.operations
+    vals = _values(simp, 1)
+    num = model.subs(vals)
+    q = np.random.default_rng(2).uniform(0, 2 * np.pi, 4)
+    f = S.lambdify(simp)
+    assert np.allclose(f(q, [vals[s] for s in simp.params]), sd.crba(num, q), atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def planar3_results():
+    model = planar_chain(3, symbolic_params=True)
+    return model, S.christoffel(model), S.coriolis_matrix(model)
+
+
+def test_generated_python_matches_numpy(planar3_results, tmp_path):
+    model, G, C = planar3_results
+    vals = _values(G, 3)
+    p = [vals[s] for s in G.params]
+    num = model.subs(vals)
+    rng = np.random.default_rng(4)
+    q, qd = rng.uniform(0, 2 * np.pi, 3), rng.uniform(0, 10, 3)
+    path = tmp_path / "gamma_mod.py"
+    path.write_text(S.to_python(G, "gamma"))
+    spec = importlib.util.spec_from_file_location("gamma_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert np.allclose(mod.gamma(q, p), christoffel_numeric(num, q), atol=1e-12)
+    Cf = S.lambdify(C)
+    assert np.allclose(Cf(q, qd, [vals[s] for s in C.params]), coriolis_numeric(num, q, qd)[2], atol=1e-11)
+    with pytest.raises(ValueError, match="parameters"):
+        mod.gamma(q)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_generated_c_matches_numpy(planar3_results, tmp_path):
+    model, G, _ = planar3_results
+    src = tmp_path / "gamma.c"
+    src.write_text(S.to_c(G, "gamma3"))
+    lib = tmp_path / "libgamma.so"
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", str(src), "-o", str(lib), "-lm"],
+                   check=True, capture_output=True)
+    fn = ctypes.CDLL(str(lib)).gamma3
+    vals = _values(G, 5)
+    p = np.array([vals[s] for s in G.params])
+    q = np.random.default_rng(6).uniform(0, 2 * np.pi, 3)
+    out = np.full(27, np.nan)
+    dp = ctypes.POINTER(ctypes.c_double)
+    fn(q.ctypes.data_as(dp), p.ctypes.data_as(dp), out.ctypes.data_as(dp))
+    assert np.allclose(out.reshape(3, 3, 3), christoffel_numeric(model.subs(vals), q), atol=1e-12)
+
+
+def _check_latex(tex: str, res) -> None:
+    assert tex.count("{") == tex.count("}")
+    for env in ("document", "align*"):
+        assert tex.count(rf"\begin{{{env}}}") == tex.count(rf"\end{{{env}}}") >= 1
+    # every symbol in the entries is a coordinate, a speed or a listed parameter
+    allowed = set(res.q) | set(res.qd) | set(res.params)
+    for e in res.entries.values():
+        assert e.free_symbols <= allowed
+
+
+def test_latex_document(planar3_results):
+    _, G, C = planar3_results
+    tex = S.to_latex(G)
+    _check_latex(tex, G)
+    assert r"\Gamma_{1,1,2} = \Gamma_{1,2,1}" in tex and r"C^\star_{1,1}" in tex
+    assert tex.count(r"\Gamma_{") >= len(G.entries)
+    _check_latex(S.to_latex(C), C)
+    if shutil.which("pdflatex"):
+        pytest.skip("pdflatex present: compile check is done in test_latex_compiles")
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="no LaTeX installed")
+def test_latex_compiles(planar3_results, tmp_path):
+    _, G, _ = planar3_results
+    (tmp_path / "g.tex").write_text(S.to_latex(G))
+    subprocess.run(["pdflatex", "-interaction=nonstopmode", "g.tex"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    out = tmp_path / "g.py"
+    assert main(["christoffel", "planar:2", "--symbolic", "--symbolic-params", "--format", "python",
+                 "--out", str(out)]) == 0
+    spec = importlib.util.spec_from_file_location("g_cli", out)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    names = re.search(r"Parameters p \(in order\): (.*)\.", out.read_text()).group(1).split(", ")
+    model = planar_chain(2, symbolic_params=True)
+    syms = {s.name: s for s in model.parameters()}
+    vals = {syms[n]: v for n, v in zip(names, np.linspace(0.5, 1.7, len(names)))}
+    q = np.array([0.3, 1.1])
+    assert np.allclose(mod.christoffel(q, [vals[syms[n]] for n in names]),
+                       christoffel_numeric(model.subs(vals), q), atol=1e-12)
+    tex = tmp_path / "g.tex"
+    assert main(["christoffel", "planar:2", "--symbolic", "--symbolic-params", "--format", "latex",
+                 "--out", str(tex)]) == 0
+    assert r"\begin{document}" in tex.read_text()
+    assert main(["mass-matrix", "planar:2", "--symbolic", "--format", "c"]) == 0
+    assert "void mass_matrix(" in capsys.readouterr().out
+
+
+def test_cli_errors(capsys):
+    assert main(["christoffel", "nonsense:3", "--symbolic"]) == 2
+    assert main(["christoffel", "planar:2", "--symbolic-params", "--format", "text"]) == 2
+    assert "numeric mode" in capsys.readouterr().err
+
+
+def test_bad_method():
+    with pytest.raises(ValueError, match="unknown method"):
+        S.christoffel(planar_chain(2, symbolic_params=True), method="magic")
