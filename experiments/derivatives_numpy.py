@@ -79,6 +79,12 @@ def ad_function(model):
     return ca.Function("ad", [Q, dQ, V, A], [ca.jacobian(tau, dQ), ca.jacobian(tau, V)])
 
 
+def idsva_function(model):
+    """IDSVA traced once on CasADi SX: a Function (q, qd, qdd) -> (dtau/dq, dtau/dqd)."""
+    Q, V, A = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv), ca.SX.sym("a", model.nv)
+    return ca.Function("idsva", [Q, V, A], list(rnea_derivatives(model, Q, V, A)))
+
+
 def rel_err(X, R):
     return max(float(np.abs(x - r).max() / max(np.abs(r).max(), 1e-300)) for x, r in zip(X, R))
 
@@ -93,19 +99,23 @@ def accuracy_speed(kind, sizes, log):
         ref = D.rnea_derivatives(model, q, qd, qdd, method="ad")
         ids = rnea_derivatives(model, q, qd, qdd)
         fd = D.rnea_derivatives(model, q, qd, qdd, method="fd")
-        f = ad_function(model)
+        f, g = ad_function(model), idsva_function(model)
         args = (q, np.zeros(model.nv), qd, qdd)
         r = dict(n=n, nv=model.nv,
                  t_idsva=cpu_time(lambda: rnea_derivatives(model, q, qd, qdd)),
                  t_fd=cpu_time(lambda: D.rnea_derivatives(model, q, qd, qdd, method="fd"), 0.5, 2),
                  t_ad=cpu_time(lambda: D.rnea_derivatives(model, q, qd, qdd, method="ad"), 0.5, 2),
                  t_ad_eval=cpu_time(lambda: f(*args)),
+                 t_idsva_sx=cpu_time(lambda: g(q, qd, qdd)),
+                 ops_ad=f.n_instructions(), ops_idsva=g.n_instructions(),
                  t_rnea=cpu_time(lambda: rnea(model, q, qd, qdd)),
                  e_idsva=rel_err(ids, ref), e_fd=rel_err(fd, ref),
-                 e_ad_fn=rel_err([np.array(x) for x in f(*args)], ref))
+                 e_ad_fn=rel_err([np.array(x) for x in f(*args)], ref),
+                 e_idsva_sx=rel_err([np.array(x) for x in g(q, qd, qdd)], ref))
         rows.append(r)
         log(f"  {kind:6s} n={n:4d}  IDSVA {r['t_idsva'] * 1e3:8.2f} ms  FD {r['t_fd'] * 1e3:9.1f} ms  "
-            f"AD {r['t_ad'] * 1e3:8.1f} ms (eval {r['t_ad_eval'] * 1e3:.2f} ms)  "
+            f"AD {r['t_ad'] * 1e3:8.1f} ms   SX eval: AD {r['t_ad_eval'] * 1e3:.2f} ms "
+            f"IDSVA {r['t_idsva_sx'] * 1e3:.2f} ms  "
             f"err IDSVA {r['e_idsva']:.1e}  FD {r['e_fd']:.1e}")
     return rows
 
@@ -192,7 +202,9 @@ def plot(acc, ipr, cas, path):
         ax[0].loglog(n, [r["t_fd"] for r in rows], "s" + ls, color="C3", label=f"central FD ({kind})")
         ax[0].loglog(n, [r["t_ad"] for r in rows], "^" + ls, color="C2", label=f"AD trace+eval ({kind})")
         ax[0].loglog(n, [r["t_ad_eval"] for r in rows], "v" + ls, color="C1",
-                     label=f"AD prebuilt SX eval ({kind})")
+                     label=f"AD, SX Function eval ({kind})")
+        ax[0].loglog(n, [r["t_idsva_sx"] for r in rows], "D" + ls, color="C9",
+                     label=f"IDSVA, SX Function eval ({kind})")
         ax[1].loglog(n, [max(r["e_idsva"], 1e-17) for r in rows], "o" + ls, color="C0",
                      label=f"IDSVA ({kind})")
         ax[1].loglog(n, [r["e_fd"] for r in rows], "s" + ls, color="C3", label=f"central FD ({kind})")
@@ -249,17 +261,27 @@ def main(argv=None):
 
     ms = lambda x: f"{x * 1e3:.3g}"  # noqa: E731
     e = lambda x: f"{x:.1e}"  # noqa: E731
-    fmt = {k: ms for k in ("t_idsva", "t_fd", "t_ad", "t_ad_eval", "t_rnea", "t_dmm", "t_aza",
-                           "t_full_dmm", "t_full_aza")}
-    fmt.update({k: e for k in ("e_idsva", "e_fd", "e_ad_fn")})
-    acc_cols = [("n", "nv"), ("IDSVA [ms]", "t_idsva"), ("central FD [ms]", "t_fd"),
-                ("AD trace+eval [ms]", "t_ad"), ("AD prebuilt SX eval [ms]", "t_ad_eval"),
-                ("RNEA [ms]", "t_rnea"), ("err IDSVA", "e_idsva"), ("err FD", "e_fd")]
+    fmt = {k: ms for k in ("t_idsva", "t_fd", "t_ad", "t_ad_eval", "t_idsva_sx", "t_rnea", "t_dmm",
+                           "t_aza", "t_full_dmm", "t_full_aza")}
+    fmt.update({k: e for k in ("e_idsva", "e_fd", "e_ad_fn", "e_idsva_sx")})
+    acc_cols = [("n", "nv"), ("RNEA [ms]", "t_rnea"), ("IDSVA [ms]", "t_idsva"),
+                ("central FD [ms]", "t_fd"), ("AD trace+eval [ms]", "t_ad"), ("err IDSVA", "e_idsva"),
+                ("err FD", "e_fd")]
+    sx_cols = [("n", "nv"), ("SX ops AD", "ops_ad"), ("SX ops IDSVA", "ops_idsva"),
+               ("VM eval AD [ms]", "t_ad_eval"), ("VM eval IDSVA [ms]", "t_idsva_sx"),
+               ("err IDSVA SX", "e_idsva_sx")]
     ipr_cols = [("n", "n"), ("IPR DMM [ms]", "t_dmm"), ("IPR AZA [ms]", "t_aza"),
                 ("aba_derivatives dmm [ms]", "t_full_dmm"), ("aba_derivatives aza [ms]", "t_full_aza")]
     cas_cols = [("n", "n"), ("SX ops DMM", "ops_dmm"), ("SX ops AZA", "ops_aza"),
                 ("VM eval DMM [ms]", "t_dmm"), ("VM eval AZA [ms]", "t_aza")]
     fd_speed = {k: v[-1]["t_fd"] / v[-1]["t_idsva"] for k, v in acc.items()}
+    sx_speed = {k: v[-1]["t_ad_eval"] / v[-1]["t_idsva_sx"] for k, v in acc.items()}
+    big = {k: v[-1] for k, v in ipr.items()}
+    np_cross = ("no crossover in the sweep: DMM is faster at every n up to "
+                f"{big['chain']['n']} (chain: DMM {ms(big['chain']['t_dmm'])} ms vs AZA "
+                f"{ms(big['chain']['t_aza'])} ms; binary: {ms(big['binary']['t_dmm'])} vs "
+                f"{ms(big['binary']['t_aza'])} ms)") if x_np["chain"] is None and x_np["binary"] is None \
+        else f"crossover chain n = {x_np['chain']}, binary tree n = {x_np['binary']}"
     lines = [
         "# Derivatives of rigid-body dynamics with NumPy: IDSVA vs finite differences, DMM vs AZA",
         "",
@@ -272,13 +294,12 @@ def main(argv=None):
         "m = 1 kg, l = 1 m, CoM mid-link, Izz = 1 kg m^2, gravity in the plane) and a binary tree of "
         "revolute joints (`binary_tree`). States: random angles, qd and qdd uniform in [-1, 1].",
         "",
-        "## IDSVA vs finite differences",
+        "## IDSVA vs finite differences (NumPy)",
         "",
         "`rnea_derivatives` (IDSVA, paper 003 Alg. 1, NumPy) against `symdyn.derivatives."
-        "rnea_derivatives(method=\"fd\")` (central differences of the NumPy RNEA, 2 nv RNEA calls per "
-        "matrix, step eps^(1/3)) and `method=\"ad\"` (CasADi AD: traces RNEA on SX, differentiates, "
-        "evaluates; its 'prebuilt' column evaluates an already built SX Function in CasADi's VM). "
-        "Errors are max |X - AD| / max |AD| over both matrices.",
+        "rnea_derivatives(method=\"fd\")` (central differences of the NumPy RNEA: 4 nv RNEA calls, "
+        "step eps^(1/3)) and `method=\"ad\"` (traces RNEA on CasADi SX, differentiates, evaluates). "
+        "Errors: max |X - AD| / max |AD| over both matrices.",
         "",
         "Serial chain (paper 004):",
         "",
@@ -288,19 +309,37 @@ def main(argv=None):
         "",
         table(acc["binary"], acc_cols, fmt),
         "",
-        f"At the largest sizes IDSVA is {fd_speed['chain']:.0f}x (chain, n = {acc['chain'][-1]['nv']}) "
-        f"and {fd_speed['binary']:.0f}x (binary tree, n = {acc['binary'][-1]['nv']}) faster than central "
-        "differences, and agrees with AD to rounding, where differences lose about half the digits "
-        "(error ~ eps^(2/3) times the scale of the third derivatives). IDSVA is O(N d) in flops, but in "
-        "NumPy its cost is dominated by per-call overhead of small-array operations: O(N) for the "
-        "forward pass and O(N) products over stacked subtree columns in the backward pass.",
+        f"At the largest sizes NumPy IDSVA is {fd_speed['chain']:.0f}x (chain, n = "
+        f"{acc['chain'][-1]['nv']}) and {fd_speed['binary']:.0f}x (binary tree, n = "
+        f"{acc['binary'][-1]['nv']}) faster than central differences and agrees with AD to rounding, "
+        "where differences keep only about two thirds of the digits (error ~ eps^(2/3)). IDSVA is "
+        "O(N d) in flops, but with NumPy its time is dominated by the per-call overhead of small-array "
+        "operations, about 3x one RNEA (O(N) calls: forward pass, and one product per body over the "
+        "stacked columns of its subtree in the backward pass), so it grows ~linearly here.",
+        "",
+        "Same algorithms as CasADi SX Functions, evaluated in CasADi's virtual machine (no Python "
+        "per operation; the compiled-C comparison is the code-generation issue's): AD = jacobians "
+        "of the traced RNEA (tangent space), IDSVA = Algorithm 1 traced once.",
+        "",
+        "Serial chain:",
+        "",
+        table(acc["chain"], sx_cols, fmt),
+        "",
+        "Binary tree:",
+        "",
+        table(acc["binary"], sx_cols, fmt),
+        "",
+        f"In the same VM the IDSVA graph evaluates {sx_speed['chain']:.1f}x (chain, n = "
+        f"{acc['chain'][-1]['nv']}) and {sx_speed['binary']:.1f}x (binary tree, n = "
+        f"{acc['binary'][-1]['nv']}) faster than the AD graph.",
         "",
         "## Eq. (5): DMM vs AZA",
         "",
         "The 'IPR' columns time only the step after IDSVA: DMM = M^-1 by AZA on the identity, then "
-        "two n x n by n x n products; AZA = AZA on [I, dtau/dq, dtau/dqd] (3n columns in one "
-        "pass, reusing the kinematics and articulated inertias of one ABA pass). The full "
-        "`aba_derivatives` (ABA pass + IDSVA + IPR) is shown too.",
+        "-M^-1 dtau/dq and -M^-1 dtau/dqd by two BLAS products (O(n^3)); AZA = AZA on [I, dtau/dq, "
+        "dtau/dqd] (3n columns in one pass over the bodies, reusing the kinematics and articulated "
+        "inertias of one ABA pass, O(N n)). The full `aba_derivatives` (ABA pass + IDSVA + IPR) is "
+        "shown too.",
         "",
         "Serial chain:",
         "",
@@ -310,15 +349,20 @@ def main(argv=None):
         "",
         table(ipr["binary"], ipr_cols, fmt),
         "",
-        f"Crossover (smallest swept n from which AZA stays faster): chain {x_np['chain']}, "
-        f"binary tree {x_np['binary']} (NumPy).",
+        f"NumPy: {np_cross}. With NumPy the O(n^3) product runs in one BLAS call while AZA is a Python "
+        "loop over bodies on 6 x 3n blocks that are streamed through memory several times per body; "
+        "the cubic term does not catch up in the practical range, so `method=\"auto\"` uses DMM "
+        "with NumPy (the IPR step is anyway <= 20% of `aba_derivatives` there).",
         "",
-        "CasADi SX graphs of the same IPR step (chain; inputs q and a symbolic n x 2n matrix), "
-        "operation count and evaluation in CasADi's SX virtual machine:",
+        "CasADi SX graphs of the same IPR step (chain; inputs q and a symbolic n x 2n matrix in "
+        "place of [dtau/dq, dtau/dqd]): operation count and evaluation in CasADi's VM:",
         "",
         table(cas, cas_cols, fmt),
         "",
-        f"Crossover (CasADi VM): {x_ca}.",
+        f"CasADi: AZA is faster, with fewer operations, from n = {x_ca} on (smallest swept n from "
+        "which it stays faster); operation counts grow as n^3 (DMM) against n^2 (AZA). "
+        "`method=\"auto\"` uses AZA from this n on with CasADi, and with SymPy/SymEngine, whose "
+        "expression size follows the same operation count.",
         "",
         "![derivatives](derivatives_numpy.png)",
         "",

@@ -81,6 +81,21 @@ def test_idsva_equals_casadi_ad(name, with_fext):
         close(dqd, Aqd, 1e-10)
 
 
+def test_massless_body():
+    """URDF-style massless link (mass 0, rotational inertia as given) between two bodies."""
+    from symdyn.joints import Spherical
+
+    bodies = [Body("a", None, Revolute("z"), 1.0, (0.1, 0.2, 0.0), np.diag([0.1, 0.2, 0.25])),
+              Body("b", "a", Revolute("x"), 0.0, (0.0, 0.0, 0.0), np.diag([0.01, 0.02, 0.02]),
+                   Transform(np.eye(3), (1.0, 0.0, 0.0))),
+              Body("c", "b", Spherical(), 2.0, (0.3, 0.0, 0.1), np.diag([0.1, 0.2, 0.25]),
+                   Transform(np.eye(3), (0.0, 1.0, 0.0)))]
+    model = Model(bodies, check_inertias=False, allow_massless=True)
+    q, qd, qdd, fx = state(model, 2)
+    for X, R in zip(rnea_derivatives(model, q, qd, qdd, fx), ad_rnea(model, q, qd, qdd, fx)):
+        close(X, R, 1e-10)
+
+
 def test_idsva_structure_and_zero_state():
     """dtau/dq at rest with no gravity vanishes; dtau/dqd vanishes at qd = 0 (C(q, 0) = 0)."""
     model = zero_gravity(make("floating", 1))
@@ -243,6 +258,20 @@ def test_sympy_aba_derivatives_match_numpy():
     sub = dict(zip([s for v in syms for s in v], [*q, *qd, *tau]))
     for X, R in zip(out, aba_derivatives(model, q, qd, tau, method="dmm")):
         close(np.array(X.subs(sub).evalf(), float), R, 1e-11)
+
+
+def test_sympy_closed_form_planar_2r_arm():
+    """Symbolic parameters: the planar 2R arm's textbook dtau/dqd = 2 C with
+    C = h [[-qd1, -(qd0 + qd1)], [qd0, 0]], h = m2 l1 lc2 sin(q1)."""
+    from symdyn.models import planar_chain
+
+    model = planar_chain(2, symbolic_params=True)
+    par = {s.name: s for s in model.parameters()}
+    q, qd, qdd = (sp.Matrix(sp.symbols(f"{p}0:2")) for p in ("q", "qd", "qdd"))
+    _, dqd = rnea_derivatives(model, q, qd, qdd)
+    h = par["m2"] * par["l1"] * par["lc2"] * sp.sin(q[1])
+    C = h * sp.Matrix([[-qd[1], -(qd[0] + qd[1])], [qd[0], 0]])
+    assert sp.simplify(dqd - 2 * C) == sp.zeros(2, 2)
 
 
 def test_symengine_idsva_matches_numpy():

@@ -11,7 +11,7 @@ blocks): the same arithmetic as m column-by-column passes.
 
 M^-1 itself is AZA applied to the identity (paper 004, Sec. V-A). The product with dtau/du is then
 ``"dmm"``: direct matrix multiplication (O(n^3)), or ``"aza"``: AZA on the 2n columns (O(n^2)).
-``"auto"`` picks AZA from ``AUTO_CROSSOVER[backend]`` degrees of freedom on.
+``"auto"`` picks AZA from ``AUTO_CROSSOVER[backend]`` degrees of freedom on (measured, see below).
 """
 from __future__ import annotations
 
@@ -21,12 +21,14 @@ from .rnea_derivatives import check_joints, idsva
 
 METHODS = ("auto", "dmm", "aza")
 
-# nv from which "auto" uses AZA instead of DMM, per backend. Measured on this machine (2 cores,
-# NumPy 1-D/2-D arrays, CasADi SX) with
-#   python experiments/derivatives_numpy.py      (see reports/derivatives_numpy.md)
-# NumPy: AZA is a Python loop over bodies on 6 x 2n blocks while DMM is one BLAS product, so DMM
-# stays faster over the measured range; CasADi: by the operation count of the SX graph.
-AUTO_CROSSOVER = {"numpy": 10**9, "casadi": 10**9, "sympy": 10**9}
+# nv from which "auto" uses AZA instead of DMM, per backend (None: always DMM). Measured on this
+# machine (AMD EPYC, 2 shared cores, BLAS on 1 thread) by
+#     python experiments/derivatives_numpy.py          -> reports/derivatives_numpy.md
+# NumPy: no crossover up to n = 400 (chain: DMM 22 ms vs AZA 50 ms for the eq. (5) step): DMM is one
+# BLAS product while AZA loops in Python over bodies on 6 x 3n blocks. CasADi SX: AZA has fewer
+# operations and evaluates faster from n = 20 on (n = 50: 0.20 M vs 0.57 M operations, 1.0 vs
+# 2.4 ms); SymPy/SymEngine expression sizes follow the same operation count.
+AUTO_CROSSOVER: dict[str, int | None] = {"numpy": None, "casadi": 20, "sympy": 20, "symengine": 20}
 
 
 def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
@@ -49,7 +51,8 @@ def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
     dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
     n = model.nv
     if method == "auto":
-        method = "aza" if n >= AUTO_CROSSOVER[B.name] else "dmm"
+        cross = AUTO_CROSSOVER.get(B.name)
+        method = "aza" if cross is not None and n >= cross else "dmm"
     if method == "dmm":
         Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))
         return -(Minv @ dtau_dq), -(Minv @ dtau_dqd), Minv
