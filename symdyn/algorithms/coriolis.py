@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..spatial import (congruence, cross_force, cross_motion, factorization_B, xform_force_T,
                        xform_motion)
-from .common import assemble_blocks, entry, joint_kinematics
+from .common import entry, joint_kinematics
 
 FACTORIZATIONS = ("christoffel", "simple")
 
@@ -38,6 +38,16 @@ def joint_velocities(B, model, q, qd, Xup, S):
         if Sring is not None:
             Sdot[i] = Sdot[i] + Sring
     return v, Sdot
+
+
+def blocks_to_matrix(B, model, blocks):
+    """nv x nv matrix from {(i, j): block}, writing only the given blocks into zeros (O(#blocks),
+    unlike a dense block grid: O(Nd) for Algorithm 1's related pairs)."""
+    out = B.zeros(model.nv, model.nv)
+    for (i, j), blk in blocks.items():
+        (a, b), (c, d) = model.v_idx[i], model.v_idx[j]
+        out[a:b, c:d] = blk
+    return out
 
 
 def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
@@ -82,8 +92,8 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
         if p >= 0:
             IC[p] = IC[p] + congruence(B, Xup[j], IC[j])                      # line 24
             BC[p] = BC[p] + congruence(B, Xup[j], BC[j])                      # line 25
-    return (assemble_blocks(B, model, M), assemble_blocks(B, model, Mdot),
-            assemble_blocks(B, model, C))
+    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
+            blocks_to_matrix(B, model, C))
 
 
 def _B_times(B, v, I, w, factorization):
