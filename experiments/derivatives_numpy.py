@@ -218,7 +218,8 @@ def plot(acc, ipr, cas, path):
         ax[2].loglog(n, [r["t_aza"] for r in cas], "s:", color="C8", label="AZA CasADi SX VM (chain)")
     ax[0].set(xlabel="n (DoF)", ylabel="CPU time per call [s]", title="dtau/dq, dtau/dqd with NumPy")
     ax[1].set(xlabel="n (DoF)", ylabel="max |err| / max |AD|", title="error against CasADi AD")
-    ax[2].set(xlabel="n (DoF)", ylabel="CPU time [s]", title="eq. (5) step: -M^-1 [dtau/dq, dtau/dqd], M^-1")
+    ax[2].set(xlabel="n (DoF)", ylabel="CPU time [s]",
+              title="eq. (5) step: -M^-1 [dtau/dq, dtau/dqd], M^-1")
     for a in ax:
         a.grid(True, which="both", alpha=0.3)
         a.legend(fontsize=7)
@@ -277,10 +278,11 @@ def main(argv=None):
     fd_speed = {k: v[-1]["t_fd"] / v[-1]["t_idsva"] for k, v in acc.items()}
     sx_speed = {k: v[-1]["t_ad_eval"] / v[-1]["t_idsva_sx"] for k, v in acc.items()}
     big = {k: v[-1] for k, v in ipr.items()}
+    no_cross = x_np["chain"] is None and x_np["binary"] is None
     np_cross = ("no crossover in the sweep: DMM is faster at every n up to "
                 f"{big['chain']['n']} (chain: DMM {ms(big['chain']['t_dmm'])} ms vs AZA "
                 f"{ms(big['chain']['t_aza'])} ms; binary: {ms(big['binary']['t_dmm'])} vs "
-                f"{ms(big['binary']['t_aza'])} ms)") if x_np["chain"] is None and x_np["binary"] is None \
+                f"{ms(big['binary']['t_aza'])} ms)") if no_cross \
         else f"crossover chain n = {x_np['chain']}, binary tree n = {x_np['binary']}"
     lines = [
         "# Derivatives of rigid-body dynamics with NumPy: IDSVA vs finite differences, DMM vs AZA",

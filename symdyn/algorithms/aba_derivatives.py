@@ -24,10 +24,10 @@ METHODS = ("auto", "dmm", "aza")
 # nv from which "auto" uses AZA instead of DMM, per backend (None: always DMM). Measured on this
 # machine (AMD EPYC, 2 shared cores, BLAS on 1 thread) by
 #     python experiments/derivatives_numpy.py          -> reports/derivatives_numpy.md
-# NumPy: no crossover up to n = 400 (chain: DMM 22 ms vs AZA 50 ms for the eq. (5) step): DMM is one
+# NumPy: no crossover up to n = 400 (chain: DMM 22.5 ms vs AZA 44 ms for the eq. (5) step): DMM is one
 # BLAS product while AZA loops in Python over bodies on 6 x 3n blocks. CasADi SX: AZA has fewer
 # operations and evaluates faster from n = 20 on (n = 50: 0.20 M vs 0.57 M operations, 1.0 vs
-# 2.4 ms); SymPy/SymEngine expression sizes follow the same operation count.
+# 1.6 ms); SymPy/SymEngine expression sizes follow the same operation count.
 AUTO_CROSSOVER: dict[str, int | None] = {"numpy": None, "casadi": 20, "sympy": 20, "symengine": 20}
 
 
