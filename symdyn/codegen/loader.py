@@ -1,12 +1,12 @@
 """Load a compiled build and call its C entry points with little overhead.
 
-Calls go through ``ctypes`` (measured against cffi in ``reports/fastpath.md``: a ctypes call
-with one pre-converted pointer costs ~0.17-0.2 us, cffi's ABI mode ~0.25 us; cffi's API mode
-needs a compiled CPython extension per build). Each :class:`CompiledFunction` owns preallocated
-float64 input, output and work buffers and a context array of their addresses, so a call copies
-the inputs into the buffers (``numpy.copyto``, no pointer extraction), makes one C call and copies
-the outputs out. Inputs may be any real arrays or sequences of the right shape (converted to
-float64, non-contiguous arrays included); ``out=`` writes the results into given float64 arrays.
+Calls go through ``ctypes`` (measured against cffi in ``reports/fastpath.md``: a ctypes.PyDLL
+call costs about as much as cffi's API mode, which would need a CPython extension compiled per
+build, and less than cffi's ABI mode). A single call passes each input as ``x.tobytes()`` (a C-order
+float64 copy made in C, ~0.07 us; non-contiguous arrays included) to ``F_call_inputs``, which also
+gets a context array holding preallocated output and work buffers; the outputs are copied out
+(``out=`` copies into given float64 arrays instead). Inputs may be any real arrays or sequences of
+the right shape (converted to float64).
 
 NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
 the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``).
@@ -26,6 +26,7 @@ from .csource import API_VERSION
 
 _ndarray = np.ndarray
 _copyto = np.copyto
+_F64 = np.dtype(np.float64)
 _NAN_MODES = ("raise", "propagate")
 
 
@@ -63,8 +64,8 @@ class CompiledFunction:
         n_out.restype = ll
         if (n_in(), n_out()) != (len(self.input_names), len(self.output_names)):
             raise RuntimeError(f"{self.name}: the library does not match its manifest")
-        self._call = getattr(single_lib, f"{self.name}_call")
-        self._call.argtypes = [ctypes.c_void_p]
+        self._call = getattr(single_lib, f"{self.name}_call_inputs")
+        self._call.argtypes = [ctypes.c_char_p] * len(self.input_names) + [ctypes.c_void_p]
         self._call.restype = ctypes.c_int
         self._batch = getattr(batch_lib, f"{self.name}_batch")
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
@@ -73,20 +74,17 @@ class CompiledFunction:
         self._allocate()
 
     def _allocate(self) -> None:
-        self._in = [np.zeros(s) for s in self.input_shapes]
         self._out = [np.zeros(s) for s in self.output_shapes]
         self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
         self._w = np.zeros(max(1, self._sz_w))
-        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 2))()
-        for k, b in enumerate(self._in):
-            ctx[k] = b.ctypes.data
+        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 2))()  # inputs set per call
         for k, b in enumerate(self._out):
             ctx[self._sz_arg + k] = b.ctypes.data
         ctx[self._sz_arg + self._sz_res] = self._iw.ctypes.data
         ctx[self._sz_arg + self._sz_res + 1] = self._w.ctypes.data
         self._ctx = ctx
         self._pctx = ctypes.addressof(ctx)
-        self._n_in = len(self._in)
+        self._n_in = len(self.input_names)
         self._single = len(self._out) == 1
         self.__class__ = _specialize(self)
 
@@ -111,8 +109,7 @@ class CompiledFunction:
         if len(args) != self._n_in:
             raise TypeError(f"{self.name}() takes {self._n_in} inputs "
                             f"({', '.join(self.input_names)}), got {len(args)}")
-        self._load_all(args)
-        status = self._call(self._pctx)
+        status = self._call(*self._input_bytes(args), self._pctx)
         if status:
             self._status(status, nan)
         if out is None:
@@ -121,17 +118,17 @@ class CompiledFunction:
             return tuple(b.copy() for b in self._out)
         return self._write_out(out)
 
-    def _load_all(self, args) -> None:
+    def _input_bytes(self, args) -> list:
+        """Validated C-order float64 bytes of each input (clear errors otherwise)."""
+        out = []
         for k, x in enumerate(args):
-            try:
-                if x.shape == self.input_shapes[k]:
-                    _copyto(self._in[k], x, casting="safe")
-                    continue
-            except (AttributeError, TypeError):
-                pass
-            self._load_slow(k, x)
+            if isinstance(x, _ndarray) and x.dtype is _F64 and x.shape == self.input_shapes[k]:
+                out.append(x.tobytes())
+            else:
+                out.append(self._convert(k, x).tobytes())
+        return out
 
-    def _load_slow(self, k: int, x) -> None:
+    def _convert(self, k: int, x) -> np.ndarray:
         name, shape = self.input_names[k], self.input_shapes[k]
         try:
             a = np.asarray(x)
@@ -143,9 +140,9 @@ class CompiledFunction:
                             f"dtype {a.dtype}")
         if a.shape != shape:
             raise ValueError(f"{self.name}: input {name} must have shape {shape}, got {a.shape}")
-        _copyto(self._in[k], a, casting="unsafe")
+        return a.astype(np.float64)
 
-    def _status(self, status: int, nan: str, what: str = "") -> None:
+    def _status(self, status: int, nan: str) -> None:
         if status > 0:
             if nan == "propagate":
                 for b in self._out:
@@ -242,13 +239,12 @@ class CompiledFunction:
 _CALL_TEMPLATE = """
 def {fname}(self, {params}, *, out=None, nan="raise"):
     try:
-        if {shape_checks}:
-{copies}
+        if {checks}:
+            status = _call({fast_args}, _ctx)
         else:
             raise AttributeError
-    except (AttributeError, TypeError):
-        self._load_all(({params},))
-    status = _call(_ctx)
+    except AttributeError:
+        status = _call(*self._input_bytes(({params},)), _ctx)
     if status:
         self._status(status, nan)
     if out is None:
@@ -259,19 +255,18 @@ def {fname}(self, {params}, *, out=None, nan="raise"):
 
 def _specialize(fn: CompiledFunction) -> type:
     """A subclass of CompiledFunction whose ``__call__`` is unrolled for ``fn``'s inputs, with its
-    buffers and C entry point bound as constants (the generic method costs ~0.5 us more per
-    call). Input names come from the algorithm registry (q, qd, qdd, tau), never from users."""
+    output buffers and C entry point bound as constants (~0.5 us less per call than the generic
+    method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users."""
     names = fn.input_names
-    ns = {"_call": fn._call, "_ctx": fn._pctx, "_copyto": _copyto}
-    for k, (b, s) in enumerate(zip(fn._in, fn.input_shapes)):
-        ns[f"_b{k}"], ns[f"_s{k}"] = b, s
+    ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64}
+    for k, s in enumerate(fn.input_shapes):
+        ns[f"_s{k}"] = s
     for k, o in enumerate(fn._out):
         ns[f"_o{k}"] = o
+    checks = [f"{n}.dtype is _F64 and {n}.shape == _s{k}" for k, n in enumerate(names)]
     src = _CALL_TEMPLATE.format(
-        fname=fn.algorithm, params=", ".join(names),
-        shape_checks=" and ".join(f"{n}.shape == _s{k}" for k, n in enumerate(names)),
-        copies="\n".join(f"            _copyto(_b{k}, {n}, casting='safe')"
-                         for k, n in enumerate(names)),
+        fname=fn.algorithm, params=", ".join(names), checks=" and ".join(checks),
+        fast_args=", ".join(f"{n}.tobytes()" for n in names),
         result=("_o0.copy()" if fn._single else
                 "(" + ", ".join(f"_o{k}.copy()" for k in range(len(fn._out))) + ",)"))
     exec(compile(src, f"<symdyn compiled {fn.name}>", "exec"), ns)
