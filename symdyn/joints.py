@@ -226,9 +226,11 @@ def _se3_left_jacobian(B, w):
     W = skew(B, B.vector(w))
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
     if B.symbolic:
+        # sinc forms: finite value and first derivative at w = 0 once th > 0 (CasADi tracing at 0)
         th = B.sqrt(th2 + 1e-300) if B.name == "casadi" else B.sqrt(th2)
-        a = (1 - B.cos(th)) / th2
-        b = (th - B.sin(th)) / (th2 * th)
+        half = B.sin(th / 2) / (th / 2)
+        a = half * half / 2                      # (1 - cos t) / t^2
+        b = (1 - B.sin(th) / th) / (th * th)     # (t - sin t) / t^3
     else:
         th = math.sqrt(float(th2))
         if th < 1e-6:
