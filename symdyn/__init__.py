@@ -1,19 +1,35 @@
-"""symdyn: rigid-body dynamics written once over NumPy, SymPy and CasADi SX.
+"""symdyn: rigid-body dynamics written once over NumPy, SymPy (SymEngine) and CasADi SX.
 
 Conventions: spatial vectors are [angular; linear]; Gamma[i, j, k] with
-C[i, j] = sum_k Gamma[i, j, k] qd[k]; quaternions (x, y, z, w); floating-base velocities are body
-velocities [omega; v]. See :mod:`symdyn.spatial`, :mod:`symdyn.joints`, :mod:`symdyn.model`.
+C*[i, j] = sum_k Gamma[i, j, k] qd[k]; quaternions (x, y, z, w); floating-base and spherical
+velocities are body velocities ([omega; v] for a free-flyer). See :mod:`symdyn.spatial`,
+:mod:`symdyn.joints`, :mod:`symdyn.model`.
+
+The backend follows the inputs: NumPy arrays/lists give NumPy results, ``sympy.Matrix`` SymPy
+results, ``casadi.SX`` CasADi graphs (or pass ``backend=``). Submodules: :mod:`symdyn.models`
+(builders), :mod:`symdyn.symbolic` (closed forms and LaTeX/Python/C export),
+:mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops).
 """
-from .algorithms import (aba, body_jacobians, crba, forward_kinematics, gravity_vector,
+from .algorithms import (aba, body_jacobians, christoffel, christoffel_from_mass_matrix,
+                         christoffel_nonzero, coriolis_matrix, coriolis_product,
+                         coriolis_transpose_product, crba, forward_kinematics, gravity_vector,
                          nonlinear_effects, rnea)
 from .backends import BackendError, get_backend
+from .coordinates import CoMCoordinates, change_coordinates, com_coordinates
+from .derivatives import aba_derivatives, rnea_derivatives
 from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
 from .model import Body, Model, ModelError
+from .robots import available_robots, load_robot, robot_urdf
 from .spatial import Transform
+from .urdf import URDFError, load_urdf
 
 __version__ = "0.1.0"
 
-__all__ = ["aba", "body_jacobians", "crba", "forward_kinematics", "gravity_vector",
-           "nonlinear_effects", "rnea", "BackendError", "get_backend", "Fixed", "Floating",
-           "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
-           "ModelError", "Transform"]
+__all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
+           "christoffel_from_mass_matrix", "christoffel_nonzero", "coriolis_matrix",
+           "coriolis_product", "coriolis_transpose_product", "crba", "forward_kinematics",
+           "gravity_vector", "nonlinear_effects", "rnea", "rnea_derivatives", "BackendError",
+           "get_backend", "CoMCoordinates", "change_coordinates", "com_coordinates", "Fixed",
+           "Floating", "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
+           "ModelError", "available_robots", "load_robot", "robot_urdf", "Transform", "URDFError",
+           "load_urdf"]
