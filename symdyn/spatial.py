@@ -27,7 +27,7 @@ class Transform(NamedTuple):
 
 def skew(B, w):
     """3x3 cross-product matrix S(w) with S(w) u = w x u."""
-    return B.matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+    return B.skew(w)
 
 
 def top(B, x):

@@ -2,7 +2,8 @@
 
 A backend module provides ``name``, ``symbolic``, ``zeros``, ``eye``, ``matrix``, ``vector``, ``const``,
 ``rows``, ``cols``, ``vcat``, ``hcat``, ``block``, ``inv``, ``solve``, ``sin``, ``cos``, ``sqrt``,
-``tensor3``, ``to_vector``, ``to_matrix``, ``to_numpy``. Arrays are the library's own
+``tensor3``, ``set3``, ``skew``, ``is_symbol``, ``to_vector``, ``to_matrix``, ``to_numpy``
+(and ``jacobian`` for the symbolic ones). Arrays are the library's own
 (numpy.ndarray, sympy.Matrix, casadi.SX); ``@ + - *`` and ``.T`` are used natively.
 
 The backend is resolved once at an algorithm's entry from the types of its inputs (and the model's

@@ -128,3 +128,8 @@ def set3(T, i: int, j: int, k: int, value) -> None:
 def is_symbol(x) -> bool:
     """True for a pure SX symbol (a valid differentiation variable)."""
     return ca.SX(x).is_symbolic()
+
+
+def skew(w):
+    """3x3 cross-product matrix of a 3-vector (casadi.skew: one call instead of 9 slices)."""
+    return ca.skew(w)

@@ -109,3 +109,8 @@ def set3(T, i: int, j: int, k: int, value) -> None:
 
 def is_symbol(x) -> bool:
     return False
+
+
+def skew(w):
+    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
+    return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])

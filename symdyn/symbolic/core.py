@@ -197,12 +197,13 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
     ``method="algorithm2"``: paper 000 Algorithm 2 (generalized) with symbolic inputs;
     ``method="eq4"``: symbolic partial derivatives of M (eq. (4)), the baseline of Table 2.
     """
-    from ..algorithms import christoffel as alg
+    from ..algorithms.christoffel import christoffel as algorithm2
+    from ..algorithms.christoffel import christoffel_from_mass_matrix as eq4
 
     if method == "algorithm2":
-        fn = alg.christoffel
+        fn = algorithm2
     elif method == "eq4":
-        fn = alg.christoffel_from_mass_matrix
+        fn = eq4
     else:
         raise ValueError(f"unknown method {method!r}; use 'algorithm2' or 'eq4'")
     q, qd = coordinates(model)
