@@ -16,7 +16,7 @@ Derived once: ``nq``, ``nv``, ``q_idx``/``v_idx`` (index ranges), ``children``, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np

@@ -12,9 +12,17 @@ def aba(model, q, qd, tau, f_ext=None, *, backend: str | None = None):
     """
     B, (q, qd, tau) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                             backend=backend, extra=(f_ext,))
-    _, I, a_grav = model.constants(B)
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
+    qdd, _, _ = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
+    return B.vcat(qdd)
+
+
+def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
+    """The three ABA passes on per-body segments; returns per-body ``qdd`` segments and the
+    articulated-body quantities ``U[i] = IA_i S_i`` and ``Dinv[i] = (S_i^T U_i)^-1`` (reused by
+    the ABA-Zero-Algorithm in :mod:`symdyn.algorithms.aba_derivatives`)."""
+    _, I, a_grav = model.constants(B)
     N, parents = model.N, model.parents
     v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N
     for i, p in enumerate(parents):
@@ -44,4 +52,4 @@ def aba(model, q, qd, tau, f_ext=None, *, backend: str | None = None):
         a[i] = xform_motion(B, Xup[i], a_grav if p < 0 else a[p]) + c[i]
         qdd[i] = Dinv[i] @ (u[i] - U[i].T @ a[i])
         a[i] = a[i] + S[i] @ qdd[i]
-    return B.vcat(qdd)
+    return qdd, U, Dinv

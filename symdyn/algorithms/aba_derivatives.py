@@ -15,7 +15,8 @@ M^-1 itself is AZA applied to the identity (paper 004, Sec. V-A). The product wi
 """
 from __future__ import annotations
 
-from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xform_motion
+from ..spatial import xform_force_T, xform_motion
+from .aba import aba_pass
 from .common import entry, external_forces, joint_kinematics
 from .rnea_derivatives import check_joints, idsva
 
@@ -58,42 +59,6 @@ def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
         return -(Minv @ dtau_dq), -(Minv @ dtau_dqd), Minv
     R = aza(B, model, Xup, S, U, Dinv, B.hcat([B.eye(n), dtau_dq, dtau_dqd]))
     return -B.cols(R, n, 2 * n), -B.cols(R, 2 * n, 3 * n), B.cols(R, 0, n)
-
-
-def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
-    """ABA (Featherstone Table 7.1) on per-body segments; returns per-body ``qdd`` segments and the
-    articulated-body quantities ``U[i] = IA_i S_i`` and ``Dinv[i] = (S_i^T U_i)^-1``."""
-    _, I, a_grav = model.constants(B)
-    N, parents = model.N, model.parents
-    v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N
-    for i, p in enumerate(parents):
-        vJ = S[i] @ qd[i]
-        v[i] = vJ if p < 0 else xform_motion(B, Xup[i], v[p]) + vJ
-        c[i] = cross_motion(B, v[i], vJ)
-        cJ = model.joints[i].Sring(B, q[i], qd[i])
-        if cJ is not None:
-            c[i] = c[i] + cJ @ qd[i]
-        IA[i] = I[i]
-        pA[i] = cross_force(B, v[i], I[i] @ v[i])
-        if f_ext[i] is not None:
-            pA[i] = pA[i] - f_ext[i]
-    U, Dinv, u = [None] * N, [None] * N, [None] * N
-    for i in reversed(range(N)):
-        p = parents[i]
-        U[i] = IA[i] @ S[i]
-        Dinv[i] = B.inv(S[i].T @ U[i])
-        u[i] = tau[i] - S[i].T @ pA[i]
-        if p >= 0:
-            Ia = IA[i] - U[i] @ Dinv[i] @ U[i].T
-            pa = pA[i] + Ia @ c[i] + U[i] @ (Dinv[i] @ u[i])
-            IA[p] = IA[p] + congruence(B, Xup[i], Ia)
-            pA[p] = pA[p] + xform_force_T(B, Xup[i], pa)
-    a, qdd = [None] * N, [None] * N
-    for i, p in enumerate(parents):
-        a[i] = xform_motion(B, Xup[i], a_grav if p < 0 else a[p]) + c[i]
-        qdd[i] = Dinv[i] @ (u[i] - U[i].T @ a[i])
-        a[i] = a[i] + S[i] @ qdd[i]
-    return qdd, U, Dinv
 
 
 def aza(B, model, Xup, S, U, Dinv, b):
