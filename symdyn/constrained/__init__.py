@@ -3,11 +3,23 @@
 * :mod:`.maximal`: maximal-coordinates route (Sec. VI-A; paper 000 eqs. (29)-(31)): body Jacobians,
   their exact time derivatives, and ``C = J^T C_max J + J^T M_max Jring``, an O(N^3) cross-check
   of Algorithm 1 for any open chain (generic over the backends).
+* :mod:`.loops`: closed kinematic loops by the spanning-tree method (Sec. VI-C1): ``LoopModel``
+  with loop-closure constraints, ``qd = G(q) y``, ``Mbar = G^T M G``, ``Cbar = G^T C G + G^T M Gdot``
+  with ``Gdot`` exact (generic over the backends).
+* :mod:`.numeric`: NumPy-only helpers for loops: closure/singularity checks, Newton on the
+  closure constraints, RK4 simulation in the independent coordinates, energies.
+* :mod:`.mechanisms`: worked models: planar four-bar linkage, five-bar parallel leg.
 * :mod:`.differentiation`: C* from derivatives of the bias vector with the structure-constant
-  correction for generalized speeds (Sec. VI-D), through CasADi AD.
+  correction for generalized speeds (Sec. VI-D), through CasADi AD (imported on demand: it is
+  the only module here that imports CasADi).
 """
+from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
+from .mechanisms import five_bar_leg, four_bar
+from .numeric import complete_configuration, simulate, solve_configuration
 
-__all__ = ["body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
-           "maximal_coordinates"]
+__all__ = ["ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
+           "body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
+           "maximal_coordinates", "five_bar_leg", "four_bar", "complete_configuration",
+           "simulate", "solve_configuration"]

@@ -79,9 +79,17 @@ class JacobianDerivatives(NamedTuple):
     Jring: list
 
 
-def _jacobians(B, model, q, qd):
-    Xup, S = joint_kinematics(B, model, q)
+def _jacobians(B, model, q, qd, Xup=None, S=None):
+    """JacobianDerivatives; with ``qd=None`` only J (v, Jdot, Jring are None)."""
+    if Xup is None:
+        Xup, S = joint_kinematics(B, model, q)
     N = model.N
+    if qd is None:
+        cols = [None] * N
+        for k, p in enumerate(model.parents):
+            cols[k] = {} if p < 0 else {j: xform_motion(B, Xup[k], c) for j, c in cols[p].items()}
+            cols[k][k] = S[k]
+        return JacobianDerivatives(None, [_dense(B, model, c) for c in cols], None, None)
     v, Sdot = [None] * N, [None] * N
     cols, dcols = [None] * N, [None] * N  # {j: X_{k<-j} Phi_j}, {j: X_{k<-j} Phidot_j}
     for k, p in enumerate(model.parents):
@@ -97,15 +105,16 @@ def _jacobians(B, model, q, qd):
             cols[k] = {j: xform_motion(B, Xup[k], c) for j, c in cols[p].items()}
             dcols[k] = {j: xform_motion(B, Xup[k], c) for j, c in dcols[p].items()}
         cols[k][k], dcols[k][k] = S[k], Sdot[k]
-
-    def dense(blocks):
-        return B.hcat([blocks[j] if j in blocks else B.zeros(6, b - a)
-                       for j, (a, b) in enumerate(model.v_idx)])
-
-    J = [dense(c) for c in cols]
-    Jdot = [dense(c) for c in dcols]
+    J = [_dense(B, model, c) for c in cols]
+    Jdot = [_dense(B, model, c) for c in dcols]
     Jring = [Jdot[k] - cross_motion(B, v[k], J[k]) for k in range(N)]       # Remark 4
     return JacobianDerivatives(v, J, Jdot, Jring)
+
+
+def _dense(B, model, blocks):
+    """6 x nv matrix from per-joint column blocks {j: 6 x n_j} (missing joints: zeros)."""
+    return B.hcat([blocks[j] if j in blocks else B.zeros(6, b - a)
+                   for j, (a, b) in enumerate(model.v_idx)])
 
 
 def jacobian_derivatives(model, q, qd, *, backend: str | None = None) -> JacobianDerivatives:

@@ -1,0 +1,423 @@
+"""Closed kinematic loops by the spanning-tree method (paper 001 Sec. VI-C1, Thm. V.1).
+
+A :class:`LoopModel` is a spanning tree (a :class:`~symdyn.model.Model`) plus loop-closure joints
+(:class:`LoopClosure`) between two bodies (or a body and the world). Closure c ties a frame A fixed
+on its predecessor body to a frame B fixed on its successor body; the relative twist of B with
+respect to A must lie in the closure joint's motion subspace. Stacking the constrained components
+of ``{v_B - v_A}_A`` (coordinate-free relative twist in A coordinates, [angular; linear] about A's
+origin) gives ``K(q) qd = 0``. Splitting the tree speeds into ``independent`` ones ``y`` and the
+rest, ``qd = G(q) y`` with ``G = [1; -K_d^-1 K_i]`` (rows reordered), and (paper 001 eq. (17))
+
+    Mbar = G^T M G,   Cbar = G^T C* G + G^T M Gdot,   gbar = G^T g,   taubar = G^T tau,
+
+which is the Christoffel-consistent factorization of the constrained mechanism (Prop. V.3).
+
+Gdot is exact: ``K G = 0`` gives ``Gdot_d = -K_d^-1 Kdot G`` (``Gdot_i = 0``), and ``Kdot`` is the
+time derivative of ``K(q(t))`` along ``qd``:
+
+    d/dt {J}_A = X_{A<-succ} Jdot_succ - X_{A<-pred} Jdot_pred - (v_A x) {J_succ - J_pred}_A,
+
+with ``Jdot_k`` the coordinate-free derivatives of the body Jacobians (blocks ``X_{k<-j} Phidot_j``,
+see :mod:`.maximal`) and ``v_A`` the velocity of frame A in A coordinates: the derivative of
+coordinates in the moving frame A of a coordinate-free quantity. No finite differences.
+
+Closure kinds (``axis`` names the joint axis, shared by frames A and B; residual in A coordinates,
+``R`` = orientation of B in A, ``p`` = origin of B in A):
+
+==========  ==================================  ==================================================
+kind        constrained components of the twist position residual (zero when the loop closes)
+==========  ==================================  ==================================================
+revolute    angular u1, u2 (normal to axis);    ``u . (n x R n)`` for u = u1, u2; ``p``
+            linear x, y, z
+spherical   linear x, y, z                      ``p``
+planar      linear u1, u2                       ``(p . u1, p . u2)`` (pin of a planar mechanism
+                                                moving normal to ``axis``)
+fixed       all six                             ``vee((R - R^T)/2)``; ``p``
+==========  ==================================  ==================================================
+
+Frames A and B must coincide in position at closure (put any offset along the axis into
+``X_pred``/``X_succ``); the residuals' derivatives are then exactly ``K qd`` on the constraint
+manifold, so Newton on them (:mod:`.numeric`) converges quadratically.
+
+Generic over the backends (no NumPy/SymPy/CasADi imports); NumPy inputs are additionally
+checked: a configuration that does not close raises :class:`ClosureError`, a singular dependent
+Jacobian ``K_d`` raises :class:`SingularConfigurationError`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+from ..algorithms.common import entry, joint_kinematics
+from ..algorithms.coriolis import coriolis_matrix
+from ..algorithms.rnea import gravity_vector
+from ..spatial import Transform, compose, cross_motion, inverse, xform_motion
+from .maximal import _jacobians
+
+_AXIS = {"x": 0, "y": 1, "z": 2}
+KINDS = ("revolute", "spherical", "planar", "fixed")
+
+
+class ClosureError(ValueError):
+    """A loop closure that is ill-specified, or a configuration that does not close the loop."""
+
+
+class SingularConfigurationError(ValueError):
+    """The dependent-speed Jacobian K_d is singular at this configuration: G(q) does not exist."""
+
+
+@dataclass(frozen=True)
+class LoopClosure:
+    """A loop-closure joint between body ``pred`` (None/-1/'world': the world) and body ``succ``.
+
+    ``X_pred`` maps predecessor body coordinates to closure frame A (``E`` rotates body
+    coordinates into A's, ``r`` is A's origin in body coordinates, as for ``Model`` tree
+    transforms); ``X_succ`` likewise maps successor body coordinates to frame B. ``kind`` is
+    'revolute', 'spherical', 'planar' or 'fixed' (module docstring); ``axis`` is 'x', 'y' or 'z'.
+    """
+
+    pred: object
+    succ: object
+    X_pred: Transform | None = None
+    X_succ: Transform | None = None
+    kind: str = "revolute"
+    axis: str = "z"
+    name: str | None = None
+
+    def components(self) -> tuple[list[int], list[int]]:
+        """(angular, linear) constrained components of the relative twist (indices 0..2 each)."""
+        a = _AXIS[self.axis]
+        u1, u2 = (a + 1) % 3, (a + 2) % 3
+        return {"revolute": ([u1, u2], [0, 1, 2]), "spherical": ([], [0, 1, 2]),
+                "planar": ([], [u1, u2]), "fixed": ([0, 1, 2], [0, 1, 2])}[self.kind]
+
+
+class LoopDynamics(NamedTuple):
+    """Induced dynamics in the minimal speeds y (paper 001 eq. (17)); ``qd = G y``."""
+
+    M: object
+    Mdot: object
+    C: object
+    g: object
+    G: object
+    Gdot: object
+    qd: object
+
+
+class LoopModel:
+    """A spanning tree with loop-closure constraints and a choice of independent speeds.
+
+    ``independent`` lists tree speed indices (0..nv-1) or body names (all speeds of that body's
+    joint); their number must be ``nv - m`` with m the number of constrained components. The
+    minimal speeds are ``y = qd[independent]`` (in the given order). ``q_ref`` is an optional closed
+    reference configuration (the default initial guess of :func:`.numeric.solve_configuration`).
+    ``closure_tol`` bounds the closure residual accepted with NumPy inputs, ``singular_tol`` the
+    reciprocal condition number of ``K_d``.
+    """
+
+    def __init__(self, tree, closures: Sequence[LoopClosure], independent: Sequence, *,
+                 name: str | None = None, q_ref=None, closure_tol: float = 1e-8,
+                 singular_tol: float = 1e-10):
+        from ..model import Model
+
+        if not isinstance(tree, Model):
+            raise TypeError(f"tree must be a symdyn Model, got {type(tree).__name__}")
+        self.tree = tree
+        self.name = name or f"{tree.name}+loops"
+        closures = list(closures)
+        if not closures:
+            raise ClosureError("a LoopModel needs at least one LoopClosure (otherwise use the tree)")
+        self.closures, self._frames, self._rows, self._cache = [], [], [], {}
+        m = 0
+        for c, cl in enumerate(closures):
+            self._add_closure(c, cl)
+            ang, lin = cl.components()
+            self._rows.append([t for t in ang] + [3 + t for t in lin])
+            m += len(ang) + len(lin)
+        self.m = m
+        self.independent = self._speed_indices(independent)
+        nv = tree.nv
+        if len(self.independent) != nv - m:
+            raise ClosureError(
+                f"{nv} tree speeds - {m} closure constraints = {nv - m} minimal speeds, but "
+                f"{len(self.independent)} independent speeds were given; if some constraint "
+                "components are redundant (e.g. a planar mechanism closed by 'revolute'), use a "
+                "closure kind that constrains only the independent ones ('planar')")
+        self.dependent = [t for t in range(nv) if t not in self.independent]
+        self.ny = len(self.independent)
+        self.closure_tol, self.singular_tol = float(closure_tol), float(singular_tol)
+        self.q_ref = None
+        if q_ref is not None:
+            from .numeric import check_closed
+
+            B, (qs,) = entry(tree, ("q_ref", q_ref, "q"), backend="numpy")
+            check_closed(self, B.vcat(qs), self.constraint_residual(B.vcat(qs)), "q_ref")
+            self.q_ref = B.vcat(qs)
+
+    # -- validation --------------------------------------------------------------------------
+    def _body(self, b, what):
+        tree = self.tree
+        if b is None or (isinstance(b, str) and b == "world"):
+            return -1
+        if isinstance(b, str):
+            if b not in tree.names:
+                raise ClosureError(f"{what}: unknown body {b!r}; bodies: {', '.join(tree.names)}")
+            return tree.names.index(b)
+        if isinstance(b, bool) or not isinstance(b, int) and not hasattr(b, "__index__"):
+            raise ClosureError(f"{what}: body must be a name, an index or None (world), got {b!r}")
+        b = int(b)
+        if not -1 <= b < tree.N:
+            raise ClosureError(f"{what}: body index {b} out of range [-1, {tree.N - 1}]")
+        return b
+
+    def _add_closure(self, c, cl):
+        if not isinstance(cl, LoopClosure):
+            raise TypeError(f"closures[{c}] must be a LoopClosure, got {type(cl).__name__}")
+        what = f"closure {cl.name or c!r}"
+        if cl.kind not in KINDS:
+            raise ClosureError(f"{what}: unknown kind {cl.kind!r}; choose one of {', '.join(KINDS)}")
+        if cl.axis not in _AXIS:
+            raise ClosureError(f"{what}: axis must be 'x', 'y' or 'z', got {cl.axis!r}")
+        pred, succ = self._body(cl.pred, f"{what} pred"), self._body(cl.succ, f"{what} succ")
+        if succ < 0:
+            raise ClosureError(f"{what}: succ must be a body of the tree (put the world as pred)")
+        if pred == succ:
+            raise ClosureError(f"{what}: pred and succ are the same body {self.tree.names[succ]!r}")
+        self.closures.append(cl)
+        self._frames.append((pred, succ, self._transform(cl.X_pred, f"{what} X_pred"),
+                             self._transform(cl.X_succ, f"{what} X_succ")))
+
+    def _transform(self, X, what):
+        from ..model import _const  # numbers or SymPy constants, shape-checked
+
+        sym = self.tree.is_symbolic
+        if X is None:
+            return Transform(_const([[1, 0, 0], [0, 1, 0], [0, 0, 1]], (3, 3), what, sym),
+                             _const([0, 0, 0], (3,), what, sym))
+        if not isinstance(X, Transform):
+            raise ClosureError(f"{what} must be a symdyn Transform(E, r), got {type(X).__name__}")
+        try:
+            return Transform(_const(X.E, (3, 3), f"{what} rotation", sym),
+                             _const(X.r, (3,), f"{what} translation", sym))
+        except ValueError as exc:
+            raise ClosureError(str(exc)) from None
+
+    def _speed_indices(self, independent):
+        tree, out = self.tree, []
+        if isinstance(independent, (str, int)):
+            independent = [independent]
+        for s in independent:
+            if isinstance(s, str):
+                if s not in tree.names:
+                    raise ClosureError(f"independent: unknown body {s!r}")
+                a, b = tree.v_idx[tree.names.index(s)]
+                out.extend(range(a, b))
+            elif isinstance(s, bool) or not hasattr(s, "__index__"):
+                raise ClosureError(f"independent entries must be speed indices or body names, got {s!r}")
+            else:
+                s = int(s)
+                if not 0 <= s < tree.nv:
+                    raise ClosureError(f"independent speed index {s} out of range [0, {tree.nv - 1}]")
+                out.append(s)
+        if len(set(out)) != len(out):
+            raise ClosureError(f"independent speeds {out} contain duplicates")
+        return out
+
+    def __repr__(self) -> str:
+        return (f"<LoopModel {self.name!r}: tree nv={self.tree.nv}, {len(self.closures)} closures, "
+                f"m={self.m} constraints, {self.ny} minimal speeds {self.independent}>")
+
+    # -- kinematics ---------------------------------------------------------------------------
+    def _entry(self, q, qd=None, backend=None, extra=()):
+        args = [("q", q, "q")] + ([("qd", qd, "v")] if qd is not None else [])
+        B, segs = entry(self.tree, *args, backend=backend, extra=extra)
+        return B, segs
+
+    def _closure_terms(self, B, qs, qds=None, jacobian: bool = True):
+        """Per closure: (residual entries, K rows block or None, Kdot rows block or None);
+        K needs ``jacobian``, Kdot needs the tree speeds ``qds``."""
+        tree = self.tree
+        Xup, S = joint_kinematics(B, tree, qs)
+        X0 = [None] * tree.N
+        for k, p in enumerate(tree.parents):
+            X0[k] = Xup[k] if p < 0 else compose(B, Xup[k], X0[p])
+        d = _jacobians(B, tree, qs, qds, Xup, S) if (jacobian or qds is not None) else None
+        rates = qds is not None
+        consts = self._constants(B)
+        out = []
+        for c, (pred, succ, _, _) in enumerate(self._frames):
+            Xp, Xs = consts[c]
+            XA = Xp if pred < 0 else compose(B, Xp, X0[pred])             # world -> A
+            XB = compose(B, Xs, X0[succ])                                  # world -> B
+            XAB = compose(B, XA, inverse(B, XB))                           # B -> A
+            XAs = compose(B, XA, inverse(B, X0[succ]))                     # succ body -> A
+            R, p = XAB.E, -(XAB.E @ XAB.r)                                 # B in A
+            ang, lin = self.closures[c].components()
+            res = []
+            if self.closures[c].kind == "revolute":
+                a = _AXIS[self.closures[c].axis]
+                u1, u2 = (a + 1) % 3, (a + 2) % 3
+                res += [-R[u2, a], R[u1, a]]                               # u . (n x R n)
+            elif self.closures[c].kind == "fixed":
+                res += [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
+            res += [p[t] for t in lin]
+            if d is None:
+                out.append((res, None, None))
+                continue
+            Y = xform_motion(B, XAs, d.J[succ])
+            if pred >= 0:
+                Y = Y - xform_motion(B, Xp, d.J[pred])
+            rows = self._rows[c]
+            K = B.vcat([B.rows(Y, r, r + 1) for r in rows])
+            Kd = None
+            if rates:
+                Yd = xform_motion(B, XAs, d.Jdot[succ])
+                if pred >= 0:
+                    vA = xform_motion(B, Xp, d.v[pred])
+                    Yd = Yd - xform_motion(B, Xp, d.Jdot[pred]) - cross_motion(B, vA, Y)
+                Kd = B.vcat([B.rows(Yd, r, r + 1) for r in rows])
+            out.append((res, K, Kd))
+        return out
+
+    def _constants(self, B):
+        key, cache = B.name, self._cache  # per LoopModel: several may share one tree
+        if key not in cache:
+            vals = []
+            for _, _, Xp, Xs in self._frames:
+                pair = []
+                for X in (Xp, Xs):
+                    r = B.const(X.r)
+                    if B.name == "numpy":
+                        r = r.reshape(3)
+                    pair.append(Transform(B.const(X.E), r))
+                vals.append(tuple(pair))
+            cache[key] = vals
+        return cache[key]
+
+    def constraint_residual(self, q, *, backend: str | None = None):
+        """Position-level closure residual (length m, zero iff every loop closes)."""
+        B, (qs,) = self._entry(q, backend=backend)
+        terms = self._closure_terms(B, qs, jacobian=False)
+        return B.vector([e for res, _, _ in terms for e in res])
+
+    def constraint_jacobian(self, q, *, backend: str | None = None):
+        """``K(q)`` (m x nv) with ``K qd = 0`` the velocity-level closure constraints."""
+        return self.residual_and_jacobian(q, backend=backend)[1]
+
+    def residual_and_jacobian(self, q, *, backend: str | None = None):
+        """``(r(q), K(q))`` from one kinematics pass (Newton's step)."""
+        B, (qs,) = self._entry(q, backend=backend)
+        terms = self._closure_terms(B, qs)
+        return B.vector([e for t in terms for e in t[0]]), B.vcat([t[1] for t in terms])
+
+    def constraint_jacobian_derivative(self, q, qd, *, backend: str | None = None):
+        """``Kdot = d/dt K(q(t))`` along the tree speeds ``qd`` (m x nv), exact (module docstring)."""
+        B, (qs, qds) = self._entry(q, qd, backend=backend)
+        return B.vcat([Kd for _, _, Kd in self._closure_terms(B, qs, qds)])
+
+    # -- the map qd = G y ---------------------------------------------------------------------
+    def _split(self, B, K):
+        Ki = B.hcat([B.cols(K, t, t + 1) for t in self.independent])
+        Kd = B.hcat([B.cols(K, t, t + 1) for t in self.dependent])
+        return Ki, Kd
+
+    def _assemble(self, B, D):
+        """nv x ny matrix with rows I (independent) and D (dependent), in tree speed order."""
+        pos_i = {t: n for n, t in enumerate(self.independent)}
+        pos_d = {t: n for n, t in enumerate(self.dependent)}
+        rows = []
+        for t in range(self.tree.nv):
+            if t in pos_i:
+                rows.append(B.matrix([[1 if s == pos_i[t] else 0 for s in range(self.ny)]]))
+            else:
+                rows.append(B.rows(D, pos_d[t], pos_d[t] + 1))
+        return B.vcat(rows)
+
+    def _G(self, B, qs, qds=None, qv=None):
+        rates = qds is not None
+        terms = self._closure_terms(B, qs, qds)
+        K = B.vcat([t[1] for t in terms])
+        Ki, Kd = self._split(B, K)
+        if not B.symbolic:
+            from .numeric import check_closed, check_regular
+
+            check_closed(self, qv, B.vector([e for t in terms for e in t[0]]), "q")
+            check_regular(self, qv, Kd)
+        G = self._assemble(B, -B.solve(Kd, Ki))
+        if not rates:
+            return G, None, None
+        Kdot = B.vcat([t[2] for t in terms])
+        return G, Kdot, Kd
+
+    def G(self, q, *, backend: str | None = None):
+        """``G(q)`` (nv x ny): tree speeds from minimal speeds, ``qd = G y``."""
+        B, (qs,) = self._entry(q, backend=backend)
+        return self._G(B, qs, qv=B.vcat(qs))[0]
+
+    def Gdot(self, q, qd, *, backend: str | None = None):
+        """``d/dt G(q(t))`` along the tree speeds ``qd`` (exact): ``Gdot_d = -K_d^-1 Kdot G``."""
+        B, (qs, qds) = self._entry(q, qd, backend=backend)
+        G, Kdot, Kd = self._G(B, qs, qds, qv=B.vcat(qs))
+        return self._Gdot(B, G, Kdot, Kd)
+
+    def _Gdot(self, B, G, Kdot, Kd):
+        D = -B.solve(Kd, Kdot @ G)
+        rows, pos_d = [], {t: n for n, t in enumerate(self.dependent)}
+        for t in range(self.tree.nv):
+            rows.append(B.zeros(1, self.ny) if t not in pos_d else B.rows(D, pos_d[t], pos_d[t] + 1))
+        return B.vcat(rows)
+
+    def speeds(self, q, y, *, backend: str | None = None):
+        """Tree speeds ``qd = G(q) y``."""
+        B, (qs,) = self._entry(q, backend=backend, extra=(y,))
+        return self._G(B, qs, qv=B.vcat(qs))[0] @ B.to_vector(y, self.ny, "y")
+
+    # -- dynamics -----------------------------------------------------------------------------
+    def dynamics(self, q, y, factorization: str = "christoffel", *,
+                 backend: str | None = None) -> LoopDynamics:
+        """Induced ``Mbar, Mbar_dot, Cbar, gbar`` at a closed configuration q and minimal speeds y
+        (paper 001 eq. (17) / paper 000 eqs. (23)-(25)), with ``G`` and the exact ``Gdot``."""
+        B, (qs,) = self._entry(q, backend=backend, extra=(y,))
+        qv = B.vcat(qs)
+        yv = B.to_vector(y, self.ny, "y")
+        G, _, _ = self._G(B, qs, qv=qv)
+        qd = G @ yv
+        qds = [B.rows(qd, a, b) for a, b in self.tree.v_idx]
+        terms = self._closure_terms(B, qs, qds)
+        _, Kd = self._split(B, B.vcat([t[1] for t in terms]))
+        Gd = self._Gdot(B, G, B.vcat([t[2] for t in terms]), Kd)
+        M, Mdot, C = coriolis_matrix(self.tree, qv, qd, factorization, backend=B.name)
+        g = gravity_vector(self.tree, qv, backend=B.name)
+        Gt, MG = G.T, M @ G
+        Mbar = Gt @ MG                                                       # (23)
+        Cbar = Gt @ (C @ G) + Gt @ (M @ Gd)                                  # (17) / (24)
+        Mbar_dot = Gd.T @ MG + Gt @ (Mdot @ G) + Gt @ (M @ Gd)
+        return LoopDynamics(Mbar, Mbar_dot, Cbar, Gt @ g, G, Gd, qd)        # (25)
+
+    def coriolis_matrix(self, q, y, factorization: str = "christoffel", *,
+                        backend: str | None = None):
+        """``(Mbar, Mbar_dot, Cbar)`` in the minimal speeds (same layout as the tree's
+        :func:`~symdyn.algorithms.coriolis.coriolis_matrix`)."""
+        d = self.dynamics(q, y, factorization, backend=backend)
+        return d.M, d.Mdot, d.C
+
+    def forward_dynamics(self, q, y, tau=None, *, backend: str | None = None):
+        """``ydot`` from ``Mbar ydot + Cbar y + gbar = G^T tau`` (``tau``: tree joint forces, nv)."""
+        d = self.dynamics(q, y, backend=backend)
+        B = _backend_of(d.M, backend)
+        rhs = -(d.C @ B.to_vector(y, self.ny, "y")) - d.g
+        if tau is not None:
+            rhs = rhs + d.G.T @ B.to_vector(tau, self.tree.nv, "tau")
+        return B.solve(d.M, rhs)
+
+    def inverse_dynamics(self, q, y, ydot, *, backend: str | None = None):
+        """Minimal generalized forces ``taubar = Mbar ydot + Cbar y + gbar`` (= G^T tau)."""
+        d = self.dynamics(q, y, backend=backend)
+        B = _backend_of(d.M, backend)
+        return d.M @ B.to_vector(ydot, self.ny, "ydot") + d.C @ B.to_vector(y, self.ny, "y") + d.g
+
+
+def _backend_of(x, backend):
+    from ..backends import resolve_backend
+
+    return resolve_backend(x, backend=backend)

@@ -1,0 +1,118 @@
+"""Worked closed-loop mechanisms (spanning tree + loop closures), with documented geometry.
+
+All are planar mechanisms moving in the world x-y plane (revolute axes along z, gravity along -y
+by default), modelled as spatial trees closed by a 'planar' pin closure (the two in-plane
+components of the relative velocity of the pin; the out-of-plane ones vanish identically).
+Links are slender bars (length l along their body x axis, width w = l/20 in y and z) whose CoM
+may be offset from the bar axis. Each builder returns a :class:`~.loops.LoopModel` whose
+``q_ref`` is a closed configuration (from the closed-form position analysis below), the default
+Newton guess of :func:`.numeric.complete_configuration`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..joints import Revolute
+from ..model import Body, Model
+from ..spatial import Transform
+from .loops import LoopClosure, LoopModel
+
+
+def bar_inertia(mass: float, length: float) -> np.ndarray:
+    """Rotational inertia about the CoM of a bar along x of square section (length/20)."""
+    w2 = (length / 20.0) ** 2
+    return mass / 12.0 * np.diag([2 * w2, length ** 2 + w2, length ** 2 + w2])
+
+
+def _at(x: float, y: float = 0.0) -> Transform:
+    return Transform(np.eye(3), np.array([x, y, 0.0]))
+
+
+def _circle_intersection(c1, r1, c2, r2, branch: int):
+    """Intersection of circles (c1, r1), (c2, r2) in the plane; branch +1: left of c1->c2."""
+    c1, c2 = np.asarray(c1, float), np.asarray(c2, float)
+    d = np.linalg.norm(c2 - c1)
+    if d < 1e-12 or d > r1 + r2 or d < abs(r1 - r2):
+        raise ValueError(f"the links cannot close: distance {d:.4g} between circle centres with "
+                         f"radii {r1:.4g}, {r2:.4g}")
+    a = (r1 ** 2 - r2 ** 2 + d ** 2) / (2 * d)
+    h = math.sqrt(max(r1 ** 2 - a ** 2, 0.0))
+    u = (c2 - c1) / d
+    return c1 + a * u + branch * h * np.array([-u[1], u[0]])
+
+
+def four_bar(ground: float = 0.55, crank: float = 0.2, coupler: float = 0.6, rocker: float = 0.5,
+             masses=(1.0, 2.0, 1.5), com_offsets=((0.0, 0.0), (0.0, 0.05), (0.0, -0.03)),
+             gravity=(0.0, -9.81, 0.0), theta_ref: float = 0.3, independent: str = "crank",
+             branch: int = 1) -> LoopModel:
+    """Planar four-bar linkage (default: Grashof crank-rocker, the crank turns fully).
+
+    Geometry (world x-y plane): ground pivots O = (0, 0) and D = (``ground``, 0). Spanning tree:
+    ``crank`` (revolute z at O, angle theta = q0 from world x), ``coupler`` (revolute z at the
+    crank tip (crank, 0) in crank coordinates, relative angle q1), ``rocker`` (revolute z at D,
+    angle q2 from world x). Loop closure: 'planar' pin between the coupler tip (coupler, 0) and
+    the rocker tip (rocker, 0). Body k has mass ``masses[k]`` and its CoM at
+    ``(l_k/2 + dx, dy)`` in its own frame with ``(dx, dy) = com_offsets[k]``. Independent speed:
+    the ``independent`` body's joint rate ('crank', 'coupler' or 'rocker'); ``branch`` picks the
+    assembly (+1: coupler tip on the left of crank tip -> D). ``q_ref``: the pose at crank angle
+    ``theta_ref``.
+    """
+    lengths = {"crank": crank, "coupler": coupler, "rocker": rocker}
+    for k, v in list(lengths.items()) + [("ground", ground)]:
+        if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
+            raise ValueError(f"{k} length must be a positive number, got {v!r}")
+    names = ("crank", "coupler", "rocker")
+    bodies = []
+    for k, name in enumerate(names):
+        l, (dx, dy) = lengths[name], com_offsets[k]
+        parent = {"crank": None, "coupler": "crank", "rocker": None}[name]
+        X = {"crank": _at(0.0), "coupler": _at(crank), "rocker": _at(ground)}[name]
+        bodies.append(Body(name, parent, Revolute("z"), masses[k], (l / 2 + dx, dy, 0.0),
+                           bar_inertia(masses[k], l), X))
+    tree = Model(bodies, gravity=gravity, name="four_bar")
+    closure = LoopClosure("coupler", "rocker", _at(coupler), _at(rocker), kind="planar",
+                          name="coupler-rocker pin")
+    A = crank * np.array([math.cos(theta_ref), math.sin(theta_ref)])
+    Bp = _circle_intersection(A, coupler, (ground, 0.0), rocker, branch)
+    alpha = math.atan2(Bp[1] - A[1], Bp[0] - A[0])
+    beta = math.atan2(Bp[1], Bp[0] - ground)
+    q_ref = np.array([theta_ref, alpha - theta_ref, beta])
+    if independent not in names:
+        raise ValueError(f"independent must be one of {names}, got {independent!r}")
+    return LoopModel(tree, [closure], [independent], name="four_bar", q_ref=q_ref)
+
+
+def five_bar_leg(thigh: float = 0.1, shin: float = 0.2, hip_spacing: float = 0.0,
+                 masses=(0.3, 0.15, 0.3, 0.15), gravity=(0.0, -9.81, 0.0),
+                 motors_ref=(-1.2, -1.9), branch: int = 1) -> LoopModel:
+    """Parallel-actuated planar leg (symmetric five-bar, Minitaur-style when ``hip_spacing=0``).
+
+    Geometry (world x-y plane, y up): two motors at the hip, H1 = (+hip_spacing/2, 0) and
+    H2 = (-hip_spacing/2, 0), drive thighs of length ``thigh`` (revolute z, absolute angles
+    q0 = theta1, q2 = theta2 from world x). Each shin (length ``shin``) hangs from its thigh tip
+    (revolute z, relative angles q1, q3). The two shin tips meet at the foot: a 'planar' pin
+    closure between the tips. Independent speeds: the two motor rates (q0, q2) -- the
+    leg is 2-DoF and parallel actuated. Singular when the two shins are collinear (foot at its
+    reach limits). ``branch`` +1 puts the foot below the thigh tips when theta1 > theta2 ... use
+    the default ``motors_ref`` (both thighs pointing down-and-out) for a knee-out pose.
+    """
+    for k, v in (("thigh", thigh), ("shin", shin)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"{k} length must be positive, got {v!r}")
+    h = hip_spacing / 2
+    spec = [("thigh1", None, _at(h), thigh), ("shin1", "thigh1", _at(thigh), shin),
+            ("thigh2", None, _at(-h), thigh), ("shin2", "thigh2", _at(thigh), shin)]
+    bodies = [Body(n, p, Revolute("z"), masses[k], (l / 2, 0.0, 0.0), bar_inertia(masses[k], l), X)
+              for k, (n, p, X, l) in enumerate(spec)]
+    tree = Model(bodies, gravity=gravity, name="five_bar_leg")
+    closure = LoopClosure("shin1", "shin2", _at(shin), _at(shin), kind="planar", name="foot")
+    t1, t2 = motors_ref
+    K1 = np.array([h, 0.0]) + thigh * np.array([math.cos(t1), math.sin(t1)])
+    K2 = np.array([-h, 0.0]) + thigh * np.array([math.cos(t2), math.sin(t2)])
+    F = _circle_intersection(K1, shin, K2, shin, branch)
+    a1 = math.atan2(F[1] - K1[1], F[0] - K1[0])
+    a2 = math.atan2(F[1] - K2[1], F[0] - K2[0])
+    q_ref = np.array([t1, a1 - t1, t2, a2 - t2])
+    return LoopModel(tree, [closure], ["thigh1", "thigh2"], name="five_bar_leg", q_ref=q_ref)
