@@ -133,9 +133,15 @@ def _joint_kinds(joint) -> tuple[str, ...]:
 def _tree(parents, kinds, seed, name, link=1.0) -> Model:
     """A tree over a parent array. ``seed=None``: deterministic geometry (see the builders);
     otherwise random axes, tree transforms and inertias (like :func:`random_tree`)."""
-    if seed is not None:
-        return random_tree(len(parents), seed=seed, parents=list(parents), joint_kinds=kinds,
-                           name=name)
+    if seed is not None:  # kinds in turn, random axes (and pitches), transforms and inertias
+        rng = np.random.default_rng(seed)
+        bodies = []
+        for i, p in enumerate(parents):
+            joint = random_joint(rng, (kinds[i % len(kinds)],))
+            X = Transform(random_rotation(rng).T, rng.uniform(-1, 1, 3))
+            m, c, Ic = random_inertia(rng)
+            bodies.append(Body(f"link{i + 1}", None if p < 0 else f"link{p + 1}", joint, m, c, Ic, X))
+        return Model(bodies, name=name)
     nchild = [0] * len(parents)
     bodies = []
     for i, p in enumerate(parents):
@@ -162,7 +168,8 @@ def serial_chain(n: int, joint="revolute", seed=None, name: str | None = None) -
     'floating') or a sequence of kinds used in turn. Without ``seed`` the chain is deterministic:
     links of length 1 m along their x axis (body i+1's joint at (1, 0, 0) in body i), axes of
     successive joints cycling z, y, x, mass 1 kg, CoM at mid-link, box inertia 1 x 0.1 x 0.1 m.
-    With ``seed``: random axes, tree transforms and physically consistent inertias.
+    With ``seed``: the same joint kinds with random axes, tree transforms (rotation and offset)
+    and physically consistent inertias.
     """
     n = _positive_int(n)
     kinds = _joint_kinds(joint)

@@ -1,0 +1,172 @@
+"""Shared test helpers: backends, small random trees, random states, symbolic evaluation.
+
+``run(backend, fn, model, *args)`` calls ``fn(model, *args)`` with the arguments turned into
+SymPy or CasADi symbols (for the symbolic backends), then evaluates the symbolic result at the
+numeric arguments and returns NumPy arrays: symbolic results are compared with NumPy at numbers.
+"""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+import pytest
+import sympy as sp
+
+from symdyn.backends import get_backend
+from symdyn.models import branched_tree, random_tree, serial_chain
+
+BACKENDS = ("numpy", "sympy", "casadi")
+TOL = 1e-10
+
+
+ALL_KINDS = ("revolute", "prismatic", "helical", "spherical", "planar")
+
+
+def tree_models() -> dict:
+    """Small random trees covering serial, branched, every joint type and a floating base."""
+    return {
+        "serial": serial_chain(3, seed=1),
+        "branched": branched_tree(6, 2, seed=2, joint=("revolute", "prismatic", "helical")),
+        "mixed": branched_tree(5, 2, seed=3, joint=ALL_KINDS),
+        "random": random_tree(5, seed=5, joint_kinds=("revolute", "prismatic", "helical")),
+        "floating": branched_tree(5, 2, seed=4, joint=("floating", "revolute", "spherical",
+                                                       "prismatic", "helical")),
+    }
+
+
+def sympy_models() -> dict:
+    """The same topologies and joint types with simple geometry (identity rotations, round
+    numbers): SymPy expressions with random Float rotations take seconds per call, and the
+    random geometry is covered by the NumPy and CasADi runs."""
+    return {
+        "serial": serial_chain(3),
+        "branched": branched_tree(4, 2, joint=("revolute", "prismatic", "helical")),
+        "mixed": branched_tree(5, 2, joint=ALL_KINDS),
+        "random": random_tree(1, seed=5, joint_kinds=("helical",)),  # random geometry, 1 body
+        "floating": branched_tree(5, 2, joint=("floating", "revolute", "spherical",
+                                               "prismatic", "helical")),
+    }
+
+
+MODELS = tree_models()
+SYMPY_MODELS = sympy_models()
+MODEL_NAMES = tuple(MODELS)
+
+
+def model_for(backend: str, name: str):
+    """The test tree called ``name`` for ``backend`` (simple-geometry variant for SymPy)."""
+    return (SYMPY_MODELS if backend == "sympy" else MODELS)[name]
+
+
+def has_quaternions(model) -> bool:
+    return any(j.type in ("spherical", "floating") for j in model.joints)
+
+
+def random_state(model, seed=0):
+    """q random (angles in [0, 2 pi], unit quaternions), qd and qdd in [0, 10] (paper 000 Sec. 5)."""
+    rng = np.random.default_rng(seed)
+    return model.random_q(rng), rng.uniform(0, 10, model.nv), rng.uniform(0, 10, model.nv)
+
+
+def random_forces(model, seed=0, skip=(1,)):
+    """One random body force [n; f] per body (None for bodies in ``skip``)."""
+    rng = np.random.default_rng(seed)
+    return [None if i in skip else rng.uniform(-5, 5, 6) for i in range(model.N)]
+
+
+def evaluate(x, values=None) -> np.ndarray | list:
+    """A NumPy array from a NumPy/SymPy/CasADi result (lists element-wise), evaluating symbols
+    at ``values`` ({symbol: number} for SymPy; (symbols, numbers) lists for CasADi)."""
+    if isinstance(x, (list, tuple)):
+        return [evaluate(e, values) for e in x]
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return np.asarray(x, float)
+    if isinstance(x, (sp.MatrixBase, sp.Basic, sp.NDimArray)):
+        return get_backend("sympy").evaluate(x, values or {})
+    if isinstance(x, ca.DM):
+        return np.array(x, float)
+    if isinstance(x, ca.SX):
+        if not values or not values[0]:
+            return np.array(ca.evalf(x), float)
+        f = ca.Function("f", list(values[0]), [x])
+        return np.array(f(*values[1]), float)
+    return np.asarray(x, float)
+
+
+def _symbolize(backend: str, x, name: str):
+    """(symbolic stand-in for x, [(symbol, number), ...]) for a numeric array or None."""
+    if x is None:
+        return None, []
+    arr = np.asarray(x, float).reshape(-1)
+    if backend == "sympy":
+        syms = sp.symbols(f"{name}_0:{arr.size}")
+        return sp.Matrix(syms), list(zip(syms, arr))
+    s = ca.SX.sym(name, arr.size)
+    return s, [(s, arr)]
+
+
+def _constant(backend: str, x):
+    if x is None or backend == "numpy":
+        return x
+    arr = np.asarray(x, float).reshape(-1, 1)
+    if backend == "sympy":
+        return sp.Matrix(arr.tolist()).applyfunc(sp.Float)
+    return ca.SX(ca.DM(arr))
+
+
+def run(backend: str, fn, model, *args, numeric=(), **kw):
+    """``fn(model, *args, **kw)`` in ``backend``, evaluated at the numeric ``args``.
+
+    Arguments are NumPy vectors, None, or lists of vectors/None (external forces). For the
+    symbolic backends every argument becomes symbols except the positions listed in ``numeric``,
+    which are passed as that backend's constants (e.g. q, to keep SymPy ABA on floating bases
+    small). The result is a NumPy array (or list of arrays).
+    """
+    if backend == "numpy":
+        return evaluate(fn(model, *args, **kw))
+    call, pairs = [], []
+    for k, a in enumerate(args):
+        if isinstance(a, list) and (a == [] or a[0] is None or np.ndim(a[0]) == 1):
+            items = []
+            for j, f in enumerate(a):
+                if k in numeric:
+                    items.append(_constant(backend, f))
+                else:
+                    s, p = _symbolize(backend, f, f"a{k}_{j}")
+                    items.append(s)
+                    pairs += p
+            call.append(items)
+        elif k in numeric:
+            call.append(_constant(backend, a))
+        else:
+            s, p = _symbolize(backend, a, f"a{k}")
+            call.append(s)
+            pairs += p
+    out = fn(model, *call, **kw)
+    if backend == "sympy":
+        res = evaluate(out, dict(pairs))
+    else:
+        res = evaluate(out, ([s for s, _ in pairs], [v for _, v in pairs]))
+    ref = fn(model, *args, **kw)  # NumPy's shapes: vectors are 1-D there, (n, 1) columns here
+    if isinstance(res, list):
+        return [r.reshape(np.shape(f)) for r, f in zip(res, ref)]
+    return res.reshape(np.shape(ref))
+
+
+def assert_close(a, b, tol: float = TOL, what: str = ""):
+    """max |a - b| <= tol * max(1, max |b|) (relative to the scale of the reference b)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape or a.size == b.size, f"{what}: shapes {a.shape} vs {b.shape}"
+    a = a.reshape(b.shape)
+    scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
+    err = float(np.abs(a - b).max()) if b.size else 0.0
+    assert err <= tol * scale, f"{what}: max |diff| = {err:.3e} (scale {scale:.3g})"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(params=MODEL_NAMES)
+def tree(request):
+    return MODELS[request.param]
