@@ -15,13 +15,14 @@ from symdyn.algorithms.christoffel import christoffel
 from symdyn.algorithms.common import entry, joint_kinematics
 from symdyn.algorithms.coriolis import coriolis_matrix
 from symdyn.autodiff import ad_jacobians
+from symdyn.coordinates import change_coordinates
 from symdyn.backends import get_backend
 from symdyn.constrained import (ClosureError, LoopClosure, LoopModel, SingularConfigurationError,
                                 body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                                 maximal_coordinates)
 from symdyn.constrained.differentiation import (christoffel_by_differentiation,
                                                 coriolis_by_differentiation, structure_constants)
-from symdyn.constrained.mechanisms import bar_inertia, five_bar_leg, four_bar
+from symdyn.constrained.mechanisms import bar_inertia, five_bar_leg, four_bar, parallel_ankle
 from symdyn.constrained.numeric import (complete_configuration, energy, independent_coordinates,
                                         simulate, solve_configuration)
 from symdyn.joints import Prismatic, Revolute, Spherical
@@ -234,12 +235,21 @@ def spatial_loop(seed=0, kind="revolute", floating=False):
     Xs = compose(NP, compose(NP, Xp, X0[3]), inverse(NP, X0[6]))
     # spherical closure: the ball b1 cannot be dependent (rotations about the axis through the
     # closure point leave it in place: K_d singular), so its speeds are independent there
-    indep = ["b0", "b1", "b4", "b6"] if kind == "spherical" else ["b0", "b4", "b5", "b6"]
+    indep = {"spherical": ["b0", "b1", "b4", "b6"], "fixed": ["b0", "b4", "b5"]}.get(
+        kind, ["b0", "b4", "b5", "b6"])
     return LoopModel(tree, [LoopClosure("b3", "b6", Xp, Xs, kind=kind, name="c")], indep, q_ref=q0)
 
 
-LOOPS = {"four_bar": four_bar(), "five_bar": five_bar_leg(), "spatial": spatial_loop(0),
-         "spherical_closure": spatial_loop(1, "spherical"), "floating": spatial_loop(2, floating=True)}
+def ankle(independent="motors"):
+    """The parallel ankle at a generic pose (motor angles 0.3, -0.2)."""
+    loop = parallel_ankle(independent=independent)
+    loop.q_ref = complete_configuration(parallel_ankle(), [0.3, -0.2])
+    return loop
+
+
+LOOPS = {"four_bar": four_bar(), "five_bar": five_bar_leg(), "ankle": ankle(),
+         "spatial": spatial_loop(0), "spherical_closure": spatial_loop(1, "spherical"),
+         "fixed_closure": spatial_loop(3, "fixed"), "floating": spatial_loop(2, floating=True)}
 
 
 def tangent_jacobian(loop, fn, q):
@@ -317,6 +327,24 @@ def test_induced_Cbar_is_christoffel_consistent(name):
         close(Cs, Cx, 1e-12, "unique admissible factorization")
     else:
         assert np.abs(Cs - Cx).max() > 1e-3 * np.abs(Cx).max()
+
+
+def test_ankle_change_of_minimal_speeds():
+    """Paper 000 Thm. 1 between two choices of minimal speeds of the ankle: with foot rates
+    y_f = A y_m (A = G_motors[foot rows], Adot = Gdot_motors[foot rows]) the motor-speed Mbar, Cbar
+    are A^T Mbar_f A and A^T Cbar_f A + A^T Mbar_f Adot."""
+    motors, foot = LOOPS["ankle"], ankle("foot")
+    q = motors.q_ref
+    y_m = np.array([1.3, -0.7])
+    dm = motors.dynamics(q, y_m)
+    feet = foot.independent
+    A, Adot = dm.G[feet], dm.Gdot[feet]
+    df = foot.dynamics(q, A @ y_m)
+    Mbar, Cbar, gbar, _ = change_coordinates(df.M, df.C, df.g, None, A, Adot)
+    close(dm.M, Mbar, 1e-12, "Mbar")
+    close(dm.C, Cbar, 1e-12, "Cbar")
+    close(dm.g, gbar, 1e-12, "gbar")
+    close(dm.qd, df.qd, 1e-12, "same tree speeds")
 
 
 def test_solve_configuration_and_newton():

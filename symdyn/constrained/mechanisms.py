@@ -1,12 +1,13 @@
 """Worked closed-loop mechanisms (spanning tree + loop closures), with documented geometry.
 
-All are planar mechanisms moving in the world x-y plane (revolute axes along z, gravity along -y
+:func:`four_bar` and :func:`five_bar_leg` are planar mechanisms moving in the world x-y plane (revolute axes along z, gravity along -y
 by default), modelled as spatial trees closed by a 'planar' pin closure (the two in-plane
 components of the relative velocity of the pin; the out-of-plane ones vanish identically).
 Links are slender bars (length l along their body x axis, width w = l/20 in y and z) whose CoM
 may be offset from the bar axis. Each builder returns a :class:`~.loops.LoopModel` whose
 ``q_ref`` is a closed configuration (from the closed-form position analysis below), the default
-Newton guess of :func:`.numeric.complete_configuration`.
+Newton guess of :func:`.numeric.complete_configuration`. :func:`parallel_ankle` is a spatial
+2-DoF ankle driven by two crank-rod actuators (spherical closures).
 """
 from __future__ import annotations
 
@@ -93,10 +94,11 @@ def five_bar_leg(thigh: float = 0.1, shin: float = 0.2, hip_spacing: float = 0.0
     H2 = (-hip_spacing/2, 0), drive thighs of length ``thigh`` (revolute z, absolute angles
     q0 = theta1, q2 = theta2 from world x). Each shin (length ``shin``) hangs from its thigh tip
     (revolute z, relative angles q1, q3). The two shin tips meet at the foot: a 'planar' pin
-    closure between the tips. Independent speeds: the two motor rates (q0, q2) -- the
-    leg is 2-DoF and parallel actuated. Singular when the two shins are collinear (foot at its
-    reach limits). ``branch`` +1 puts the foot below the thigh tips when theta1 > theta2 ... use
-    the default ``motors_ref`` (both thighs pointing down-and-out) for a knee-out pose.
+    closure. Independent speeds: the two motor rates (q0, q2) -- the leg is 2-DoF and parallel
+    actuated. Singular when the two shins are collinear (foot at its reach limits). ``q_ref`` is
+    the pose with motor angles ``motors_ref`` (default: thigh 1 down-right, thigh 2 down-left);
+    ``branch=+1`` puts the foot on the left of the knee1 -> knee2 direction (below the knees
+    for the default), -1 the mirror assembly.
     """
     for k, v in (("thigh", thigh), ("shin", shin)):
         if not (v > 0 and math.isfinite(v)):
@@ -116,3 +118,65 @@ def five_bar_leg(thigh: float = 0.1, shin: float = 0.2, hip_spacing: float = 0.0
     a2 = math.atan2(F[1] - K2[1], F[0] - K2[0])
     q_ref = np.array([t1, a1 - t1, t2, a2 - t2])
     return LoopModel(tree, [closure], ["thigh1", "thigh2"], name="five_bar_leg", q_ref=q_ref)
+
+
+def rod_inertia(mass: float, length: float, axis: int = 2) -> np.ndarray:
+    """Rotational inertia about the CoM of a thin rod (radius length/40) along body ``axis``."""
+    r2 = (length / 40.0) ** 2
+    d = np.full(3, mass * (length ** 2 / 12 + r2 / 4))
+    d[axis] = mass * r2 / 2
+    return np.diag(d)
+
+
+def _box(m: float, a: float, b: float, c: float) -> np.ndarray:
+    return m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+
+
+def _at3(x: float, y: float, z: float) -> Transform:
+    return Transform(np.eye(3), np.array([x, y, z], dtype=float))
+
+
+def parallel_ankle(height: float = 0.25, crank: float = 0.04, half_width: float = 0.04,
+                   heel: float = 0.05, foot_mass: float = 1.0, foot_com=(0.03, 0.0, -0.05),
+                   independent: str = "motors", gravity=(0.0, 0.0, -9.81)) -> LoopModel:
+    """A 2-DoF parallel ankle (pitch/roll) driven by two crank-rod (RUS) actuators on the shin.
+
+    Frames: the shin is the world; z up, x forward, y left, origin at the ankle centre.
+    Foot: universal joint at the ankle, ``ankle_cross`` (revolute about y, pitch; 20 g cross) then
+    ``foot`` (revolute about x, roll; mass ``foot_mass``, CoM ``foot_com``, box inertia).
+    Actuator s = L (y = +half_width) or R (y = -half_width): motor ``crank_s`` (revolute about y)
+    at (-heel - crank, +-half_width, height), crank of length ``crank`` along its x axis (50 g);
+    universal joint at the crank tip: ``rodcross_s`` (revolute about x, 5 g) then ``rod_s``
+    (revolute about y, 30 g, length ``height`` along -z). Loop closures: 'spherical' between each
+    rod's lower end (0, 0, -height) and the foot point (-heel, +-half_width, 0) (foot coordinates).
+    At q = 0 (``q_ref``) the cranks point forward, the rods hang vertically and the foot is level.
+
+    Tree speeds (8): ankle pitch, roll, crank_L, rodcross_L, rod_L, crank_R, rodcross_R, rod_R;
+    6 closure constraints leave 2 DoF. ``independent``: 'motors' (crank_L, crank_R: the
+    actuated coordinates) or 'foot' (pitch, roll). Pitch moves both rod ends alike, roll in
+    opposite directions, so both choices are regular around q = 0.
+    """
+    for k, v in (("height", height), ("crank", crank), ("half_width", half_width), ("heel", heel)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"{k} must be positive, got {v!r}")
+    bodies = [Body("ankle_cross", None, Revolute("y"), 0.02, (0, 0, 0), _box(0.02, 0.02, 0.02, 0.02)),
+              Body("foot", "ankle_cross", Revolute("x"), foot_mass, foot_com,
+                   _box(foot_mass, 0.2, 0.08, 0.04))]
+    closures = []
+    for side, y in (("L", half_width), ("R", -half_width)):
+        bodies += [
+            Body(f"crank_{side}", None, Revolute("y"), 0.05, (crank / 2, 0, 0),
+                 rod_inertia(0.05, crank, 0), _at3(-heel - crank, y, height)),
+            Body(f"rodcross_{side}", f"crank_{side}", Revolute("x"), 0.005, (0, 0, 0),
+                 _box(0.005, 0.01, 0.01, 0.01), _at3(crank, 0, 0)),
+            Body(f"rod_{side}", f"rodcross_{side}", Revolute("y"), 0.03, (0, 0, -height / 2),
+                 rod_inertia(0.03, height, 2)),
+        ]
+        closures.append(LoopClosure(f"rod_{side}", "foot", _at3(0, 0, -height), _at3(-heel, y, 0),
+                                    kind="spherical", name=f"rod_{side} ball"))
+    tree = Model(bodies, gravity=gravity, name="parallel_ankle")
+    choice = {"motors": ["crank_L", "crank_R"], "foot": ["ankle_cross", "foot"]}
+    if independent not in choice:
+        raise ValueError(f"independent must be 'motors' or 'foot', got {independent!r}")
+    return LoopModel(tree, closures, choice[independent], name=f"parallel_ankle({independent})",
+                     q_ref=np.zeros(tree.nq))
