@@ -315,10 +315,13 @@ def test_induced_Cbar_is_christoffel_consistent(name):
     G = loop.G(q)
     jac = tangent_jacobian(loop, lambda qq: loop.G(qq).T @ crba(tree, qq) @ loop.G(qq), q)
     dM = [(jac @ G[:, k]).reshape((ny, ny), order="F") for k in range(ny)]
+    Gam = loop.christoffel(q)
     for k in range(ny):
         Gk = np.array([[0.5 * (dM[k][i, j] + dM[j][i, k] - dM[i][j, k]) for j in range(ny)]
                        for i in range(ny)])
-        close(loop.dynamics(q, np.eye(ny)[k]).C, Gk, 1e-11, f"page {k}")
+        close(Gam[:, :, k], Gk, 1e-11, f"page {k}")
+    y = np.linspace(-1, 2, ny)
+    close(loop.dynamics(q, y).C, np.einsum("ijk,k->ij", Gam, y), 1e-12, "C = Gamma y")
     # from the tree's eq. (9) C: admissible; unique in dimension <= 2 (paper 001 Cor. IV.1),
     # but not Christoffel-consistent in dimension >= 3
     Cs = loop.dynamics(q, np.ones(ny), "simple").C

@@ -8,7 +8,8 @@
   with ``Gdot`` exact (generic over the backends).
 * :mod:`.numeric`: NumPy-only helpers for loops: closure/singularity checks, Newton on the
   closure constraints, RK4 simulation in the independent coordinates, energies.
-* :mod:`.mechanisms`: worked models: planar four-bar linkage, five-bar parallel leg.
+* :mod:`.mechanisms`: worked models: planar four-bar linkage, five-bar parallel leg, spatial
+  2-DoF parallel ankle (crank-rod actuators).
 * :mod:`.differentiation`: C* from derivatives of the bias vector with the structure-constant
   correction for generalized speeds (Sec. VI-D), through CasADi AD (imported on demand: it is
   the only module here that imports CasADi).
@@ -16,10 +17,10 @@
 from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
-from .mechanisms import five_bar_leg, four_bar
+from .mechanisms import five_bar_leg, four_bar, parallel_ankle
 from .numeric import complete_configuration, simulate, solve_configuration
 
 __all__ = ["ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
            "body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
-           "maximal_coordinates", "five_bar_leg", "four_bar", "complete_configuration",
+           "maximal_coordinates", "five_bar_leg", "four_bar", "parallel_ankle", "complete_configuration",
            "simulate", "solve_configuration"]

@@ -284,13 +284,7 @@ class LoopModel:
         if key not in cache:
             vals = []
             for _, _, Xp, Xs in self._frames:
-                pair = []
-                for X in (Xp, Xs):
-                    r = B.const(X.r)
-                    if B.name == "numpy":
-                        r = r.reshape(3)
-                    pair.append(Transform(B.const(X.E), r))
-                vals.append(tuple(pair))
+                vals.append(tuple(Transform(B.const(X.E), B.const(X.r)) for X in (Xp, Xs)))
             cache[key] = vals
         return cache[key]
 
@@ -400,6 +394,21 @@ class LoopModel:
         :func:`~symdyn.algorithms.coriolis.coriolis_matrix`)."""
         d = self.dynamics(q, y, factorization, backend=backend)
         return d.M, d.Mdot, d.C
+
+    def christoffel(self, q, *, backend: str | None = None):
+        """Generalized Christoffel symbols of the constrained mechanism in the minimal speeds,
+        ``Gamma[:, :, k] = Cbar(q, e_k)`` (Cbar is linear in y; ny calls of :meth:`dynamics`).
+        Storage as :func:`symdyn.algorithms.christoffel.christoffel`: NumPy (ny, ny, ny),
+        SymPy NDimArray, CasADi list of pages."""
+        B, _ = self._entry(q, backend=backend)
+        n = self.ny
+        Gam = B.tensor3(n, n, n)
+        for k in range(n):
+            C = self.dynamics(q, [1 if t == k else 0 for t in range(n)], backend=B.name).C
+            for i in range(n):
+                for j in range(n):
+                    B.set3(Gam, i, j, k, C[i, j])
+        return Gam
 
     def forward_dynamics(self, q, y, tau=None, *, backend: str | None = None):
         """``ydot`` from ``Mbar ydot + Cbar y + gbar = G^T tau`` (``tau``: tree joint forces, nv)."""
