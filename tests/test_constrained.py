@@ -401,7 +401,6 @@ def four_bar_lagrangian(ground=0.55, crank=0.2, coupler=0.6, rocker=0.5, masses=
     c = [sp.Matrix([sp.nsimplify(l[k] / 2 + com_offsets[k][0]), sp.nsimplify(com_offsets[k][1])])
          for k in range(3)]
     r = [rot(th, c[0]), crank * e(th) + rot(al, c[1]), sp.Matrix([ground, 0]) + rot(be, c[2])]
-    angles = [th, al, be]
     f = crank * e(th) + coupler * e(al) - sp.Matrix([ground, 0]) - rocker * e(be)   # loop closure
     dep = sp.Matrix([al, be])
     rates = -f.jacobian(dep).LUsolve(f.diff(th))                                     # d(al, be)/dth
@@ -490,7 +489,6 @@ def test_configuration_that_does_not_close():
 def test_singular_G():
     """Four-bar with the rocker as input at the dead centre (crank and coupler collinear)."""
     loop = four_bar(independent="rocker")
-    Bp = np.array([0.0, 0.0])
     # coupler tip on the rocker circle at distance crank + coupler = 0.8 from O
     d, r1, r2 = 0.55, 0.8, 0.5
     a = (r1 ** 2 - r2 ** 2 + d ** 2) / (2 * d)
