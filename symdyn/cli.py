@@ -81,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `symdyn demo | head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, OSError, BackendError, ImportError) as exc:
         msg = str(exc).strip().splitlines()
         print(f"symdyn {args.command}: error: {msg[0] if msg else type(exc).__name__}",
