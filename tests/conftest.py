@@ -41,7 +41,7 @@ def sympy_models() -> dict:
         "serial": serial_chain(3),
         "branched": branched_tree(4, 2, joint=("revolute", "prismatic", "helical")),
         "mixed": branched_tree(5, 2, joint=ALL_KINDS),
-        "random": random_tree(1, seed=5, joint_kinds=("helical",)),  # random geometry, 1 body
+        "random": random_tree(2, seed=5, joint_kinds=("revolute", "helical")),  # random geometry
         "floating": branched_tree(3, 2, joint=("floating", "spherical", "helical")),
     }
 

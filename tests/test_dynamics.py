@@ -12,8 +12,8 @@ import functools
 import casadi as ca
 import numpy as np
 import pytest
-from conftest import (BACKENDS, MODEL_NAMES, MODELS, assert_close, has_quaternions, model_for,
-                      random_forces, random_state, run)
+from conftest import (ALL_KINDS, BACKENDS, MODEL_NAMES, MODELS, assert_close, has_quaternions,
+                      model_for, random_forces, random_state, run)
 
 import symdyn as sd
 from symdyn.models import random_tree
@@ -112,6 +112,23 @@ def test_gravity_and_nonlinear_effects_consistent(name):
     assert_close(nle, sd.rnea(m, q, qd, zero), what="nonlinear_effects")
     # C(q, qd) qd is quadratic in qd
     assert_close(sd.nonlinear_effects(m, q, 2 * qd) - g, 4 * (nle - g), what="C qd quadratic")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_identities_on_larger_random_trees(seed):
+    """NumPy, 9-body random trees with every joint type (odd seeds: floating base)."""
+    m = random_tree(9, seed=seed, joint_kinds=ALL_KINDS, floating_base=seed % 2 == 1)
+    q, qd, qdd = random_state(m, seed)
+    M, tau = sd.crba(m, q), sd.rnea(m, q, qd, qdd)
+    assert_close(M, M.T, tol=1e-13)
+    assert np.linalg.eigvalsh(M).min() > 0
+    assert_close(sd.aba(m, q, qd, tau), qdd, tol=1e-9)
+    assert_close(M @ qdd + sd.nonlinear_effects(m, q, qd), tau)
+    J = sd.body_jacobians(m, q)
+    assert_close(sum(Jk.T @ m.I[k] @ Jk for k, Jk in enumerate(J)), M)
+    f = random_forces(m, seed)
+    assert_close(sd.rnea(m, q, qd, qdd, f),
+                 tau - sum(Jk.T @ fk for Jk, fk in zip(J, f) if fk is not None))
 
 
 # --- Euler-Lagrange equations from CasADi AD of the energy (no quaternion joints) --------------
