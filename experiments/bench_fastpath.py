@@ -6,7 +6,8 @@
 
 Sections: ``overhead`` (ctypes vs cffi call cost, casadi.Function call cost), ``gamma`` (Gamma of a
 20-DoF serial chain generated and compiled: the <= 30 s target), ``flags`` (compile CPU time and
-run time per gcc level), ``calls`` (symdyn compiled vs Pinocchio in the same process).
+run time per gcc level), ``split`` (big functions cut into chunks vs CasADi's single function),
+``calls`` (symdyn compiled vs Pinocchio in the same process).
 
 Timing: blocks of calls sized to ~20 ms, alternating symdyn and Pinocchio blocks so both see the
 same machine load; per-call medians over the blocks and the median of the paired ratios.
@@ -64,13 +65,20 @@ def _block(fn, n) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def interleaved(fns, repeat: int) -> list[list[float]]:
+    """Per-call times of each function over ``repeat`` rounds, blocks run round-robin so all
+    functions see the same machine load."""
+    ns = [_block_size(f) for f in fns]
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for f, n, t in zip(fns, ns, times):
+            t.append(_block(f, n))
+    return times
+
+
 def paired(fa, fb, repeat: int) -> tuple[float, float, float]:
     """(median per-call time of fa, of fb, median of paired ratios fa/fb), alternating blocks."""
-    na, nb = _block_size(fa), _block_size(fb)
-    ta, tb = [], []
-    for _ in range(repeat):
-        ta.append(_block(fa, na))
-        tb.append(_block(fb, nb))
+    ta, tb = interleaved([fa, fb], repeat)
     return (statistics.median(ta), statistics.median(tb),
             statistics.median(a / b for a, b in zip(ta, tb)))
 
@@ -152,17 +160,16 @@ def section_overhead(repeat: int) -> list[str]:
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", str(c), "-o", str(so)], check=True)
         buf = (ctypes.c_void_p * 4)()
         ptr = ctypes.addressof(buf)
-        rows = []
+        cands = []
         for kind in (ctypes.CDLL, ctypes.PyDLL):
             fn = kind(str(so)).noop
             fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
-            rows.append((f"ctypes.{kind.__name__} (argtypes set)", median_time(lambda: fn(ptr),
-                                                                                repeat)))
+            cands.append((f"ctypes.{kind.__name__} (argtypes set)", lambda fn=fn: fn(ptr)))
         ffi = cffi.FFI()
         ffi.cdef("int noop(void*);")
         lib = ffi.dlopen(str(so))
         cp = ffi.cast("void*", ptr)
-        rows.append(("cffi ABI mode (dlopen)", median_time(lambda: lib.noop(cp), repeat)))
+        cands.append(("cffi ABI mode (dlopen)", lambda: lib.noop(cp)))
         try:
             api = cffi.FFI()
             api.cdef("int noop(void*);")
@@ -172,11 +179,12 @@ def section_overhead(repeat: int) -> list[str]:
             import _symdyn_noop  # type: ignore
 
             cp2 = _symdyn_noop.ffi.cast("void*", ptr)
-            rows.append(("cffi API mode (compiled CPython extension)",
-                         median_time(lambda: _symdyn_noop.lib.noop(cp2), repeat)))
+            cands.append(("cffi API mode (compiled CPython extension)",
+                          lambda: _symdyn_noop.lib.noop(cp2)))
         except Exception as exc:  # noqa: BLE001 - report what failed
-            rows.append((f"cffi API mode: not measured ({type(exc).__name__})", float("nan")))
-    out += [f"| {n} | {t * 1e6:.3f} |" for n, t in rows]
+            out.append(f"(cffi API mode not measured: {type(exc).__name__}: {exc})")
+        times = interleaved([f for _, f in cands], 3 * repeat)
+    out += [f"| {n} | {statistics.median(t) * 1e6:.3f} |" for (n, _), t in zip(cands, times)]
     out += ["", "symdyn uses `ctypes.PyDLL` for single calls (GIL kept: no release/re-acquire) and "
             "`ctypes.CDLL` for `.batch` (GIL released, so other Python threads run). cffi's API "
             "mode is faster per call but needs a CPython extension compiled per build (Python "
@@ -221,9 +229,13 @@ def section_flags(spec: str, algs: list[str], levels: list[str], repeat: int) ->
             "qd": rng.uniform(-1, 1, (B, model.nv)), "qdd": rng.uniform(-1, 1, (B, model.nv)),
             "tau": rng.uniform(-1, 1, (B, model.nv))}
     rows = {}
+    sizes = {alg: casadi_function(model, alg, layout="numpy").n_instructions() for alg in algs}
     for level in levels:
         opt, *extra = level.split()
         for alg in algs:
+            if sizes[alg] > 50000 and opt in ("-O2", "-O3"):
+                rows[alg, level] = (sizes[alg], np.nan, np.nan)  # > 90 s CPU: not run
+                continue
             lib = build(model, [alg], opt=opt, cflags=extra, native=False, cache=False,
                         progress=False)
             f = lib[alg]
@@ -237,8 +249,137 @@ def section_flags(spec: str, algs: list[str], levels: list[str], repeat: int) ->
            "|---|---|" + "---|" * len(levels)]
     for alg in algs:
         n = rows[alg, levels[0]][0]
-        cells = [f"{rows[alg, lv][1]:.1f} / {rows[alg, lv][2] * 1e6:.3g}" for lv in levels]
+        cells = [f"{rows[alg, lv][1]:.1f} / {rows[alg, lv][2] * 1e6:.3g}"
+                 if np.isfinite(rows[alg, lv][1]) else "not run (> 90 s CPU)" for lv in levels]
         out.append(f"| {alg} | {n} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+_C_OPS = {1: "{0}+{1}", 2: "{0}-{1}", 3: "{0}*{1}", 4: "{0}/{1}", 5: "-{0}", 10: "sqrt({0})",
+          11: "{0}*{0}", 12: "2.*{0}", 13: "sin({0})", 14: "cos({0})", 36: "1./{0}", 0: "{0}"}
+_BINARY = {1, 2, 3, 4}
+
+
+def split_source(f, name: str, chunk: int) -> str:
+    """C for an SX Function with its instruction list cut into static functions of ``chunk``
+    instructions: values crossing a cut go through the work vector w, the rest stay in locals.
+    Signature ``int name(const double** arg, double** res, double* w)``. Experiment only."""
+    import casadi as ca
+
+    n = f.n_instructions()
+    ops = [f.instruction_id(k) for k in range(n)]
+    ins = [f.instruction_input(k) for k in range(n)]
+    outs = [f.instruction_output(k) for k in range(n)]
+    nch = (n + chunk - 1) // chunk
+    written, touched = [set() for _ in range(nch)], [set() for _ in range(nch)]
+    live_in, live_out, last = [set() for _ in range(nch)], [set() for _ in range(nch)], {}
+    for k in range(n):
+        c, op = k // chunk, ops[k]
+        if op not in _C_OPS and op not in (ca.OP_INPUT, ca.OP_OUTPUT, ca.OP_CONST):
+            raise NotImplementedError(f"operation {op}")
+        if op in (ca.OP_INPUT, ca.OP_CONST):
+            reads = []
+        elif op == ca.OP_OUTPUT:
+            reads = [ins[k][0]]
+        else:
+            reads = ins[k][:2 if op in _BINARY else 1]
+        for s in reads:
+            touched[c].add(s)
+            if s not in written[c]:
+                live_in[c].add(s)
+            if last.get(s, c) != c:
+                live_out[last[s]].add(s)
+        if op != ca.OP_OUTPUT:
+            s = outs[k][0]
+            written[c].add(s)
+            touched[c].add(s)
+            last[s] = c
+    L = ["#include <math.h>"]
+    for c in range(nch):
+        L.append(f"static void {name}_p{c}(const double** arg, double** res, double* w) {{")
+        t = sorted(touched[c])
+        L += ["  double " + ", ".join(f"a{s}" for s in t[i:i + 16]) + ";" for i in range(0, len(t), 16)]
+        L += [f"  a{s}=w[{s}];" for s in sorted(live_in[c])]
+        for k in range(c * chunk, min(n, (c + 1) * chunk)):
+            op, i, o = ops[k], ins[k], outs[k]
+            if op == ca.OP_INPUT:
+                L.append(f"  a{o[0]}=arg[{i[0]}][{i[1]}];")
+            elif op == ca.OP_OUTPUT:
+                L.append(f"  res[{o[0]}][{o[1]}]=a{i[0]};")
+            elif op == ca.OP_CONST:
+                L.append(f"  a{o[0]}={float(f.instruction_constant(k))!r};")
+            else:
+                L.append(f"  a{o[0]}=" + _C_OPS[op].format(*[f"a{s}" for s in i]) + ";")
+        L += [f"  w[{s}]=a{s};" for s in sorted(live_out[c])]
+        L.append("}")
+    L.append(f"int {name}(const double** arg, double** res, double* w) {{")
+    L += [f"  {name}_p{c}(arg, res, w);" for c in range(nch)]
+    L.append("  return 0;\n}")
+    return "\n".join(L) + "\n"
+
+
+def section_split(spec: str, algs: list[str], variants: list[str], repeat: int) -> list[str]:
+    """CasADi's single C function vs the instruction list split into chunks (compile CPU, run)."""
+    import casadi as ca
+    import resource
+
+    model = from_spec(spec)
+    rows = []
+    for alg in algs:
+        f = casadi_function(model, alg, layout="numpy", name="F")
+        rng = np.random.default_rng(0)
+        ins = [rng.uniform(-1, 1, f.nnz_in(i)) for i in range(f.n_in())]
+        outs = [np.empty(f.nnz_out(i)) for i in range(f.n_out())]
+        ref = f.call(ins)
+        w = np.empty(f.sz_w() + 1)
+        iw = np.empty(f.sz_iw() + 1, dtype=np.int64)
+        arg = (ctypes.c_void_p * (f.sz_arg() + 1))(*[x.ctypes.data for x in ins])
+        res = (ctypes.c_void_p * (f.sz_res() + 1))(*[o.ctypes.data for o in outs])
+        with tempfile.TemporaryDirectory() as d:
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                cg = ca.CodeGenerator("cas.c")
+                cg.add(f)
+                cg.generate()
+            finally:
+                os.chdir(cwd)
+            for v in variants:
+                kind, flags = v.split(":")
+                src = Path(d, "cas.c") if kind == "casadi" else Path(d, f"split{kind}.c")
+                if kind != "casadi":
+                    src.write_text(split_source(f, "F", int(kind)))
+                so = Path(d, f"{kind}{abs(hash(flags))}.so")
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run(["cc", *flags.split(), "-fPIC", "-shared", str(src), "-o", str(so),
+                                "-lm"], check=True)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+                fn = ctypes.CDLL(str(so)).F
+                if kind == "casadi":
+                    fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int]
+                    pw, piw = w.ctypes.data, iw.ctypes.data
+                    call = (lambda fn=fn, pw=pw, piw=piw: fn(arg, res, piw, pw, 0))
+                else:
+                    fn.argtypes = [ctypes.c_void_p] * 3
+                    pw = w.ctypes.data
+                    call = (lambda fn=fn, pw=pw: fn(arg, res, pw))
+                call()
+                err = max(float(np.abs(o - np.asarray(r).ravel(order="F")).max())
+                          for o, r in zip(outs, ref))
+                rows.append((alg, f.n_instructions(), kind, flags, cpu,
+                             median_time(call, repeat), err))
+                print(f"split {alg} {kind} {flags}: cpu {cpu:.1f}s", file=sys.stderr, flush=True)
+    out = [f"## Splitting big functions ({spec}): CasADi's one C function vs chunks", "",
+           "Chunks of K instructions become static C functions; values crossing a cut are "
+           "stored in the work vector (`split_source` in this script). Run time via ctypes "
+           "(includes ~0.2 us call cost).", "",
+           "| algorithm | SX instructions | code | flags | gcc CPU s | run us | max diff |",
+           "|---|---|---|---|---|---|---|"]
+    for alg, n, kind, flags, cpu, t, err in rows:
+        code = "CasADi (one function)" if kind == "casadi" else f"split, K = {kind}"
+        out.append(f"| {alg} | {n} | {code} | {flags} | {cpu:.1f} | {us(t)} | {err:.0e} |")
     out.append("")
     return out
 
@@ -318,9 +459,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=DEFAULT_MODELS)
     p.add_argument("--algorithms", default=DEFAULT_ALGS)
-    p.add_argument("--sections", default="overhead,gamma,flags,calls")
-    p.add_argument("--flag-levels", default="-Og,-O1,-O2,-O2 -march=native")
-    p.add_argument("--flag-algorithms", default="rnea,crba,aba,coriolis_matrix,rnea_derivatives")
+    p.add_argument("--sections", default="overhead,gamma,flags,split,calls")
+    p.add_argument("--flag-levels", default="-Og,-O1,-O2,-Og -march=native,-O2 -march=native")
+    p.add_argument("--flag-algorithms",
+                   default="rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel")
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
@@ -355,6 +497,10 @@ def main(argv=None) -> int:
     if "flags" in sections:
         body += section_flags("serial:20", args.flag_algorithms.split(","),
                               args.flag_levels.split(","), repeat)
+    if "split" in sections:
+        body += section_split("serial:20", ["coriolis_matrix", "rnea_derivatives"],
+                              ["casadi:-O2", "casadi:-Og", "2000:-O2", "5000:-O2", "2000:-Og"],
+                              repeat)
     if "calls" in sections:
         body += section_calls(args.models.split(","), args.algorithms.split(","), repeat,
                               args.batch)

@@ -398,7 +398,9 @@ def test_cli_export_compiles_without_python(tmp_path):
         for name, ref in zip(ALGORITHMS[alg].output_names, _reference(model, alg, st)):
             vals = got[(alg, name)]
             _close(np.array([vals[i] for i in range(ref.size)]).reshape(ref.shape), ref)
-    # the --compile library loads from Python, and the linked example runs
+    # the --compile library loads from Python (unrelated files in DIR do not matter), and the
+    # linked example runs
+    (out / "notes.txt").write_text("user file")
     lib = load(out)
     _close(lib.rnea(st["q"], st["qd"], st["qdd"]), _reference(model, "rnea", st)[0])
     assert subprocess.run([str(out / "example")], capture_output=True).returncode == 0

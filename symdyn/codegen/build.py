@@ -6,18 +6,21 @@ generated one translation unit per algorithm (compiled in parallel, each with fl
 its size), plus the call/batch wrapper of :mod:`symdyn.codegen.csource`.
 
 Compiler flags (``opt="auto"``), chosen by measurement (``experiments/bench_fastpath.py``,
-``reports/fastpath.md``): ``-O2`` for functions up to ``AUTO_O2_MAX_INSTRUCTIONS`` SX
-instructions, ``-Og`` above it, plus ``-march=native`` by default. gcc spends its time on
-straight-line CasADi code in register allocation, which grows faster than linearly with function
-size at -O1/-O2 (Gamma of a 20-DoF chain, 81k instructions: -Og 7-8 s CPU, -O1 10 s, -O2 > 90 s)
-while -Og code runs as fast as -O1 code there. Splitting big functions into chunks was measured
-too (own emitter from CasADi's instruction list): it did not reduce compile time much and made the
-code 20-50 % slower, so functions are not split.
+``reports/fastpath.md``): ``-O2`` for functions whose size (SX instructions plus output entries,
+each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og``
+above it, plus ``-march=native`` by default. gcc spends its time on straight-line CasADi code in
+register allocation and per-basic-block passes, which grow faster than linearly with function size
+at -O1/-O2 (Gamma of a 20-DoF chain, 81k instructions: -Og 7 s CPU, -O1 10 s, -O2 > 90 s; talos
+Coriolis matrix, 38k: -Og 2.9 s, -O2 27 s), while -Og code is at most ~25 % slower than -O2 code
+there. Splitting big functions into chunks was measured too (own emitter from CasADi's
+instruction list): it did not reduce compile time much and made the code slower, so functions
+are not split.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import platform
 import shutil
@@ -37,8 +40,8 @@ from .names import c_identifier
 log = logging.getLogger("symdyn.codegen")
 
 FORMAT = 1                      # layout of generated files / manifest (part of the cache key)
-AUTO_O2_MAX_INSTRUCTIONS = 50000
-AUTO_POLICY = ("-O2", AUTO_O2_MAX_INSTRUCTIONS, "-Og")  # part of the cache key
+AUTO_O2_MAX_SIZE = 20000
+AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
 OPT_LEVELS = ("auto", "-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
 _PROGRESS_AFTER = 2.0           # seconds before automatic progress messages start
 
@@ -118,12 +121,13 @@ def native_target(cc: str | None = None) -> tuple[list[str], str]:
     return _NATIVE[path]
 
 
-def choose_opt(n_instructions: int, opt: str = "auto") -> str:
-    """The optimization flag for a function of ``n_instructions`` SX instructions."""
+def choose_opt(n_instructions: int, n_outputs: int = 0, opt: str = "auto") -> str:
+    """The optimization flag for a function of ``n_instructions`` SX instructions writing
+    ``n_outputs`` output entries."""
     if opt != "auto":
         return opt
     small, limit, big = AUTO_POLICY
-    return small if n_instructions <= limit else big
+    return small if n_instructions + n_outputs <= limit else big
 
 
 def _check_opt(opt: str) -> None:
@@ -327,7 +331,8 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
     extra = (native_target(cc_path)[0] if native else []) + list(cflags)
     units = []
     for fd in manifest["functions"]:
-        o = choose_opt(fd["n_instructions"], opt)
+        n_out = sum(math.prod(sh) for sh in fd["output_shapes"])
+        o = choose_opt(fd["n_instructions"], n_out, opt)
         fd["cflags"] = [o, *extra]
         units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
                       "flags": fd["cflags"], "label": f"{fd['n_instructions']} instructions",

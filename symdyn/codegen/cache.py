@@ -94,13 +94,22 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def build_files(manifest: dict) -> list[str]:
+    """Names of the files a build wrote (sources, headers, example, Makefile, library)."""
+    prefix = manifest["prefix"]
+    names = [f"{prefix}_api.c", f"{prefix}_api.h", "main.c", "Makefile"]
+    for fd in manifest["functions"]:
+        names += [fd["source"], fd["header"]]
+    if manifest.get("library"):
+        names.append(manifest["library"])
+    return names
+
+
 def write_manifest(directory: Path, manifest: dict) -> None:
-    """Record the checksums of every file in ``directory`` and write the manifest atomically."""
+    """Record the checksums of the build's files and write the manifest atomically (other files
+    in ``directory`` are left alone)."""
     directory = Path(directory)
-    files = {}
-    for p in sorted(directory.iterdir()):
-        if p.is_file() and p.name != MANIFEST and not p.name.endswith((".o", ".log", ".tmp")):
-            files[p.name] = file_sha256(p)
+    files = {name: file_sha256(directory / name) for name in build_files(manifest)}
     manifest = dict(manifest, files=files)
     tmp = directory / f"{MANIFEST}.{uuid.uuid4().hex}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
