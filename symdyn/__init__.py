@@ -10,6 +10,7 @@ results, ``casadi.SX`` CasADi graphs (or pass ``backend=``). Submodules: :mod:`s
 (builders), :mod:`symdyn.symbolic` (closed forms and LaTeX/Python/C export),
 :mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops).
 """
+from . import models
 from .algorithms import (aba, body_jacobians, christoffel, christoffel_from_mass_matrix,
                          christoffel_nonzero, coriolis_matrix, coriolis_product,
                          coriolis_transpose_product, crba, forward_kinematics, gravity_vector,
@@ -32,4 +33,4 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "get_backend", "CoMCoordinates", "change_coordinates", "com_coordinates", "Fixed",
            "Floating", "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
            "ModelError", "available_robots", "load_robot", "robot_urdf", "Transform", "URDFError",
-           "load_urdf"]
+           "load_urdf", "models"]

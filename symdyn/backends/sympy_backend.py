@@ -110,9 +110,8 @@ def is_zero(x) -> bool:
 
 
 def to_numpy(x):
-    import numpy as np
-
-    return np.array(sp.Matrix(x).evalf(), dtype=float)
+    """Float array of a SymPy matrix without free symbols (linear in the expression DAG)."""
+    return evaluate(x, {})
 
 
 def jacobian(y, x):

@@ -1,9 +1,26 @@
 """Closed-form symbolic output: simplified M, C* and Christoffel symbols, printed as LaTeX,
-Python and C. See :mod:`symdyn.symbolic.core` for conventions."""
-from .core import SymbolicResult, christoffel, coordinates, coriolis_matrix, mass_matrix
-from .export import coriolis_from_christoffel, lambdify, to_c, to_latex, to_python
-from .simplify import equal, simplify_kinematic, trig_normal_form
+Python and C. See :mod:`symdyn.symbolic.core` for conventions.
 
-__all__ = ["SymbolicResult", "christoffel", "coordinates", "coriolis_from_christoffel",
-           "coriolis_matrix", "equal", "lambdify", "mass_matrix", "simplify_kinematic", "to_c",
-           "to_latex", "to_python", "trig_normal_form"]
+Attributes load lazily, so ``symdyn.symbolic.cli`` (registered with the ``symdyn`` command) does
+not import SymPy until a symbolic command runs.
+"""
+from __future__ import annotations
+
+import importlib
+
+_ATTRS = {
+    "SymbolicResult": "core", "christoffel": "core", "coordinates": "core",
+    "coriolis_matrix": "core", "mass_matrix": "core", "symbolize_inertias": "core",
+    "coriolis_from_christoffel": "export", "lambdify": "export", "to_c": "export",
+    "to_latex": "export", "to_python": "export",
+    "equal": "simplify", "simplify_kinematic": "simplify", "trig_normal_form": "simplify",
+}
+
+__all__ = sorted(_ATTRS)
+
+
+def __getattr__(name: str):
+    mod = _ATTRS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'symdyn.symbolic' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
