@@ -1,0 +1,388 @@
+"""Paper 000 Table 1 and Figs. 2-4: time to compute the Coriolis matrix (Alg. 1) and the Christoffel
+symbols (Alg. 2) against the number of DoF for serial chains, binary trees, bipeds and quadrupeds
+(same actuated DoF), on symdyn's NumPy path and compiled path (CasADi-generated C, called from
+Python), with Pinocchio's computeCoriolisMatrix beside C (and nv calls of it, C(q, e_k), beside
+Gamma). Log-log fitted slopes against the theory (O(N d) and O(N d^2)).
+
+Writes table1_timing.md and table1_fig2_serial.png, table1_fig3_binary.png, table1_fig4_legged.png,
+table1_opcount.png.
+
+    python experiments/table1_timing.py            # ~10-15 min with a cold build cache
+    python experiments/table1_timing.py --quick    # small sizes (~1-2 min)
+
+Compiled builds go to symdyn's build cache (``~/.cache/symdyn``), so reruns skip compilation.
+"""
+from __future__ import annotations
+
+import time
+
+from _common import (command, fit_slope, header, int_xticks, interleaved, log, median, out_dir,
+                     paired_ratio, parser, pyplot, save, table, us, write)
+
+import numpy as np  # noqa: E402
+
+from symdyn.algorithms.christoffel import christoffel  # noqa: E402
+from symdyn.algorithms.coriolis import coriolis_matrix  # noqa: E402
+from symdyn.codegen import build  # noqa: E402
+from symdyn.models import binary_tree, biped, quadruped, serial_chain  # noqa: E402
+
+MAKERS = {"serial": lambda n: serial_chain(n, seed=1), "binary": lambda n: binary_tree(n, seed=1),
+          "biped": lambda n: biped(n, seed=1), "quadruped": lambda n: quadruped(n, seed=1)}
+TITLES = {"serial": "serial chain", "binary": "binary tree", "biped": "biped (fixed torso)",
+          "quadruped": "quadruped (fixed torso)"}
+# paper 000 Table 1 (us): C, Gamma at 20 DoF (C/C++ on an Intel i7 3.2 GHz)
+PAPER = {"serial": (18, 122), "binary": (10, 33), "biped": (13, 64), "quadruped": (10, 37)}
+# sizes: (NumPy and Pinocchio, compiled C, compiled Gamma)
+FULL = {"serial": ([4, 8, 12, 16, 20, 24, 32, 48, 64], [4, 8, 12, 16, 20, 24, 32, 40],
+                   [4, 8, 12, 16, 20]),
+        "binary": ([7, 15, 20, 31, 63, 127], [7, 15, 20, 31, 63], [7, 15, 20, 31]),
+        "biped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32, 40],
+                  [4, 8, 12, 16, 20, 24]),
+        "quadruped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32, 40],
+                      [4, 8, 12, 16, 20, 24])}
+QUICK = {"serial": ([4, 8, 12], [4, 8, 12], [4, 8]), "binary": ([7, 15], [7, 15], [7, 15]),
+         "biped": ([4, 8, 12], [4, 8, 12], [4, 8]), "quadruped": ([4, 8, 12], [4, 8, 12], [4, 8])}
+BATCH = 200
+
+
+def pinocchio_fns(model, q, qd):
+    """Pinocchio's C(q, qd) and its Gamma route (Gamma[:, :, k] = C(q, e_k)), in symdyn order."""
+    import pinocchio as pin
+
+    from symdyn.pinocchio_bridge import q_to_pin, to_pinocchio, v_to_pin, velocity_permutation
+
+    pm = to_pinocchio(model)
+    pd = pm.createData()
+    qp, vp = q_to_pin(model, q), v_to_pin(model, qd)
+    E = np.eye(pm.nv)
+    G = np.empty((pm.nv, pm.nv, pm.nv))
+
+    def C():
+        return pin.computeCoriolisMatrix(pm, pd, qp, vp)
+
+    def gamma():
+        for k in range(pm.nv):
+            G[:, :, k] = pin.computeCoriolisMatrix(pm, pd, qp, E[k])
+        return G
+
+    P = velocity_permutation(model)
+
+    def to_symdyn_C(Cp):
+        out = np.empty_like(Cp)
+        out[np.ix_(P, P)] = Cp
+        return out
+
+    def to_symdyn_G(Gp):
+        out = np.empty_like(Gp)
+        out[np.ix_(P, P, P)] = Gp
+        return out
+
+    return C, gamma, to_symdyn_C, to_symdyn_G
+
+
+def rel(a, b) -> float:
+    return float(np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max()))
+
+
+def measure(kind: str, n: int, do_C: bool, do_G: bool, repeat: int, rng):
+    """Times (s per call) and agreement for one model; None where not measured."""
+    model = MAKERS[kind](n)
+    q = model.random_q(rng)
+    qd = rng.uniform(0, 10, model.nv)
+    r = {"kind": kind, "n": n, "nv": model.nv, "d": model.d, "err": 0.0}
+    C_ref = coriolis_matrix(model, q, qd)[2]
+    G_ref = christoffel(model, q)
+    pC, pG, pin_C, pin_G = pinocchio_fns(model, q, qd)
+    r["err_pin"] = max(rel(pin_C(pC()), C_ref), rel(pin_G(pG()), G_ref))
+    # NumPy path (interpreted; side by side with each other)
+    tn = interleaved([lambda: coriolis_matrix(model, q, qd), lambda: christoffel(model, q)],
+                     repeat=7, max_total=10.0)
+    r["np_C"], r["np_G"] = median(tn[0]), median(tn[1])
+    # compiled C vs Pinocchio C, side by side
+    r["pin_C"] = r["pin_G"] = r["c_C"] = r["c_G"] = r["ratio_C"] = r["ratio_G"] = None
+    r["b_C"] = r["b_G"] = r["ins_C"] = r["ins_G"] = r["cpu_C"] = r["cpu_G"] = None
+    Q = np.array([model.random_q(rng) for _ in range(BATCH)])
+    QD = rng.uniform(0, 10, (BATCH, model.nv))
+    if do_C:
+        lib = build(model, ["coriolis_matrix"])
+        f = lib.coriolis_matrix
+        r["err"] = max(r["err"], rel(f(q, qd)[2], C_ref))
+        tc, tp = interleaved([lambda: f(q, qd), pC], repeat=repeat)
+        r["c_C"], r["pin_C"], r["ratio_C"] = median(tc), median(tp), paired_ratio(tc, tp)
+        r["b_C"] = median(interleaved([lambda: f.batch(Q, QD)], repeat=5)[0]) / BATCH
+        st = f.stats
+        r["ins_C"], r["cpu_C"] = st["n_instructions"], st.get("cpu_compile")
+    else:
+        r["pin_C"] = median(interleaved([pC], repeat=repeat)[0])
+    if do_G:
+        lib = build(model, ["christoffel"])
+        f = lib.christoffel
+        r["err"] = max(r["err"], rel(f(q), G_ref))
+        tc, tp = interleaved([lambda: f(q), pG], repeat=repeat)
+        r["c_G"], r["pin_G"], r["ratio_G"] = median(tc), median(tp), paired_ratio(tc, tp)
+        nb = max(1, min(BATCH, int(2e6 / model.nv ** 3)))
+        r["b_G"] = median(interleaved([lambda: f.batch(Q[:nb])], repeat=5)[0]) / nb
+        st = f.stats
+        r["ins_G"], r["cpu_G"] = st["n_instructions"], st.get("cpu_compile")
+    else:
+        r["pin_G"] = median(interleaved([pG], repeat=repeat)[0])
+    log(f"{kind:9s} n={n:3d} nv={model.nv:3d} d={model.d:2d} | NumPy C {us(r['np_C'])} us, "
+        f"Gamma {us(r['np_G'])} us | compiled C {us(r['c_C'])} us, Gamma {us(r['c_G'])} us | "
+        f"Pinocchio C {us(r['pin_C'])} us, Gamma route {us(r['pin_G'])} us")
+    return r
+
+
+def series(rows, kind, key):
+    pts = [(r["n"], r[key]) for r in rows if r["kind"] == kind and r.get(key) is not None]
+    return np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)
+
+
+def theory_slope(rows, kind, key, power):
+    """Slope of N d^power (N^2 d for the Pinocchio Gamma route) over the sizes of the fitted
+    series (largest 4)."""
+    pts = [r for r in rows if r["kind"] == kind and r.get(key) is not None][-4:]
+    if len(pts) < 2:
+        return float("nan")
+    N = np.array([r["nv"] for r in pts], float)
+    d = np.array([r["d"] for r in pts], float)
+    return fit_slope(N, N * N * d if key == "pin_G" else N * d ** power)
+
+
+def fitted(rows, kind, key):
+    N, t = series(rows, kind, key)
+    return fit_slope(N[-4:], t[-4:]) if len(N) >= 2 else float("nan")
+
+
+SERIES = [("np_C", "NumPy C (Alg. 1)", "C0", "o-"), ("np_G", "NumPy Gamma (Alg. 2)", "C1", "s-"),
+          ("c_C", "compiled C (Alg. 1)", "C0", "o--"), ("c_G", "compiled Gamma (Alg. 2)", "C1", "s--"),
+          ("pin_C", "Pinocchio computeCoriolisMatrix", "C2", "^:"),
+          ("pin_G", "Pinocchio Gamma route (nv x C(q, e_k))", "C3", "v:")]
+
+
+def plot_topology(plt, rows, kinds, path_dir, name, title):
+    fig, axes = plt.subplots(1, len(kinds), figsize=(6.2 * len(kinds), 4.6), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for key, label, color, style in SERIES:
+            N, t = series(rows, kind, key)
+            if len(N):
+                ax.loglog(N, t * 1e6, style, color=color, ms=4,
+                          label=f"{label}, slope {fitted(rows, kind, key):.2f}")
+        pc, pg = PAPER[kind]
+        ax.loglog([20], [pc], "*", color="C0", ms=12, mec="k", label="paper 000 Table 1, C (20 DoF)")
+        ax.loglog([20], [pg], "*", color="C1", ms=12, mec="k",
+                  label="paper 000 Table 1, Gamma (20 DoF)")
+        int_xticks(ax, [r["nv"] for r in rows if r["kind"] == kind] + [20])
+        ax.set_xlabel("number of DoF N" + (" (actuated)" if kind in ("biped", "quadruped") else ""))
+        ax.set_ylabel("time per call (us), log scale")
+        ax.set_title(f"{TITLES[kind]}: {title}")
+        ax.legend(loc="upper left")
+    return save(fig, path_dir, name)
+
+
+def plot_legged(plt, rows, path_dir, name):
+    fig, axes = plt.subplots(1, 2, figsize=(12.4, 4.6))
+    for ax, (what, keys, idx) in zip(axes, [
+            ("Coriolis matrix C (Alg. 1)", ("np_C", "c_C", "pin_C"), 0),
+            ("Christoffel symbols Gamma (Alg. 2)", ("np_G", "c_G", "pin_G"), 1)]):
+        for key, color in zip(keys, ("C0", "C1", "C2")):
+            label = {"np": "NumPy", "c": "compiled", "pin": "Pinocchio"}[key.split("_")[0]]
+            if key == "pin_G":
+                label += " (nv x C(q, e_k))"
+            for kind, style in (("biped", "o-"), ("quadruped", "s--")):
+                N, t = series(rows, kind, key)
+                if len(N):
+                    ax.loglog(N, t * 1e6, style, color=color, ms=4, label=f"{label}, {kind}")
+        ax.loglog([20], [PAPER["biped"][idx]], "*", color="k", ms=11, label="paper, biped 20")
+        ax.loglog([20], [PAPER["quadruped"][idx]], "P", color="k", ms=9, label="paper, quadruped 20")
+        int_xticks(ax, [r["nv"] for r in rows if r["kind"] == "biped"] + [20])
+        ax.set_xlabel("number of actuated DoF")
+        ax.set_ylabel("time per call (us), log scale")
+        ax.set_title(f"biped vs quadruped: {what}")
+        ax.legend(loc="upper left", ncol=2)
+    return save(fig, path_dir, name)
+
+
+def plot_opcount(plt, rows, path_dir, name):
+    fig, axes = plt.subplots(1, 2, figsize=(12.4, 4.6))
+    for ax, (key, what) in zip(axes, [("ins_C", "C (Alg. 1): M, Mdot and C"),
+                                      ("ins_G", "Gamma (Alg. 2)")]):
+        for kind, color in zip(MAKERS, ("C0", "C1", "C2", "C3")):
+            N, n_ins = series(rows, kind, key)
+            if len(N):
+                power = 1 if key == "ins_C" else 2
+                ax.loglog(N, n_ins, "o-", color=color, ms=4,
+                          label=f"{kind}: slope {fitted(rows, kind, key):.2f} "
+                                f"(N d^{power}: {theory_slope(rows, kind, key, power):.2f})")
+        int_xticks(ax, [r["nv"] for r in rows if r.get(key)])
+        ax.set_xlabel("number of DoF N")
+        ax.set_ylabel("SX instructions in the generated C")
+        ax.set_title(f"operation count, {what}")
+        ax.legend(loc="upper left")
+    return save(fig, path_dir, name)
+
+
+def main(argv=None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--repeat", type=int, default=15, help="rounds of side-by-side blocks (15)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    d = out_dir(args)
+    sizes = QUICK if args.quick else FULL
+    rng = np.random.default_rng(0)
+    rows = []
+    for kind, (ns_np, ns_C, ns_G) in sizes.items():
+        for n in sorted(set(ns_np) | set(ns_C) | set(ns_G)):
+            rows.append(measure(kind, n, n in ns_C, n in ns_G, args.repeat, rng))
+    plt = pyplot()
+    figs = [plot_topology(plt, rows, ["serial"], d, "table1_fig2_serial.png", "paper 000 Fig. 2"),
+            plot_topology(plt, rows, ["binary"], d, "table1_fig3_binary.png", "paper 000 Fig. 3"),
+            plot_legged(plt, rows, d, "table1_fig4_legged.png"),
+            plot_opcount(plt, rows, d, "table1_opcount.png")]
+    write(d, "table1_timing.md", report(rows, args, t0, figs))
+    return 0
+
+
+def report(rows, args, t0, figs):
+    L = header("Paper 000 Table 1 and Figs. 2-4: cost of C (Alg. 1) and Gamma (Alg. 2) vs DoF",
+               command("table1_timing.py", args), t0)
+    L += ["Paths timed, per call from Python, side by side in one process:", "",
+          "- **NumPy**: `symdyn.algorithms.coriolis_matrix(model, q, qd)` (returns M, Mdot and C) and "
+          "`christoffel(model, q)` (dense nv^3 tensor), interpreted Python over NumPy.",
+          "- **compiled**: `symdyn.codegen.build(model, [alg])` (CasADi SX -> C, gcc, auto flags, "
+          "`-march=native`), called as `lib.coriolis_matrix(q, qd)` / `lib.christoffel(q)` "
+          "(inputs copied in, outputs copied out: M, Mdot, C; dense Gamma). `batch` = "
+          f"`lib.<alg>.batch(Q, ...)` over up to {BATCH} states, per state (no Python per call).",
+          "- **Pinocchio** 4.1: `computeCoriolisMatrix(model, data, q, v)` (C only, Christoffel-"
+          "consistent) on the same tree (`symdyn.pinocchio_bridge.to_pinocchio`); Pinocchio has "
+          "no Christoffel-symbol routine, so its Gamma column is nv calls of "
+          "`computeCoriolisMatrix(q, e_k)` (Gamma[:, :, k] = C(q, e_k)).", "",
+          f"Timing: blocks of ~20 ms of calls, compiled and Pinocchio blocks alternating for "
+          f"{args.repeat} rounds (NumPy: 7 rounds or fewer for slow calls); the table shows "
+          "medians of per-call wall time and the median of the per-round ratios. Models: "
+          "`serial_chain(N, seed=1)`, `binary_tree(N, seed=1)`, `biped(N, seed=1)`, "
+          "`quadruped(N, seed=1)` (revolute joints, random inertias; legged models have a fixed "
+          "torso, N = actuated DoF = nv); q in [0, 2 pi], qd in [0, 10]. Every compiled and "
+          "Pinocchio result was checked against the NumPy result (max relative difference "
+          f"{max(r['err'] for r in rows):.1e} compiled, {max(r['err_pin'] for r in rows):.1e} "
+          "Pinocchio, over all models).", ""]
+    # Table 1
+    L += ["## Table 1 (20 DoF)", ""]
+    t1 = []
+    for kind in MAKERS:
+        r = next((x for x in rows if x["kind"] == kind and x["nv"] == 20), None)
+        if r is None:
+            cands = [x for x in rows if x["kind"] == kind and x["c_G"] is not None]
+            r = cands[-1] if cands else None
+        if r is None:
+            continue
+        pc, pg = PAPER[kind]
+        ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:.2f}"  # noqa: E731
+        t1.append([f"{TITLES[kind]} ({r['nv']} DoF)", pc, us(r["c_C"]), us(r["pin_C"]),
+                   ratio(r["c_C"], r["pin_C"]) if r["ratio_C"] is None else f"{r['ratio_C']:.2f}",
+                   us(r["np_C"]), pg, us(r["c_G"]), us(r["pin_G"]),
+                   "-" if r["ratio_G"] is None else f"{r['ratio_G']:.2f}", us(r["np_G"])])
+    L += table(["system", "paper C (us)", "compiled C (us)", "Pinocchio C (us)",
+                "compiled / Pinocchio", "NumPy C (us)", "paper Gamma (us)", "compiled Gamma (us)",
+                "Pinocchio Gamma route (us)", "compiled / Pinocchio", "NumPy Gamma (us)"], t1)
+    if args.quick:
+        L += ["", "(--quick: the rows show the largest size measured, not 20 DoF.)"]
+    L += ["", "Our compiled C entry also returns M and Mdot (three nv x nv outputs; Pinocchio's "
+          "routine returns C only), and our Gamma is the dense nv^3 tensor copied into a new NumPy "
+          "array on every call.", ""]
+    # full tables
+    L += ["## All sizes", ""]
+    full = []
+    for r in rows:
+        full.append([r["kind"], r["nv"], r["d"], us(r["np_C"]), us(r["c_C"]), us(r["b_C"]),
+                     us(r["pin_C"]), "-" if r["ratio_C"] is None else f"{r['ratio_C']:.2f}",
+                     us(r["np_G"]), us(r["c_G"]), us(r["b_G"]), us(r["pin_G"]),
+                     "-" if r["ratio_G"] is None else f"{r['ratio_G']:.2f}",
+                     r["ins_C"] or "-", r["ins_G"] or "-"])
+    L += table(["topology", "N", "d", "NumPy C", "compiled C", "compiled C batch/state",
+                "Pinocchio C", "ratio C", "NumPy Gamma", "compiled Gamma",
+                "compiled Gamma batch/state", "Pinocchio Gamma route", "ratio Gamma",
+                "SX instr. C", "SX instr. Gamma"], full)
+    L += ["", "Times in microseconds per call; ratio = compiled / Pinocchio (median of paired "
+          "rounds, < 1: symdyn faster). SX instructions: size of the generated C (operations "
+          "after CasADi's common-subexpression elimination).", ""]
+    # slopes
+    L += ["## Log-log slopes (largest 4 sizes of each series) vs theory", ""]
+    sl = []
+    for kind in MAKERS:
+        row = [kind]
+        for key, power in (("np_C", 1), ("c_C", 1), ("b_C", 1), ("pin_C", 1), ("ins_C", 1),
+                           ("np_G", 2), ("c_G", 2), ("b_G", 2), ("pin_G", 2), ("ins_G", 2)):
+            row.append(f"{fitted(rows, kind, key):.2f} ({theory_slope(rows, kind, key, power):.2f})")
+        sl.append(row)
+    L += table(["topology", "NumPy C", "compiled C", "compiled C batch", "Pinocchio C",
+                "SX instr. C", "NumPy Gamma", "compiled Gamma", "compiled Gamma batch",
+                "Pinocchio Gamma route", "SX instr. Gamma"], sl)
+    L += ["", "In parentheses: the slope of N d (C) or N d^2 (Gamma) over the same sizes, with the "
+          "models' actual depths d (serial: d = N, so 2 and 3; binary: d = floor(log2 N) + 1, "
+          "between 1 and 2 for C and 1 and 3 for Gamma at these sizes; legged: d = N/legs + 1, "
+          "so like serial chains asymptotically). The Pinocchio Gamma route is nv calls of an "
+          "O(N d) routine, so its theory is N^2 d.", ""]
+    # biped vs quadruped
+    L += ["## Biped vs quadruped (same actuated DoF)", ""]
+    bq = []
+    for n in sorted({r["n"] for r in rows if r["kind"] == "biped"}):
+        b = next((r for r in rows if r["kind"] == "biped" and r["n"] == n), None)
+        qd = next((r for r in rows if r["kind"] == "quadruped" and r["n"] == n), None)
+        if b is None or qd is None:
+            continue
+        cell = lambda k: "-" if b[k] is None or qd[k] is None else f"{b[k] / qd[k]:.2f}"  # noqa: E731
+        bq.append([n, f"{b['d']} / {qd['d']}", cell("np_C"), cell("c_C"), cell("pin_C"),
+                   cell("np_G"), cell("c_G"), cell("pin_G")])
+    L += table(["actuated DoF", "depth biped / quadruped", "NumPy C", "compiled C",
+                "Pinocchio C", "NumPy Gamma", "compiled Gamma", "Pinocchio Gamma route"], bq)
+    L += ["", "Entries: biped time / quadruped time (> 1: the quadruped is faster).", ""]
+    L += [f"![Fig. 2]({figs[0]})", "", f"![Fig. 3]({figs[1]})", "", f"![Fig. 4]({figs[2]})", "",
+          f"![operation counts]({figs[3]})", ""]
+    L += discussion(rows)
+    return L
+
+
+def discussion(rows):
+    def at(kind, key, nv=20):
+        r = next((x for x in rows if x["kind"] == kind and x["nv"] == nv), None)
+        return None if r is None else r[key]
+
+    L = ["## What matches the paper, what differs, and why", ""]
+    cC, cG = at("serial", "c_C"), at("serial", "c_G")
+    if cC is not None and cG is not None:
+        L.append(f"- **Table 1 magnitudes**: compiled from Python, the 20-DoF serial chain takes "
+                 f"{us(cC)} us for C (paper 18 us) and {us(cG)} us for Gamma (paper 122 us); "
+                 "the paper's numbers are C++ (RBDL extension) on a 3.2 GHz i7, ours include "
+                 "~1-2 us of Python call overhead and output copies (see the batch columns for the "
+                 "per-state cost inside C), on a shared 2-core EPYC.")
+    L.append("- **Scaling**: the operation counts of the generated code follow the theory closely "
+             "(slopes in the table above: ~2 and ~3 for serial chains, between 1 and 2 for binary "
+             "trees); measured times have lower slopes at small N where the fixed per-call cost "
+             "(Python call, output copy; for NumPy, per-body interpreter overhead) dominates. The "
+             "paper reports the same orders: O(N^2) / O(N^3) on chains, between O(N) and O(N^2) "
+             "on binary trees.")
+    bC, qC = at("biped", "c_C"), at("quadruped", "c_C")
+    bG, qG = at("biped", "c_G"), at("quadruped", "c_G")
+    if None not in (bC, qC, bG, qG):
+        L.append(f"- **Quadruped faster than biped** at 20 actuated DoF, compiled: C {us(bC)} vs "
+                 f"{us(qC)} us, Gamma {us(bG)} vs {us(qG)} us (paper: 13 vs 10 and 64 vs 37 us); "
+                 "shorter legs mean a smaller depth d, and Alg. 2 costs O(N d^2). See the biped / "
+                 "quadruped table for every size and path.")
+    L.append("- **Pinocchio**: computeCoriolisMatrix is the only C routine in Pinocchio, so the "
+             "Gamma route through it costs nv times a C evaluation (O(N^2 d)); Alg. 2 computes "
+             "Gamma in one O(N d^2) pass, which is why the compiled Gamma is faster than the "
+             "Pinocchio route everywhere although a single Pinocchio C call is competitive with "
+             "our compiled C (which also returns M and Mdot).")
+    L.append("- **Differs**: absolute times depend on the machine, compiler and language (the "
+             "paper's C++ vs generated C called from Python here; the NumPy path is 10-1000x "
+             "slower, interpreter-bound); the paper averaged 100 random trials per point, we "
+             "report medians of side-by-side blocks at one random state (the compiled code is "
+             "branch-free, so its time does not depend on the state). The compiled Gamma writes "
+             "the dense nv^3 tensor (mostly zeros on trees), an O(N^3) copy that the paper's "
+             "implementation did not pay.")
+    L.append("")
+    return L
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
