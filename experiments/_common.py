@@ -12,9 +12,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
@@ -59,44 +57,6 @@ def log(msg: str) -> None:
 
 # --- machine -------------------------------------------------------------------------------------
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _version(mod: str) -> str:
-    try:
-        m = __import__(mod)
-        return getattr(m, "__version__", "?")
-    except Exception:  # noqa: BLE001 - a missing optional package is reported as such
-        return "not installed"
-
-
-def gcc_version() -> str:
-    try:
-        out = subprocess.run(["cc", "--version"], capture_output=True, text=True, timeout=10)
-        return out.stdout.splitlines()[0].strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return "no C compiler"
-
-
-def memory_gb() -> float:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal"):
-                    return int(line.split()[1]) / 1024 ** 2
-    except OSError:
-        pass
-    return float("nan")
-
-
 def load_average() -> str:
     try:
         return " / ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -106,12 +66,11 @@ def load_average() -> str:
 
 def machine() -> str:
     """One paragraph describing the machine and software versions."""
-    return (f"{cpu_name()}, {os.cpu_count()} cores **shared with other jobs** (timings include "
-            f"their interference; ratios are measured side by side), {memory_gb():.0f} GB RAM, "
-            f"{platform.system()} {platform.release()}; Python {platform.python_version()}, "
-            f"NumPy {np.__version__}, CasADi {_version('casadi')}, Pinocchio "
-            f"{_version('pinocchio')}, {gcc_version()}; BLAS pinned to 1 thread. "
-            f"Load average at start (1/5/15 min): {load_average()}.")
+    from symdyn.experiments import machine_description
+
+    return (f"{machine_description()}; BLAS pinned to 1 thread. Timings include the other jobs' "
+            f"interference (ratios are measured side by side). Load average at start "
+            f"(1/5/15 min): {load_average()}.")
 
 
 def header(title: str, cmd: str, t_start: float, what: str = "") -> list[str]:
