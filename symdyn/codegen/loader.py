@@ -187,6 +187,8 @@ class CompiledFunction:
         ``out`` arrays must already be C-contiguous float64 of the right shape. ``threads``
         splits the states over POSIX threads (the GIL is released). With ``nan="propagate"``
         states with NaN/inf inputs get NaN outputs; by default a ValueError names the first one.
+        For repeated batches pass preallocated ``out`` arrays: fresh multi-MB results cost page
+        faults comparable to the computation.
         """
         if nan not in _NAN_MODES:
             raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
