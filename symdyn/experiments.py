@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import threading
@@ -101,7 +102,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("table2_symbolic", "table2_symbolic.py",
                "Paper 000 Table 2: symbolic Christoffel symbols, eq. (4) vs Alg. 2 on "
                "SymPy / SymEngine / CasADi",
-               ("table2_symbolic.md",), full_args=("--budget", "120"),
+               ("table2_symbolic.md",), full_args=("--budget", "60"),
                quick_args=("--quick", "--budget", "30"),
                out_option=("--out", "{dir}/table2_symbolic.md"), minutes=(15.0, 2.0)),
     Experiment("fastpath", "bench_fastpath.py",
@@ -213,13 +214,20 @@ def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
     argv = exp.argv(quick, None if default_dir and exp.out_option is None else out_dir)
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=str(ROOT), env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+                            stderr=subprocess.STDOUT, text=True, bufsize=1,
+                            start_new_session=True)  # own process group: compilers, workers
+
+    def kill_group():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
     tail: list[str] = []
     timed_out = threading.Event()
 
     def kill():
         timed_out.set()
-        proc.kill()
+        kill_group()
 
     watchdog = threading.Timer(timeout, kill) if timeout is not None else None
     if watchdog is not None:
@@ -234,7 +242,7 @@ def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
             echo(f"  [{exp.name} {int(el // 60):02d}:{int(el % 60):02d}] {line}")
         proc.wait()
     except KeyboardInterrupt:
-        proc.kill()
+        kill_group()
         proc.wait()
         raise
     finally:
