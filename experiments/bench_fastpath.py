@@ -1,16 +1,17 @@
 """Compiled fast path vs Pinocchio, per call from Python and batched per state -> reports/fastpath.md.
 
     python experiments/bench_fastpath.py                      # all sections (long: builds + flags)
-    python experiments/bench_fastpath.py --sections calls     # only the symdyn-vs-Pinocchio tables
-    python experiments/bench_fastpath.py --models serial:20 --algorithms rnea,crba --quick
+    python experiments/bench_fastpath.py --sections calls --merge   # redo only the vs-Pinocchio tables
+    python experiments/bench_fastpath.py --models serial:20 --algorithms rnea,crba --quick --out -
 
-Sections: ``overhead`` (ctypes vs cffi call cost, casadi.Function call cost), ``gamma`` (Gamma of a
-20-DoF serial chain generated and compiled: the <= 30 s target), ``flags`` (compile CPU time and
-run time per gcc level), ``split`` (big functions cut into chunks vs CasADi's single function),
-``calls`` (symdyn compiled vs Pinocchio in the same process).
+Sections: ``summary`` (the written discussion), ``overhead`` (ctypes vs cffi call cost,
+casadi.Function call cost), ``gamma`` (Gamma of a 20-DoF serial chain generated and compiled:
+the <= 30 s target), ``flags`` (compile CPU time and run time per gcc level), ``split`` (big
+functions cut into chunks vs CasADi's single function), ``calls`` (symdyn compiled vs Pinocchio
+in the same process). ``--merge`` replaces only the regenerated sections of an existing report.
 
-Timing: blocks of calls sized to ~20 ms, alternating symdyn and Pinocchio blocks so both see the
-same machine load; per-call medians over the blocks and the median of the paired ratios.
+Timing: blocks of calls sized to ~20 ms, run round-robin so that compared functions see the same
+machine load; per-call medians over the rounds and the medians of the per-round ratios.
 Compile times are reported as the compiler's CPU time (wall time on a shared machine mostly
 measures the other jobs).
 """
@@ -463,38 +464,44 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
-* **Gamma of a 20-DoF serial chain generated and compiled in about 9 s** (target <= 30 s; the
-  naive dense-6x6 prototype took 434 s): Algorithm 2 on compact transforms gives 81k SX
-  instructions, and `-Og` compiles them in ~7 s of gcc CPU time where `-O2` needs more than 90 s.
-  The auto policy (`-O2` up to 20k instructions + output entries, `-Og` above, `-march=native`)
-  comes from the flag table: `-Og` code is as fast as `-O1` code and at most ~25 % slower than
-  `-O2` code, at a fraction of the compile time for big functions. Splitting functions into
-  chunks did not pay (table below), so it is not used.
-* **Per call from Python** symdyn costs a fixed ~1.2-1.5 us (Python call and checks, one
-  `tobytes()` per input, one ctypes.PyDLL call, output copy) plus the generated C; Pinocchio's
-  pybind11 calls cost ~1-1.5 us plus its C++. On 20-DoF models and talos the compiled path wins
-  (rnea/crba ~0.5-0.65x); on panda (nv = 9) both are dominated by the call overhead and the ratio
-  is ~1 (crba sits at the 1.0x target, within noise).
-* **Batched per state** is the generated C alone. rnea reaches <= 0.25x on the 20-DoF models and
-  talos; crba reaches it only on the quadruped: CRBA's SX graph (5.4k instructions on serial:20)
-  is not 4x leaner than Pinocchio's CRBA (10-parameter inertias and symmetric 6x6 updates),
-  because symdyn's congruence computes all 36 entries of each composite inertia. The Coriolis
-  matrix (17.5k instructions on serial:20, 38k on talos) misses 0.5x per call for the same
-  reason: the per-call time there is mostly C time. Reaching these targets means shrinking the
-  graphs in `spatial.py`/the algorithms (symmetric congruence emitting the upper triangle only,
-  inertias as (m, h, Ibar)), not the code generator.
-* **christoffel** beats the Pinocchio route (nv calls of computeCoriolisMatrix(q, e_k)) by 7-30x
-  per call. Batched, its 8000 outputs (64 kB) per state make it memory-bound.
-* **Batches need `out=`** for large outputs: a fresh result array of several MB is paid in page
-  faults (first touch of new memory), as much as the computation itself for the Coriolis matrix
-  or Gamma; the batch columns use preallocated outputs.
-* **Threads**: the machine has 2 cores shared with other jobs (load 2-5 during the runs), so the
-  2-thread batch column rarely gains; on an idle multi-core machine it splits states evenly.
-* **Noise**: per-call medians moved by up to ~30 % between runs on this shared machine; the
-  round-robin ratios are more stable, yet results within ~10 % of a target are not decisive.
-* CasADi's generated C reads every input through `arg[i] ? arg[i][k] : 0` and guards every
-  output write with `if (res[i])`; for Gamma (8000 writes) these branches are what makes -O2
-  compilation so slow.
+* **Gamma of a 20-DoF serial chain generated and compiled in 8-9 s** (target <= 30 s; the naive
+  dense-6x6 prototype took 434 s): Algorithm 2 on compact transforms gives 81k SX instructions,
+  and `-Og` compiles them in ~7 s of gcc CPU time where `-O2` needs more than 90 s.
+* **Flags** (auto policy: `-O2` up to 20k SX instructions + output entries, `-Og` above, plus
+  `-march=native`): for big functions `-Og` compiles 2-10x faster than `-O2` and its code is as
+  fast as `-O1` code, but 5-80 % slower than `-O2 -march=native` code (serial:20 Coriolis
+  matrix, rnea_derivatives; the run-time columns of the flag table are noisy). The threshold
+  trades that for compile time (rnea_derivatives serial:20: 5 s vs 13 s of gcc CPU);
+  `build(..., opt="-O2")` takes the other side. Splitting functions into chunks made the code
+  slower without saving much compile time (split table), so it is not used.
+* **Binding**: ctypes.PyDLL costs ~0.15 us per call, cffi's ABI mode 0.22 us, cffi's API mode
+  0.12 us but needs a CPython extension compiled per build; symdyn uses ctypes. A single call
+  costs ~1.2-1.5 us besides the C code (Python call and checks, one `tobytes()` per input, the
+  ctypes call, the output copy); Pinocchio's pybind11 calls cost about as much.
+* **Per call from Python**: rnea 0.49-0.91x (target <= 1.0: reached everywhere), crba 0.55-0.64x
+  except panda 1.06x (missed by 6 %: nv = 9, both libraries are call-overhead bound there),
+  rnea_derivatives 0.38-0.64x (<= 0.7: reached), christoffel 0.03-0.12x of the Pinocchio route
+  (nv calls of computeCoriolisMatrix(q, e_k); <= 0.15: reached), coriolis_matrix 0.40-0.50x on
+  binary/biped/quadruped but 0.61x (serial:20), 0.80x (panda), 0.86x (talos): missed.
+* **Batched per state** (the generated C alone): rnea 0.15-0.19x (<= 0.25: reached) except talos
+  0.32x; crba reaches 0.25x only on the quadruped (0.21x), 0.28-0.33x on the other 20-DoF
+  models and panda, 0.51x on talos.
+* **What limits crba and the Coriolis matrix** is the size of the generated code, not the call
+  path: CRBA on serial:20 is 5.4k SX instructions, the Coriolis matrix 17.5k (38k on talos,
+  compiled with -Og by the policy). symdyn's congruence `X^T A X` computes all 36 entries of each
+  6x6 composite inertia (and of B^C for the Coriolis matrix) where Pinocchio updates
+  10-parameter inertias and symmetric blocks. Reaching these targets needs leaner graphs in
+  `spatial.py`/the algorithms (symmetric congruence emitting one triangle, inertias as
+  (m, h, Ibar)), not changes in the code generator.
+* **Batches need `out=`** for large outputs: fresh multi-MB result arrays cost page faults as
+  expensive as the computation (Coriolis matrix, Gamma); the batch columns use preallocated
+  outputs. Gamma's 8000 outputs (64 kB) per state make its batch memory-bound.
+* **Threads**: 2 cores shared with other jobs (load 1.5-5 during the runs), so the 2-thread
+  column rarely gains here.
+* **Noise**: earlier runs under heavier load gave per-call medians up to 2x higher; this run's
+  medians and minima agree (ratio columns), but results within ~10 % of a target are not decisive.
+* CasADi's C reads every input through `arg[i] ? arg[i][k] : 0` and guards every output write
+  with `if (res[i])`; for Gamma (8000 writes) these branches are what makes -O2 compiles slow.
 """
 
 
@@ -516,13 +523,14 @@ def _merge(old: str, new_body: str, new_head: str) -> str:
     out = []
     for title, text in _sections(old):
         if not title:
-            earlier = [ln for ln in text.splitlines() if ln.startswith(("Regenerate:",
-                                                                         "Earlier sections:"))]
-            earlier = [ln.replace("Regenerate:", "Earlier sections:") for ln in earlier]
+            earlier = [ln.replace("Regenerate:", "Earlier sections:") for ln in text.splitlines()
+                       if ln.startswith(("Regenerate:", "Earlier sections:"))]
+            # the summary is static text: commands that only rewrote it measured nothing
+            earlier = list(dict.fromkeys(ln for ln in earlier if "--sections summary " not in ln))
             out.append("\n".join([new_head.rstrip(), "", *earlier, ""]))
         else:
-            out.append(new.pop(title, text))
-    out += [t for k, t in new.items() if k]
+            out.append(new.pop(title, text).rstrip() + "\n")
+    out += [t.rstrip() + "\n" for k, t in new.items() if k]
     return "\n".join(out)
 
 
@@ -530,7 +538,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=DEFAULT_MODELS)
     p.add_argument("--algorithms", default=DEFAULT_ALGS)
-    p.add_argument("--sections", default="overhead,gamma,flags,split,calls")
+    p.add_argument("--sections", default="summary,overhead,gamma,flags,split,calls")
     p.add_argument("--flag-levels", default="-Og,-O1,-O2,-Og -march=native,-O2 -march=native")
     p.add_argument("--flag-algorithms",
                    default="rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel")
@@ -556,7 +564,7 @@ def main(argv=None) -> int:
             f"casadi {casadi.__version__}, pinocchio {pinocchio.__version__}, "
             f"{subprocess.run(['cc', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}.",
             ""]
-    body = [DISCUSSION] if set(sections) >= {"gamma", "flags", "calls"} else []
+    body = [DISCUSSION] if "summary" in sections else []
     if "overhead" in sections:
         body += section_overhead(repeat)
         m = from_spec("serial:20")
