@@ -125,6 +125,21 @@ def congruence(B, X: Transform, A):
     return B.block([[A11 + rx @ A21 - T12 @ rx, T12], [A21 - A22 @ rx, A22]])
 
 
+def inertia_congruence(B, X: Transform, I):
+    """X^T I X for a rigid-body (or composite) inertia I = [[Ibar, S(h)], [S(h)^T, m 1]] using its
+    10 parameters (m, h = m c, Ibar about the frame origin): with h1 = E^T h,
+    h' = h1 + m r and Ibar' = E^T Ibar E - S(r) S(h1) - S(h1) S(r) - m S(r) S(r)
+    (Featherstone 2008, Sec. 2.13). About 2.5x fewer operations than :func:`congruence`."""
+    E, m = X.E, I[3, 3]
+    h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
+    Ibar = B.rows(B.cols(I, 0, 3), 0, 3)
+    h1 = E.T @ h
+    rx, h1x = skew(B, X.r), skew(B, h1)
+    Ibar2 = E.T @ Ibar @ E - rx @ h1x - h1x @ rx - m * (rx @ rx)
+    H = skew(B, h1 + m * X.r)
+    return B.block([[Ibar2, H], [H.T, m * B.eye(3)]])
+
+
 def congruence_inv(B, X: Transform, A):
     """X^-T A X^-1: an operator in L(M, F) from frame A's coordinates to frame B's."""
     return congruence(B, inverse(B, X), A)
@@ -172,6 +187,13 @@ def mcI(B, m, c, Ic):
     expressed at the frame origin: [[Ic + m S(c) S(c)^T, m S(c)], [m S(c)^T, m 1]]."""
     C = skew(B, c)
     return B.block([[Ic + m * (C @ C.T), m * C], [m * C.T, m * B.eye(3)]])
+
+
+def inertia_rate(B, v, I):
+    """Idot = (v x*) I - I (v x) = A + A^T with A = (v x*) I: the rate of change of a body inertia
+    moving with velocity v (paper 000 Sec. 2.3); again rigid-body structured (mass rate 0)."""
+    A = crf(B, v) @ I
+    return A + A.T
 
 
 def factorization_B(B, v, I, kind: str = "christoffel"):

@@ -20,7 +20,8 @@ symbols of eq. (4); planar joints (generalized coordinates with Phiring != 0) ar
 """
 from __future__ import annotations
 
-from ..spatial import congruence, crfbar, cross_force, cross_motion, factorization_B, xform_force_T
+from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorization_B,
+                       inertia_congruence, xform_force_T)
 from .common import entry, joint_kinematics
 from .crba import crba
 
@@ -100,7 +101,7 @@ def _christoffel_blocks(B, model, q, emit):
                     emit("C", kk, idx[i], idx[j], S[i].T @ F3, True)        # line 14
         p = parents[k]
         if p >= 0:
-            IC[p] = IC[p] + congruence(B, Xup[k], IC[k])                      # line 22
+            IC[p] = IC[p] + inertia_congruence(B, Xup[k], IC[k])              # line 22
 
 
 def _dense_writer(B, G):

@@ -13,8 +13,8 @@ C*(q, qd) = sum_k Gamma[:, :, k] qd[k] for the generalized Christoffel symbols G
 """
 from __future__ import annotations
 
-from ..spatial import (congruence, cross_force, cross_motion, factorization_B, xform_force_T,
-                       xform_motion)
+from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorization_B,
+                       inertia_congruence, inertia_rate, xform_force_T, xform_motion)
 from .common import entry, joint_kinematics
 
 FACTORIZATIONS = ("christoffel", "simple")
@@ -67,13 +67,22 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
     N, parents = model.N, model.parents
     v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                       # lines 1-4
     IC = list(I)                                                              # line 5
-    BC = [factorization_B(B, v[i], I[i], factorization) for i in range(N)]    # line 6
+    # line 6. Eq. (10) is B = 1/2 (Idot + (I v) xbar*) with Idot = (v x*) I - I (v x); both parts
+    # sum over a subtree in compact form (Idot^C: 10 numbers, h^C = sum I v: a force), so
+    # B^C = 1/2 (Idot^C + (h^C) xbar*) is carried as (IdC, hC) instead of a general 6x6.
+    compact = factorization == "christoffel"
+    if compact:
+        IdC = [inertia_rate(B, v[i], I[i]) for i in range(N)]
+        hC = [I[i] @ v[i] for i in range(N)]
+    else:
+        BC = [factorization_B(B, v[i], I[i], factorization) for i in range(N)]
     M, Mdot, C = {}, {}, {}
     for j in reversed(range(N)):                                              # line 8
         nj = S[j].shape[1]
-        F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]                                   # line 9
+        BCj = (IdC[j] + crfbar(B, hC[j])) / 2 if compact else BC[j]
+        F1 = IC[j] @ Sdot[j] + BCj @ S[j]                                     # line 9
         F2 = IC[j] @ S[j]                                                     # line 10
-        F3 = BC[j].T @ S[j]                                                   # line 11
+        F3 = BCj.T @ S[j]                                                     # line 11
         C[j, j] = S[j].T @ F1                                                 # line 12
         M[j, j] = S[j].T @ F2                                                 # line 13
         Mdot[j, j] = Sdot[j].T @ F2 + S[j].T @ (F1 + F3)                      # line 14
@@ -90,8 +99,12 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
             Mdot[j, i] = Mdot[i, j].T
         p = parents[j]
         if p >= 0:
-            IC[p] = IC[p] + congruence(B, Xup[j], IC[j])                      # line 24
-            BC[p] = BC[p] + congruence(B, Xup[j], BC[j])                      # line 25
+            IC[p] = IC[p] + inertia_congruence(B, Xup[j], IC[j])              # line 24
+            if compact:                                                       # line 25
+                IdC[p] = IdC[p] + inertia_congruence(B, Xup[j], IdC[j])
+                hC[p] = hC[p] + xform_force_T(B, Xup[j], hC[j])
+            else:
+                BC[p] = BC[p] + congruence(B, Xup[j], BC[j])
     return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
             blocks_to_matrix(B, model, C))
 

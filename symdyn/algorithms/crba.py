@@ -1,7 +1,7 @@
 """Composite-Rigid-Body Algorithm (Featherstone 2008, Table 6.2; paper 000 eqs. (15), (17), (19))."""
 from __future__ import annotations
 
-from ..spatial import congruence, xform_force_T
+from ..spatial import inertia_congruence, xform_force_T
 from .common import assemble_blocks, entry, joint_kinematics
 
 
@@ -14,7 +14,7 @@ def crba(model, q, *, backend: str | None = None):
     for i in reversed(range(model.N)):
         p = model.parents[i]
         if p >= 0:
-            IC[p] = IC[p] + congruence(B, Xup[i], IC[i])
+            IC[p] = IC[p] + inertia_congruence(B, Xup[i], IC[i])
     M = {}
     for i in range(model.N):
         F = IC[i] @ S[i]
