@@ -412,3 +412,15 @@ def test_cli_bad_arguments(tmp_path, capsys):
     assert main(["codegen", "serial:2", "--algorithms", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown algorithm" in capsys.readouterr().err
     assert main(["codegen", "serial:2", "--out", str(tmp_path), "--opt", "O7"]) == 2
+
+
+def test_cache_key_follows_symdyn_sources(tmp_path, monkeypatch):
+    """An edited algorithm (same version string) must not reuse a library built from old code."""
+    from symdyn.codegen import build as cg_build
+
+    m = _tiny()
+    a = build(m, ["rnea"], opt="-O0", cache_dir=tmp_path)
+    assert build(m, ["rnea"], opt="-O0", cache_dir=tmp_path).cache_hit
+    monkeypatch.setattr(cg_build, "_SOURCE_DIGEST", ["edited-sources"])
+    b = build(m, ["rnea"], opt="-O0", cache_dir=tmp_path)
+    assert not b.cache_hit and b.path != a.path

@@ -249,7 +249,23 @@ def _versions() -> dict:
 
     from .. import __version__
 
-    return {"symdyn": __version__, "casadi": casadi.__version__}
+    return {"symdyn": __version__, "symdyn_source": _source_digest(), "casadi": casadi.__version__}
+
+
+_SOURCE_DIGEST: list[str] = []
+
+
+def _source_digest() -> str:
+    """SHA-256 of symdyn's own Python sources: a cache entry built by other code (an edited
+    algorithm, a development checkout between releases) is never reused."""
+    if not _SOURCE_DIGEST:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _SOURCE_DIGEST.append(h.hexdigest()[:16])
+    return _SOURCE_DIGEST[0]
 
 
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
