@@ -67,7 +67,8 @@ def _cell(kind, n, backend, method, queue):
     t0 = time.perf_counter()
     G = fn(model, q)
     seconds = time.perf_counter() - t0
-    if seconds < 0.5:  # fast cells: median of 5 runs (the machine is shared)
+    if seconds < 0.5 and backend != "sympy":  # fast cells: median of 5 runs (shared machine);
+        # not SymPy: its expression cache would make repeats time cache look-ups
         runs = [seconds]
         for _ in range(4):
             t0 = time.perf_counter()
@@ -163,7 +164,7 @@ def _report(rows, backends, results, simp, args) -> str:
          "assumption queries on large products (0 * expr must ask whether expr is finite) cost about "
          "1.7x the time. "
          "No simplification in these columns (as in the paper). Size: unique nodes of the expression DAG "
-         "(SymPy/SymEngine) or CasADi instructions. Cells under 0.5 s are the median of 5 runs.", ""]
+         "(SymPy/SymEngine) or CasADi instructions. CasADi/SymEngine cells under 0.5 s are the median of 5 runs; SymPy cells are single first runs (repeats would hit SymPy's expression cache).", ""]
     for kind, Ns in rows:
         L.append(f"## {kind} {'tree (branching factor 2)' if kind == 'binary' else 'chain'}")
         L.append("")
