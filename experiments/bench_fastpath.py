@@ -478,21 +478,23 @@ DISCUSSION = """## Summary and what limits it (written for the committed run; th
   0.12 us but needs a CPython extension compiled per build; symdyn uses ctypes. A single call
   costs ~1.2-1.5 us besides the C code (Python call and checks, one `tobytes()` per input, the
   ctypes call, the output copy); Pinocchio's pybind11 calls cost about as much.
-* **Per call from Python**: rnea 0.49-0.91x (target <= 1.0: reached everywhere), crba 0.55-0.64x
-  except panda 1.06x (missed by 6 %: nv = 9, both libraries are call-overhead bound there),
-  rnea_derivatives 0.38-0.64x (<= 0.7: reached), christoffel 0.03-0.12x of the Pinocchio route
-  (nv calls of computeCoriolisMatrix(q, e_k); <= 0.15: reached), coriolis_matrix 0.40-0.50x on
-  binary/biped/quadruped but 0.61x (serial:20), 0.80x (panda), 0.86x (talos): missed.
-* **Batched per state** (the generated C alone): rnea 0.15-0.19x (<= 0.25: reached) except talos
-  0.32x; crba reaches 0.25x only on the quadruped (0.21x), 0.28-0.33x on the other 20-DoF
-  models and panda, 0.51x on talos.
+* **Per call from Python** (calls section regenerated after the 10-parameter inertia change):
+  rnea 0.49-0.93x (target <= 1.0: reached everywhere), crba 0.45-0.97x (reached everywhere; panda
+  0.97x is call-overhead bound, nv = 9), rnea_derivatives 0.39-0.66x (<= 0.7: reached),
+  christoffel 0.03-0.10x of the Pinocchio route (nv calls of computeCoriolisMatrix(q, e_k);
+  <= 0.15: reached), coriolis_matrix 0.37-0.46x on binary/biped/quadruped (reached) but 0.57x
+  (serial:20), 0.69x (panda), 0.70x (talos): missed (before the change: 0.61/0.80/0.86x).
+* **Batched per state** (the generated C alone): rnea 0.15-0.19x (<= 0.25: reached) except
+  serial:20 0.27x and talos 0.32x; crba 0.18x (quadruped), 0.22x (panda) reached, 0.25-0.27x on the
+  other 20-DoF models (at the target, within noise), 0.45x on talos (before: 0.28-0.51x).
 * **What limits crba and the Coriolis matrix** is the size of the generated code, not the call
-  path: CRBA on serial:20 is 5.4k SX instructions, the Coriolis matrix 17.5k (38k on talos,
-  compiled with -Og by the policy). symdyn's congruence `X^T A X` computes all 36 entries of each
-  6x6 composite inertia (and of B^C for the Coriolis matrix) where Pinocchio updates
-  10-parameter inertias and symmetric blocks. Reaching these targets needs leaner graphs in
-  `spatial.py`/the algorithms (symmetric congruence emitting one triangle, inertias as
-  (m, h, Ibar)), not changes in the code generator.
+  path. Composite inertias are now propagated by their 10 parameters (`spatial.inertia_congruence`)
+  and eq. (10)'s B^C as (Idot^C, h^C) (B = 1/2 (Idot + (I v) xbar*)), which cut the graphs
+  (serial:20 crba 5.4k -> 3.6k SX instructions, Coriolis 17.5k -> 14.1k; talos Coriolis
+  35.7k -> 25.1k). What remains for the Coriolis matrix is the O(N d) backward sweep that moves
+  three 6 x n_j force blocks (F1, F2, F3) per ancestor in body coordinates; Pinocchio works in
+  the world frame, where these need no transforms. A world-frame variant of Algorithm 1 (as
+  paper 000's footnote 2 describes for Pinocchio) is the next step, not the code generator.
 * **Batches need `out=`** for large outputs: fresh multi-MB result arrays cost page faults as
   expensive as the computation (Coriolis matrix, Gamma); the batch columns use preallocated
   outputs. Gamma's 8000 outputs (64 kB) per state make its batch memory-bound.
