@@ -17,7 +17,7 @@ import time
 from typing import Sequence
 
 # Modules that add subcommands (each exposes register(subparsers)); append yours here.
-_SUBCOMMANDS: tuple[str, ...] = ("symdyn.codegen.cli", "symdyn.symbolic.cli")
+_SUBCOMMANDS: tuple[str, ...] = ("symdyn.codegen.cli", "symdyn.symbolic.cli", "symdyn.experiments")
 
 _DEMO_ALGORITHMS = ("rnea", "crba", "aba")
 
