@@ -52,7 +52,7 @@ def check_joints(model) -> None:
     """Refuse joints whose motion subspace varies in body coordinates, except the planar joint."""
     for i, j in enumerate(model.joints):
         if not j.S_constant and j.type not in _SEQUENTIAL_COLUMNS:
-            raise NotImplementedError(
+            raise ValueError(
                 f"IDSVA: joint {j!r} of body {model.names[i]!r} has a motion subspace that varies in "
                 "body coordinates; only the planar joint is supported among such joints")
 
