@@ -52,6 +52,7 @@ class Experiment:
     quick_args: tuple[str, ...] = ("--quick",)
     out_option: tuple[str, ...] | None = ("--out-dir", "{dir}")
     minutes: tuple[float, float] = (1.0, 0.5)
+    cold_minutes: float = 0.0   # extra time of a first run with an empty build cache
 
     def argv(self, quick: bool, out_dir: Path | None) -> list[str]:
         args = [sys.executable, str(EXPERIMENTS_DIR / self.script)]
@@ -70,46 +71,50 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("verification", "verification.py",
                "Paper 000 Sec. 5 verification residuals (C qd vs RNEA, Mdot - C - C^T, "
                "C - Gamma qd, vs Pinocchio) on chains, trees, floating bases, TALOS",
-               ("verification.md",), minutes=(1.0, 0.2)),
+               ("verification.md",), minutes=(0.5, 0.1)),
     Experiment("com_coordinates", "com_coordinates.py",
                "Paper 000 Remark 6: CoM speeds on TALOS / a floating biped, block-diagonal M "
                "and zero blocks of C*",
-               ("com_coordinates.md", "com_coordinates.png"), minutes=(0.5, 0.1)),
+               ("com_coordinates.md", "com_coordinates.png"), minutes=(0.1, 0.1)),
     Experiment("passivity", "passivity.py",
                "Paper 001 Sec. IV-A: Slotine-Li tracking with C* vs C* + torsion (point mass, "
                "Figs. 4-7; 7-DoF Panda with eq. (12)), high-frequency content",
                ("passivity.md", "passivity_pointmass_errors.png", "passivity_pointmass_path.png",
-                "passivity_pointmass_lyapunov.png", "passivity_arm.png"), minutes=(2.0, 0.5)),
+                "passivity_pointmass_lyapunov.png", "passivity_arm.png"), minutes=(0.5, 0.2),
+               cold_minutes=0.5),
     Experiment("coriolis_scaling", "coriolis_scaling.py",
                "NumPy cost of C and Gamma vs N (serial, binary) with fitted exponents; paper "
                "000 Sec. 5 residuals on serial chains",
                ("coriolis_scaling.md", "coriolis_scaling.png"), out_option=None,
-               minutes=(4.0, 1.0)),
+               minutes=(0.6, 0.3)),
     Experiment("derivatives_numpy", "derivatives_numpy.py",
                "Papers 003/004 with NumPy: IDSVA vs FD/AD (accuracy, time, SX op counts), "
                "DMM vs AZA up to n = 400",
                ("derivatives_numpy.md", "derivatives_numpy.png"), out_option=None,
-               minutes=(4.0, 1.0)),
+               minutes=(1.2, 0.5)),
     Experiment("derivatives_compiled", "derivatives_compiled.py",
                "Papers 003/004 compiled: IDSVA vs AD vs FD (chain to n = 100, bf 2 and 5), "
                "vs Pinocchio on real robots, DMM vs AZA crossover",
-               ("derivatives_compiled.md", "derivatives_compiled.png"), minutes=(8.0, 1.5)),
+               ("derivatives_compiled.md", "derivatives_compiled.png"), minutes=(2.5, 0.6),
+               cold_minutes=5.0),
     Experiment("table1_timing", "table1_timing.py",
                "Paper 000 Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
                "quadruped), NumPy / compiled / Pinocchio, slopes vs theory",
                ("table1_timing.md", "table1_fig2_serial.png", "table1_fig3_binary.png",
-                "table1_fig4_legged.png", "table1_opcount.png"), minutes=(12.0, 2.0)),
+                "table1_fig4_legged.png", "table1_opcount.png"), minutes=(1.2, 0.6),
+               cold_minutes=2.5),
     Experiment("table2_symbolic", "table2_symbolic.py",
                "Paper 000 Table 2: symbolic Christoffel symbols, eq. (4) vs Alg. 2 on "
                "SymPy / SymEngine / CasADi",
                ("table2_symbolic.md",), full_args=("--budget", "60"),
                quick_args=("--quick", "--budget", "30"),
-               out_option=("--out", "{dir}/table2_symbolic.md"), minutes=(15.0, 2.0)),
+               out_option=("--out", "{dir}/table2_symbolic.md"), minutes=(10.5, 1.8)),
     Experiment("fastpath", "bench_fastpath.py",
                "Compiled fast path vs Pinocchio per call and batched (rnea, crba, aba, C, "
                "Gamma, derivatives), call overhead, compiler flags",
                ("fastpath.md",), out_option=("--out", "{dir}/fastpath.md"),
-               quick_args=("--quick", "--sections", "overhead,calls"), minutes=(20.0, 3.0)),
+               quick_args=("--quick", "--sections", "overhead,calls"), minutes=(4.0, 1.0),
+               cold_minutes=3.0),
 ]}
 
 
@@ -269,8 +274,11 @@ def run(names: Sequence[str], quick: bool = False, out_dir=None, timeout: float 
     out = REPORTS_DIR if out_dir is None else Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     est = sum(e.minutes[1 if quick else 0] for e in exps)
+    cold = sum(e.cold_minutes for e in exps)
     echo(f"symdyn experiments: {len(exps)} to run ({'quick' if quick else 'full'} presets, "
-         f"expected ~{est:.0f} min with a warm build cache), reports -> {out}")
+         f"expected ~{est:.0f} min with a warm build cache"
+         + (f", up to ~{est + cold:.0f} min with an empty one" if cold else "")
+         + f"), reports -> {out}")
     results = []
     t_all = time.perf_counter()
     for i, exp in enumerate(exps, 1):
@@ -338,8 +346,12 @@ def write_index(directory: Path) -> Path:
         if figs:
             link += " + " + ", ".join(f"[{Path(f).stem}]({f})" for f in figs)
         if r is None:
-            L.append(f"| {link} | {exp.title} | `{exp.command(False)}` | not run by the runner | "
-                     "- | - |")
+            when = "not generated"
+            if files:
+                mtime = (directory / files[0]).stat().st_mtime
+                when = datetime.fromtimestamp(mtime, timezone.utc).strftime(
+                    "file dated %Y-%m-%d %H:%M UTC (not run by the runner; machine in the report)")
+            L.append(f"| {link} | {exp.title} | `{exp.command(False)}` | {when} | - | - |")
             continue
         machines.setdefault(r["machine"], []).append(exp.name)
         L.append(f"| {link} | {exp.title} | `{r['command']}` (`{r['cli']}`) | {r['date']} "
@@ -385,7 +397,9 @@ def register(subparsers) -> None:
 def _cmd_list(args) -> int:
     width = max(len(n) for n in EXPERIMENTS)
     for e in EXPERIMENTS.values():
-        print(f"{e.name:<{width}}  ~{e.minutes[0]:g} min (quick ~{e.minutes[1]:g})  {e.title}")
+        cold = f", +{e.cold_minutes:g} compiling" if e.cold_minutes else ""
+        print(f"{e.name:<{width}}  ~{e.minutes[0]:g} min (quick ~{e.minutes[1]:g}{cold})  "
+              f"{e.title}")
         print(f"{'':<{width}}  -> reports/{', '.join(e.reports)}")
     print(f"\nrun: symdyn experiments run NAME|all [--quick]; scripts in {EXPERIMENTS_DIR}")
     return 0
