@@ -18,21 +18,13 @@ import numpy as np
 from symdyn.algorithms import rnea
 from symdyn.algorithms.christoffel import christoffel
 from symdyn.algorithms.coriolis import coriolis_matrix
+from symdyn.experiments import cpu_name
 from symdyn.models import binary_tree, serial_chain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPORTS = os.path.join(ROOT, "reports")
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def zero_gravity(model):

@@ -27,6 +27,7 @@ import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
 from symdyn import derivatives as D  # noqa: E402
+from symdyn.experiments import cpu_name  # noqa: E402
 from symdyn.algorithms.aba_derivatives import aba_pass, aza  # noqa: E402
 from symdyn.algorithms.common import entry, joint_kinematics  # noqa: E402
 from symdyn.algorithms.rnea import rnea  # noqa: E402
@@ -37,15 +38,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPORTS = os.path.join(ROOT, "reports")
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def cpu_time(fn, min_total=0.2, repeats=5):

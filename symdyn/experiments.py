@@ -120,7 +120,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
 
 # --- machine --------------------------------------------------------------------------------------
 
-def _cpu() -> str:
+def cpu_name() -> str:
+    """CPU model from /proc/cpuinfo (or platform), for the machine line of reports."""
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -160,7 +161,7 @@ def _versions() -> str:
 
 def machine_description() -> str:
     """CPU, cores, memory, OS and the versions of the numeric stack (one line)."""
-    return (f"{_cpu()}, {os.cpu_count()} cores (shared with other jobs), {_mem_gb()}, "
+    return (f"{cpu_name()}, {os.cpu_count()} cores (shared with other jobs), {_mem_gb()}, "
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}; "
             f"{_versions()}")
 
