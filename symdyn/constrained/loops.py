@@ -242,42 +242,61 @@ class LoopModel:
         for k, p in enumerate(tree.parents):
             X0[k] = Xup[k] if p < 0 else compose(B, Xup[k], X0[p])
         d = _jacobians(B, tree, qs, qds, Xup, S) if (jacobian or qds is not None) else None
-        rates = qds is not None
-        consts = self._constants(B)
         out = []
         for c, (pred, succ, _, _) in enumerate(self._frames):
-            Xp, Xs = consts[c]
-            XA = Xp if pred < 0 else compose(B, Xp, X0[pred])             # world -> A
-            XB = compose(B, Xs, X0[succ])                                  # world -> B
-            XAB = compose(B, XA, inverse(B, XB))                           # B -> A
-            XAs = compose(B, XA, inverse(B, X0[succ]))                     # succ body -> A
-            R, p = XAB.E, -(XAB.E @ XAB.r)                                 # B in A
-            ang, lin = self.closures[c].components()
-            res = []
-            if self.closures[c].kind == "revolute":
-                a = _AXIS[self.closures[c].axis]
-                u1, u2 = (a + 1) % 3, (a + 2) % 3
-                res += [-R[u2, a], R[u1, a]]                               # u . (n x R n)
-            elif self.closures[c].kind == "fixed":
-                res += [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
-            res += [p[t] for t in lin]
             if d is None:
-                out.append((res, None, None))
+                out.append(self.closure_term(B, c, X0[pred] if pred >= 0 else None, X0[succ]))
                 continue
-            Y = xform_motion(B, XAs, d.J[succ])
-            if pred >= 0:
-                Y = Y - xform_motion(B, Xp, d.J[pred])
-            rows = self._rows[c]
-            K = B.vcat([B.rows(Y, r, r + 1) for r in rows])
-            Kd = None
-            if rates:
-                Yd = xform_motion(B, XAs, d.Jdot[succ])
-                if pred >= 0:
-                    vA = xform_motion(B, Xp, d.v[pred])
-                    Yd = Yd - xform_motion(B, Xp, d.Jdot[pred]) - cross_motion(B, vA, Y)
-                Kd = B.vcat([B.rows(Yd, r, r + 1) for r in rows])
-            out.append((res, K, Kd))
+            rates = qds is not None
+            out.append(self.closure_term(
+                B, c, X0[pred] if pred >= 0 else None, X0[succ], d.J[succ],
+                d.J[pred] if pred >= 0 else None, d.Jdot[succ] if rates else None,
+                d.Jdot[pred] if rates and pred >= 0 else None,
+                d.v[pred] if rates and pred >= 0 else None))
         return out
+
+    def closure_term(self, B, c, X_pred, X_succ, J_succ=None, J_pred=None, Jdot_succ=None,
+                     Jdot_pred=None, v_pred=None):
+        """Closure c's (residual entries, K rows, Kdot rows) from its bodies' poses and Jacobians.
+
+        ``X_pred``/``X_succ`` map a reference frame to the pred/succ body coordinates (``X_pred``
+        None: pred IS the reference frame, e.g. the world). Any frame rigidly attached to the
+        world or to a common ancestor serves, since only the pose of B relative to A enters.
+        ``J_*``/``Jdot_*`` are the bodies' Jacobians and coordinate-free Jacobian derivatives over
+        any set of speed columns (None: zero in these columns), ``v_pred`` the pred body's absolute
+        velocity (None: at rest). K needs ``J_succ``, Kdot also ``Jdot_succ``.
+        """
+        Xp, Xs = self._constants(B)[c]
+        XA = Xp if X_pred is None else compose(B, Xp, X_pred)                 # ref -> A
+        XB = compose(B, Xs, X_succ)                                            # ref -> B
+        XAB = compose(B, XA, inverse(B, XB))                                   # B -> A
+        R, p = XAB.E, -(XAB.E @ XAB.r)                                         # B in A
+        cl = self.closures[c]
+        _, lin = cl.components()
+        res = []
+        if cl.kind == "revolute":
+            a = _AXIS[cl.axis]
+            u1, u2 = (a + 1) % 3, (a + 2) % 3
+            res += [-R[u2, a], R[u1, a]]                                       # u . (n x R n)
+        elif cl.kind == "fixed":
+            res += [(R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2]
+        res += [p[t] for t in lin]
+        if J_succ is None:
+            return res, None, None
+        rows = self._rows[c]
+        XAs = compose(B, XA, inverse(B, X_succ))                               # succ body -> A
+        Y = xform_motion(B, XAs, J_succ)
+        if J_pred is not None:
+            Y = Y - xform_motion(B, Xp, J_pred)
+        K = B.vcat([B.rows(Y, r, r + 1) for r in rows])
+        if Jdot_succ is None:
+            return res, K, None
+        Yd = xform_motion(B, XAs, Jdot_succ)
+        if Jdot_pred is not None:
+            Yd = Yd - xform_motion(B, Xp, Jdot_pred)
+        if v_pred is not None:
+            Yd = Yd - cross_motion(B, xform_motion(B, Xp, v_pred), Y)           # - v_A x {J}_A
+        return res, K, B.vcat([B.rows(Yd, r, r + 1) for r in rows])
 
     def _constants(self, B):
         key, cache = B.name, self._cache  # per LoopModel: several may share one tree

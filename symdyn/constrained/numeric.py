@@ -32,18 +32,21 @@ def check_closed(loop: LoopModel, q, residual, what: str = "q") -> None:
                        "configuration with symdyn.constrained.numeric.solve_configuration(loop, q)")
 
 
-def check_regular(loop: LoopModel, q, Kd) -> None:
-    """Raise :class:`SingularConfigurationError` if ``K_d`` is (numerically) singular."""
+def check_regular(loop: LoopModel, q, Kd, dependent=None, independent=None) -> None:
+    """Raise :class:`SingularConfigurationError` if ``K_d`` is (numerically) singular; the message
+    names ``dependent``/``independent`` (default: the loop's, e.g. one cluster's for ClusterTree)."""
     Kd = np.asarray(Kd, float)
     s = np.linalg.svd(Kd, compute_uv=False)
     if s.size == 0:
         return
     if s[-1] <= loop.singular_tol * max(s[0], 1e-300):
-        names = [_speed_name(loop, t) for t in loop.dependent]
+        dependent = loop.dependent if dependent is None else dependent
+        independent = loop.independent if independent is None else independent
+        names = [_speed_name(loop, t) for t in dependent]
         raise SingularConfigurationError(
             f"{loop.name!r}: the dependent-speed Jacobian K_d is singular at this configuration "
             f"(singular values {s[0]:.3e} .. {s[-1]:.3e}); the dependent speeds {names} are not "
-            f"determined by the independent ones {[_speed_name(loop, t) for t in loop.independent]} "
+            f"determined by the independent ones {[_speed_name(loop, t) for t in independent]} "
             "(a singular/dead-center pose: choose other independent speeds or another pose)")
 
 
