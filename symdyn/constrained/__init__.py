@@ -6,6 +6,9 @@
 * :mod:`.loops`: closed kinematic loops by the spanning-tree method (Sec. VI-C1): ``LoopModel``
   with loop-closure constraints, ``qd = G(q) y``, ``Mbar = G^T M G``, ``Cbar = G^T C G + G^T M Gdot``
   with ``Gdot`` exact (generic over the backends).
+* :mod:`.clusters`: the cluster-tree method (Secs. VI-C2/3): local loops grouped into clusters
+  that move like multi-body joints, Algorithm 1 over the cluster tree (Mbar, Mbar_dot, Cbar
+  without the spanning tree's C*) and the generalized Christoffel symbols in the minimal speeds.
 * :mod:`.numeric`: NumPy-only helpers for loops: closure/singularity checks, Newton on the
   closure constraints, RK4 simulation in the independent coordinates, energies.
 * :mod:`.mechanisms`: worked models: planar four-bar linkage, five-bar parallel leg, spatial
@@ -14,13 +17,14 @@
   correction for generalized speeds (Sec. VI-D), through CasADi AD (imported on demand: it is
   the only module here that imports CasADi).
 """
+from .clusters import Cluster, ClusterTree
 from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
-from .mechanisms import five_bar_leg, four_bar, parallel_ankle
+from .mechanisms import branched_loops, five_bar_leg, four_bar, parallel_ankle
 from .numeric import complete_configuration, simulate, solve_configuration
 
-__all__ = ["ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
+__all__ = ["Cluster", "ClusterTree", "branched_loops", "ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
            "body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
            "maximal_coordinates", "five_bar_leg", "four_bar", "parallel_ankle", "complete_configuration",
            "simulate", "solve_configuration"]

@@ -7,7 +7,9 @@ Links are slender bars (length l along their body x axis, width w = l/20 in y an
 may be offset from the bar axis. Each builder returns a :class:`~.loops.LoopModel` whose
 ``q_ref`` is a closed configuration (from the closed-form position analysis below), the default
 Newton guess of :func:`.numeric.complete_configuration`. :func:`parallel_ankle` is a spatial
-2-DoF ankle driven by two crank-rod actuators (spherical closures).
+2-DoF ankle driven by two crank-rod actuators (spherical closures). :func:`branched_loops` is a
+random floating-base mechanism with several local loops (clusters hanging from clusters), the
+test case of the cluster-tree method.
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ import math
 
 import numpy as np
 
-from ..joints import Revolute
+from ..joints import Floating, Helical, Planar, Prismatic, Revolute, Spherical
 from ..model import Body, Model
-from ..spatial import Transform
+from ..spatial import Transform, compose, inverse
 from .loops import LoopClosure, LoopModel
 
 
@@ -180,3 +182,75 @@ def parallel_ankle(height: float = 0.25, crank: float = 0.04, half_width: float 
         raise ValueError(f"independent must be 'motors' or 'foot', got {independent!r}")
     return LoopModel(tree, closures, choice[independent], name=f"parallel_ankle({independent})",
                      q_ref=np.zeros(tree.nq))
+
+
+def _world_poses(tree: Model, q) -> list:
+    """World -> body transforms at q (NumPy)."""
+    from ..algorithms.common import entry, joint_kinematics
+
+    B, (qs,) = entry(tree, ("q", q, "q"), backend="numpy")
+    Xup, _ = joint_kinematics(B, tree, qs)
+    X0: list = []
+    for k, p in enumerate(tree.parents):
+        X0.append(Xup[k] if p < 0 else compose(B, Xup[k], X0[p]))
+    return X0
+
+
+def _dependent_columns(K: np.ndarray) -> list:
+    """The m columns of K (m x n, full row rank) picked by greedy column pivoting (largest
+    residual norm first): a well-conditioned K_d."""
+    R, dep = np.array(K, float), []
+    for _ in range(R.shape[0]):
+        norms = np.linalg.norm(R, axis=0)
+        norms[dep] = -1.0
+        j = int(np.argmax(norms))
+        dep.append(j)
+        u = R[:, j] / np.linalg.norm(R[:, j])
+        R = R - np.outer(u, u @ R)
+    return sorted(dep)
+
+
+def branched_loops(seed: int = 0) -> LoopModel:
+    """A random floating-base mechanism with three local loops, closed at ``q_ref``.
+
+    Tree (parent in brackets): base (floating) - hip [base] (spherical) - a1 [hip] (revolute z),
+    a2 [hip] (spherical), a3 [a2] (revolute, random axis) - knee [a1] (planar) - b1 [knee]
+    (revolute x), b2 [knee] (helical y), b3 [b2] (spherical) - c1 [a3] (spherical), c2 [c1]
+    (prismatic, random axis) - tip [c2] (revolute y). Spherical closures a3-a1 (loop through the
+    hip), b1-b3 (through the knee) and a3-c2 (closing to the ancestor a3). Cluster tree:
+    {base} {hip} {a1, a2, a3} {knee} {b1, b2, b3} {c1, c2} {tip}; 27 tree speeds, 18 minimal
+    ones. Random tree transforms and inertias; ``q_ref`` is a random configuration, and the closure
+    frames are placed where the bodies are at ``q_ref`` (so it closes). Independent speeds: all
+    but the best-conditioned dependent ones of each loop (greedy column pivoting on K(q_ref)),
+    in a shuffled order (exercises the speed bookkeeping).
+    """
+    from ..backends import get_backend
+    from ..models import random_inertia, random_rotation
+
+    NP, rng = get_backend("numpy"), np.random.default_rng(seed)
+    spec = [("base", None, Floating()), ("hip", "base", Spherical()),
+            ("a1", "hip", Revolute("z")), ("a2", "hip", Spherical()),
+            ("a3", "a2", Revolute(rng.normal(size=3))), ("knee", "a1", Planar()),
+            ("b1", "knee", Revolute("x")), ("b2", "knee", Helical("y", 0.1)),
+            ("b3", "b2", Spherical()), ("c1", "a3", Spherical()),
+            ("c2", "c1", Prismatic(rng.normal(size=3))), ("tip", "c2", Revolute("y"))]
+    bodies = []
+    for name, parent, joint in spec:
+        m, c, Ic = random_inertia(rng)
+        X = Transform(random_rotation(rng).T, rng.uniform(-1, 1, 3))
+        bodies.append(Body(name, parent, joint, m, c, Ic, X))
+    tree = Model(bodies, name=f"branched_loops{seed}")
+    q = tree.random_q(rng)
+    X0, idx = _world_poses(tree, q), tree.names.index
+    closures = []
+    for pred, succ in (("a3", "a1"), ("b1", "b3"), ("a3", "c2")):
+        XW = Transform(random_rotation(rng).T, X0[idx(succ)].r + rng.uniform(-0.3, 0.3, 3))
+        closures.append(LoopClosure(pred, succ, compose(NP, XW, inverse(NP, X0[idx(pred)])),
+                                    compose(NP, XW, inverse(NP, X0[idx(succ)])),
+                                    kind="spherical", name=f"{pred}-{succ}"))
+    m = 3 * len(closures)
+    K = LoopModel(tree, closures, list(range(tree.nv - m))).constraint_jacobian(q)
+    dep = _dependent_columns(K)
+    indep = [t for t in range(tree.nv) if t not in dep]
+    rng.shuffle(indep)
+    return LoopModel(tree, closures, indep, name=tree.name, q_ref=q)

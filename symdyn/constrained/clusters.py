@@ -1,0 +1,437 @@
+"""Cluster-tree method for local kinematic loops (paper 001 Secs. VI-C2/3).
+
+The bodies of each local loop are grouped into a *cluster*; the clusters form a tree, and a
+cluster moves like one multi-body "joint": with its minimal speeds ``y_K``,
+
+    V_K = X_K v_a + S_K(q_K) y_K,     S_K = J_K G_K,
+
+where ``V_K`` stacks the twists of the cluster's bodies (each in its own body coordinates,
+[angular; linear]), ``a`` is the one body the cluster hangs from (its *attachment*, a body of the
+parent cluster, or the world), ``X_K`` stacks the transforms ``a -> beta`` for the cluster's bodies
+beta, ``J_K`` stacks the body Jacobians of the cluster's spanning-tree joints (relative to ``a``)
+and ``qd_K = G_K y_K`` is the cluster's local loop solution (``K_K G_K = 0``). Loops are local when
+every closure of a cluster ties two of its bodies or one of its bodies and the attachment (true
+by construction, :class:`ClusterTree`): then ``G_K`` depends on the cluster's own coordinates
+only, and G of the whole mechanism is block diagonal in the clusters.
+
+Algorithm 1 over clusters. With the body twists as maximal speeds, ``M_max`` and the
+Christoffel-consistent ``C_max`` (eq. (10) per body) are block diagonal, and ``V = J y`` with
+J's cluster blocks ``X_{K<-L} S_L`` (paper 001's cluster velocity relations). The derivation of
+paper 000 Algorithm 1 then carries over with per-cluster quantities (paper 001 eqs. (22), (23)):
+``S_K`` for Phi, its coordinate-free rate ``Sdot_K = Jdot_K G_K + J_K Gdot_K`` for Phidot (stacked
+blocks ``X_{beta<-c} Phidot_c`` of the spanning-tree joints c inside the cluster), and the
+composite inertia / B^C of the cluster's subtree. Because each child cluster hangs from ONE body,
+the composites are block diagonal: body beta of cluster K carries I^C_beta (its own inertia plus
+the subtrees of the clusters hanging from it), so the sweep is the body algorithm with (i) sums
+over the cluster's bodies where a joint has one body, and (ii) force blocks that move from a
+cluster straight to its attachment body (``sum_beta X_{beta<-a}^T F_beta``) and from there up
+through the attachments. The result is the induced Christoffel-consistent
+``Cbar = G^T C* G + G^T M Gdot`` (paper 001 eq. (17)) without forming the spanning tree's C*,
+in O(N_c d_c) cluster blocks.
+
+Generalized Christoffel symbols: ``Gamma[:, :, k] = Cbar(q, e_k)`` (Cbar is linear in y), with the
+configuration-dependent part of the sweep (transforms, S_K, G_K, composite inertias) computed
+once. Paper 001's dedicated tensor Algorithm 2 over clusters is not reproduced: its identities
+(24)-(28) and pseudocode were lost in the text extraction.
+
+Generic over the backends (no NumPy/SymPy/CasADi imports); NumPy inputs are checked for closure
+(ClosureError) and singular local loop Jacobians (SingularConfigurationError).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..algorithms.coriolis import check_factorization
+from ..algorithms.common import joint_kinematics
+from ..algorithms.rnea import gravity_vector
+from ..spatial import (compose, congruence, crfbar, cross_motion, factorization_B,
+                       inertia_congruence, inertia_rate, xform_force_T, xform_motion)
+from .loops import ClosureError, LoopModel
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One cluster of a :class:`ClusterTree`.
+
+    ``bodies``: tree body indices (tree order); ``attach``: the body it hangs from (-1: world);
+    ``parent``: the parent cluster (-1: none); ``closures``: indices into ``loop.closures``;
+    ``speeds``: tree speed indices of its joints (tree order); ``independent``: its independent
+    tree speeds (in ``loop.independent`` order); ``y``: their positions in the minimal speeds y.
+    """
+
+    bodies: tuple
+    attach: int
+    parent: int
+    closures: tuple
+    speeds: tuple
+    independent: tuple
+    y: tuple
+
+
+class _Positions(NamedTuple):
+    """Configuration-dependent part: transforms, spanning-tree Jacobians, local loop solutions."""
+
+    q: list        # per-joint coordinate segments
+    Xup: list
+    S: list
+    Xa: list       # Xa[b]: attachment of b's cluster -> b
+    J: list        # J[b]: {c: X_{b<-c} Phi_c} over the joints c of b's cluster on b's path
+    G: list        # G_K (cluster speeds x |y_K|), None for a loop-free cluster
+    Kd: list       # K_d of the cluster's local loops (for Gdot), None if loop-free
+    residual: list  # closure residual entries, in closure order
+
+
+class _Rates(NamedTuple):
+    v: list        # body twists
+    SK: list       # SK[b]: body b's rows of its cluster's S_K (6 x |y_K|)
+    SdK: list      # SdK[b]: body b's rows of Sdot_K
+
+
+class ClusterTree:
+    """The cluster-tree view of a :class:`~.loops.LoopModel` whose loops are local.
+
+    Clusters are formed from the closures: the bodies on each loop (the paths from both closure
+    bodies up to, not including, their common ancestor) are merged when they share bodies. Such a
+    union is a connected set of bodies with one top body, so it hangs from exactly one outside
+    body (the top body's parent), and every closure in it ties two of its bodies or one of them
+    and that attachment: every LoopModel has a cluster tree (in the worst case one cluster).
+    Bodies on no loop are clusters of their own. Each cluster must contain as many independent speeds as its speeds minus its
+    constraints (else :class:`~.loops.ClosureError` names the cluster).
+
+    Results are in the LoopModel's minimal speeds ``y`` (``loop.independent`` order), equal to the
+    spanning-tree route (:meth:`LoopModel.coriolis_matrix`) by construction of the theory.
+    """
+
+    def __init__(self, loop: LoopModel):
+        if not isinstance(loop, LoopModel):
+            raise TypeError(f"ClusterTree needs a LoopModel, got {type(loop).__name__}")
+        self.loop, self.tree = loop, loop.tree
+        self.clusters = self._form_clusters()
+        self.cluster_of = [0] * self.tree.N
+        for k, cl in enumerate(self.clusters):
+            for b in cl.bodies:
+                self.cluster_of[b] = k
+        self.ny = loop.ny
+
+    # -- cluster formation ------------------------------------------------------------------
+    def _path(self, b, stop):
+        """Bodies from b up to, not including, ``stop`` (an ancestor of b, or -1)."""
+        out, parents = [], self.tree.parents
+        while b != stop:
+            out.append(b)
+            b = parents[b]
+        return out
+
+    def _lca(self, bodies):
+        parents = self.tree.parents
+
+        def chain(b):
+            out = [b]
+            while b >= 0:
+                b = parents[b]
+                out.append(b)
+            return out
+        common = set(chain(bodies[0]))
+        for b in bodies[1:]:
+            common &= set(chain(b))
+        return max(common)  # ancestors have smaller indices; -1 (world) is common to all
+
+    def _form_clusters(self):
+        tree, loop = self.tree, self.loop
+        group = list(range(tree.N))             # union-find over bodies
+
+        def find(b):
+            while group[b] != b:
+                group[b] = group[group[b]]
+                b = group[b]
+            return b
+
+        def union(members):
+            roots = [find(b) for b in members]
+            for r in roots[1:]:
+                group[r] = roots[0]
+
+        in_loop = [False] * tree.N
+        loops = []                              # per closure: the bodies on its loop
+        for (pred, succ, _, _) in loop._frames:
+            top = self._lca([pred, succ]) if pred >= 0 else -1
+            members = self._path(succ, top) + (self._path(pred, top) if pred >= 0 else [])
+            union(members)
+            for b in members:
+                in_loop[b] = True
+            loops.append(members)
+        members = {}
+        for b in range(tree.N):
+            members.setdefault(find(b) if in_loop[b] else ("single", b), []).append(b)
+        order = sorted(members.values(), key=min)
+        pos_y = {t: n for n, t in enumerate(loop.independent)}
+        cluster_of = {b: k for k, bodies in enumerate(order) for b in bodies}
+        out = []
+        for k, bodies in enumerate(order):
+            bset = set(bodies)
+            attach = next((tree.parents[b] for b in bodies if tree.parents[b] not in bset), -1)
+            closures = tuple(c for c, members in enumerate(loops) if members[0] in bset)
+            speeds = tuple(t for b in bodies for t in range(*tree.v_idx[b]))
+            # loop-free clusters keep their speeds' order (y_K = qd_K); others loop.independent's
+            indep = tuple(t for t in (loop.independent if closures else speeds)
+                          if t in set(speeds) and t in pos_y)
+            m = sum(len(loop._rows[c]) for c in closures)
+            if len(indep) != len(speeds) - m:
+                names = [tree.names[b] for b in bodies]
+                raise ClosureError(
+                    f"cluster {names} has {len(speeds)} speeds and {m} closure constraints, so it "
+                    f"needs {len(speeds) - m} independent speeds, but {len(indep)} of the "
+                    f"independent speeds {loop.independent} are in it; choose independent speeds "
+                    "per local loop")
+            parent = -1 if attach < 0 else cluster_of[attach]
+            out.append(Cluster(tuple(bodies), attach, parent, closures, speeds, indep,
+                               tuple(pos_y[t] for t in indep)))
+        return out
+
+    def __repr__(self) -> str:
+        names = self.tree.names
+        parts = ["{" + ", ".join(names[b] for b in cl.bodies) + "}" for cl in self.clusters]
+        return f"<ClusterTree of {self.loop.name!r}: {len(self.clusters)} clusters {' '.join(parts)}>"
+
+    # -- kinematics ---------------------------------------------------------------------------
+    def _entry(self, q, y=None, backend=None):
+        B, (qs,) = self.loop._entry(q, backend=backend, extra=() if y is None else (y,))
+        yv = None if y is None else B.to_vector(y, self.ny, "y")
+        return B, qs, yv
+
+    def _dense(self, B, cl, blocks):
+        """6 x |speeds| from per-joint blocks {c: 6 x n_c} of the cluster's joints."""
+        return B.hcat([blocks[c] if c in blocks else B.zeros(6, self.tree.joints[c].nv)
+                       for c in cl.bodies])
+
+    def _positions(self, B, qs, check: bool = True) -> _Positions:
+        tree, loop = self.tree, self.loop
+        Xup, S = joint_kinematics(B, tree, qs)
+        N = tree.N
+        Xa, J = [None] * N, [None] * N
+        G, Kds, residual = [None] * len(self.clusters), [None] * len(self.clusters), {}
+        for k, cl in enumerate(self.clusters):
+            for b in cl.bodies:
+                p = tree.parents[b]
+                inside = p != cl.attach
+                Xa[b] = compose(B, Xup[b], Xa[p]) if inside else Xup[b]
+                J[b] = {c: xform_motion(B, Xup[b], blk) for c, blk in J[p].items()} if inside else {}
+                J[b][b] = S[b]
+            if not cl.closures:
+                continue
+            K = []
+            for c in cl.closures:
+                pred, succ, _, _ = loop._frames[c]
+                own = pred >= 0 and pred != cl.attach
+                res, Kc, _ = loop.closure_term(
+                    B, c, Xa[pred] if own else None, Xa[succ], self._dense(B, cl, J[succ]),
+                    self._dense(B, cl, J[pred]) if own else None)
+                residual[c] = res
+                K.append(Kc)
+            K = B.vcat(K)
+            col = {t: n for n, t in enumerate(cl.speeds)}
+            dep = [t for t in cl.speeds if t not in set(cl.independent)]
+            Ki = B.hcat([B.cols(K, col[t], col[t] + 1) for t in cl.independent])
+            Kd = B.hcat([B.cols(K, col[t], col[t] + 1) for t in dep])
+            if check and not B.symbolic:  # before solving: a clear error, not a LinAlgError
+                self._check(B, qs, cl, residual, Kd, dep)
+            D = -B.solve(Kd, Ki)
+            pos_i = {t: n for n, t in enumerate(cl.independent)}
+            pos_d = {t: n for n, t in enumerate(dep)}
+            ni = len(cl.independent)
+            G[k] = B.vcat([B.matrix([[1 if s == pos_i[t] else 0 for s in range(ni)]])
+                           if t in pos_i else B.rows(D, pos_d[t], pos_d[t] + 1)
+                           for t in cl.speeds])
+            Kds[k] = (Kd, dep)
+        residual = [e for c in range(len(loop.closures)) for e in residual[c]]
+        return _Positions(qs, Xup, S, Xa, J, G, Kds, residual)
+
+    def _check(self, B, qs, cl, residual, Kd, dep):
+        """NumPy: cluster cl's loops close at q, and its K_d is regular."""
+        from .numeric import check_closed, check_regular
+
+        qv, loop = B.vcat(qs), self.loop
+        r = [e if c in cl.closures else 0.0
+             for c in range(len(loop.closures)) for e in residual.get(c, [0.0] * len(loop._rows[c]))]
+        check_closed(loop, qv, B.vector(r), "q")
+        check_regular(loop, qv, Kd, dependent=dep, independent=list(cl.independent))
+
+    def _rates(self, B, P: _Positions, yv) -> _Rates:
+        tree, loop = self.tree, self.loop
+        N = tree.N
+        v, SK, SdK = [None] * N, [None] * N, [None] * N
+        for k, cl in enumerate(self.clusters):
+            yK = B.vcat([B.rows(yv, t, t + 1) for t in cl.y])
+            qdK = yK if P.G[k] is None else P.G[k] @ yK
+            Phid, off = {}, 0
+            for b in cl.bodies:
+                nb = tree.joints[b].nv
+                qdb = B.rows(qdK, off, off + nb)
+                off += nb
+                p = tree.parents[b]
+                vJ = P.S[b] @ qdb
+                v[b] = vJ if p < 0 else xform_motion(B, P.Xup[b], v[p]) + vJ        # (5)
+                Phid[b] = cross_motion(B, v[b], P.S[b])                            # Phidot_b
+                Sring = tree.joints[b].Sring(B, P.q[b], qdb)
+                if Sring is not None:
+                    Phid[b] = Phid[b] + Sring
+            if P.G[k] is None:  # one body, no loop: S_K = Phi, Sdot_K = Phidot
+                (b,) = cl.bodies
+                SK[b], SdK[b] = P.S[b], Phid[b]
+                continue
+            Jd = {}
+            for b in cl.bodies:
+                p = tree.parents[b]
+                Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}
+                         if p != cl.attach else {})
+                Jd[b][b] = Phid[b]
+            Kdot = []
+            for c in cl.closures:
+                pred, succ, _, _ = loop._frames[c]
+                own = pred >= 0 and pred != cl.attach
+                _, _, Kc = loop.closure_term(
+                    B, c, P.Xa[pred] if own else None, P.Xa[succ], self._dense(B, cl, P.J[succ]),
+                    self._dense(B, cl, P.J[pred]) if own else None, self._dense(B, cl, Jd[succ]),
+                    self._dense(B, cl, Jd[pred]) if own else None,
+                    v[pred] if pred >= 0 else None)
+                Kdot.append(Kc)
+            Kd, dep = P.Kd[k]
+            Dd = -B.solve(Kd, B.vcat(Kdot) @ P.G[k])                               # Gdot_d
+            pos_d = {t: n for n, t in enumerate(dep)}
+            ni = len(cl.independent)
+            Gd = B.vcat([B.rows(Dd, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, ni)
+                         for t in cl.speeds])
+            for b in cl.bodies:
+                Jb = self._dense(B, cl, P.J[b])
+                SK[b] = Jb @ P.G[k]                                                # S_K = J_K G_K
+                SdK[b] = self._dense(B, cl, Jd[b]) @ P.G[k] + Jb @ Gd              # Sdot_K
+        return _Rates(v, SK, SdK)
+
+    # -- Algorithm 1 over clusters --------------------------------------------------------------
+    def _algorithm1(self, B, P: _Positions, R: _Rates, factorization: str, need=("M", "Mdot", "C")):
+        tree = self.tree
+        _, I, _ = tree.constants(B)
+        N, Xa = tree.N, P.Xa
+        SK, SdK, v = R.SK, R.SdK, R.v
+        compact = factorization == "christoffel"
+        IC = list(I)                                                          # line 5
+        if compact:  # B^C = 1/2 (Idot^C + (h^C) xbar*), carried as (Idot^C, h^C) (eq. (10))
+            IdC = [inertia_rate(B, v[b], I[b]) for b in range(N)]
+            hC = [I[b] @ v[b] for b in range(N)]
+        else:
+            BC = [factorization_B(B, v[b], I[b], factorization) for b in range(N)]
+        M, Mdot, C = {}, {}, {}
+        for K in reversed(range(len(self.clusters))):                         # line 8
+            cl = self.clusters[K]
+            nK = len(cl.y)
+            F, MKK, MdKK, CKK = {}, None, None, None
+            for b in cl.bodies:  # per body of the cluster: lines 9-14, summed over the bodies
+                BCb = (IdC[b] + crfbar(B, hC[b])) / 2 if compact else BC[b]
+                F1 = IC[b] @ SdK[b] + BCb @ SK[b]                                 # line 9
+                F2 = IC[b] @ SK[b]                                                # line 10
+                F3 = BCb.T @ SK[b]                                                # line 11
+                c12 = SK[b].T @ F1                                                # line 12
+                m13 = SK[b].T @ F2                                                # line 13
+                d14 = SdK[b].T @ F2 + SK[b].T @ (F1 + F3)                         # line 14
+                CKK = c12 if CKK is None else CKK + c12
+                MKK = m13 if MKK is None else MKK + m13
+                MdKK = d14 if MdKK is None else MdKK + d14
+                F[b] = B.hcat([F1, F2, F3])                                       # line 15
+            C[K, K], M[K, K], Mdot[K, K] = CKK, MKK, MdKK
+            a = cl.attach
+            if a >= 0:  # lines 16-22: to the attachment, then up through the attachments
+                Fa = None
+                for b in cl.bodies:
+                    t = xform_force_T(B, Xa[b], F[b])                                 # line 17
+                    Fa = t if Fa is None else Fa + t
+                while True:
+                    L = self.cluster_of[a]                                            # line 18
+                    F1, F2, F3 = B.cols(Fa, 0, nK), B.cols(Fa, nK, 2 * nK), B.cols(Fa, 2 * nK, 3 * nK)
+                    C[L, K] = SK[a].T @ F1                                            # line 19
+                    C[K, L] = (SdK[a].T @ F2 + SK[a].T @ F3).T                        # line 20
+                    M[L, K] = SK[a].T @ F2                                            # line 21
+                    M[K, L] = M[L, K].T
+                    Mdot[L, K] = SdK[a].T @ F2 + SK[a].T @ (F1 + F3)                  # line 22
+                    Mdot[K, L] = Mdot[L, K].T
+                    nxt = self.clusters[L].attach
+                    if nxt < 0:
+                        break
+                    Fa = xform_force_T(B, Xa[a], Fa)
+                    a = nxt
+                a = cl.attach
+                for b in cl.bodies:                                                   # lines 24-25
+                    IC[a] = IC[a] + inertia_congruence(B, Xa[b], IC[b])
+                    if compact:
+                        IdC[a] = IdC[a] + inertia_congruence(B, Xa[b], IdC[b])
+                        hC[a] = hC[a] + xform_force_T(B, Xa[b], hC[b])
+                    else:
+                        BC[a] = BC[a] + congruence(B, Xa[b], BC[b])
+        return tuple(self._assemble(B, blocks) for blocks in
+                     ({"M": M, "Mdot": Mdot, "C": C}[n] for n in need))
+
+    def _assemble(self, B, blocks):
+        out = B.zeros(self.ny, self.ny)
+        for (K, L), blk in blocks.items():
+            for r, i in enumerate(self.clusters[K].y):
+                for s, j in enumerate(self.clusters[L].y):
+                    out[i, j] = blk[r, s]
+        return out
+
+    # -- public API ---------------------------------------------------------------------------
+    def coriolis_matrix(self, q, y, factorization: str = "christoffel", *,
+                        backend: str | None = None):
+        """``(Mbar, Mbar_dot, Cbar)`` in the minimal speeds y by Algorithm 1 over the clusters.
+
+        ``q`` is a closed spanning-tree configuration, ``y`` the minimal speeds in
+        ``loop.independent`` order. With ``factorization="christoffel"`` Cbar is the
+        Christoffel-consistent induced factorization ``G^T C* G + G^T M Gdot`` (paper 001 (17));
+        ``Mbar_dot = Cbar + Cbar^T`` and ``Cbar y`` are the constrained Coriolis/centripetal forces.
+        """
+        check_factorization(factorization)
+        B, qs, yv = self._entry(q, y, backend)
+        P = self._positions(B, qs)
+        return self._algorithm1(B, P, self._rates(B, P, yv), factorization)
+
+    def mass_matrix(self, q, *, backend: str | None = None):
+        """``Mbar = G^T M G`` by the cluster sweep (Algorithm 1's M at y = 0)."""
+        B, qs, _ = self._entry(q, backend=backend)
+        P = self._positions(B, qs)
+        zero = B.vector([0] * self.ny)
+        return self._algorithm1(B, P, self._rates(B, P, zero), "christoffel", need=("M",))[0]
+
+    def christoffel(self, q, *, backend: str | None = None):
+        """Generalized Christoffel symbols in the minimal speeds, ``Gamma[:, :, k] = Cbar(q, e_k)``:
+        one configuration sweep, then the velocity-dependent part of Algorithm 1 per k. Storage as
+        :func:`symdyn.algorithms.christoffel.christoffel` (NumPy (ny, ny, ny), SymPy NDimArray,
+        CasADi/SymEngine list of pages)."""
+        B, qs, _ = self._entry(q, backend=backend)
+        P = self._positions(B, qs)
+        n = self.ny
+        Gam = B.tensor3(n, n, n)
+        for k in range(n):
+            e = B.vector([1 if t == k else 0 for t in range(n)])
+            (Ck,) = self._algorithm1(B, P, self._rates(B, P, e), "christoffel", need=("C",))
+            for i in range(n):
+                for j in range(n):
+                    B.set3(Gam, i, j, k, Ck[i, j])
+        return Gam
+
+    def G(self, q, *, backend: str | None = None):
+        """``G(q)`` (tree speeds x ny) assembled from the clusters' local loop solutions; block
+        diagonal in the clusters (identity blocks for loop-free ones)."""
+        B, qs, _ = self._entry(q, backend=backend)
+        P = self._positions(B, qs)
+        out = B.zeros(self.tree.nv, self.ny)
+        for k, cl in enumerate(self.clusters):
+            for r, t in enumerate(cl.speeds):
+                for s, j in enumerate(cl.y):
+                    out[t, j] = (1 if t == cl.independent[s] else 0) if P.G[k] is None \
+                        else P.G[k][r, s]
+        return out
+
+    def gravity(self, q, *, backend: str | None = None):
+        """``gbar = G^T g`` (generalized gravity in the minimal speeds)."""
+        B, qs, _ = self._entry(q, backend=backend)
+        return self.G(q, backend=B.name).T @ gravity_vector(self.tree, B.vcat(qs), backend=B.name)
+
