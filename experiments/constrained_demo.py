@@ -1,6 +1,6 @@
 """Measured residuals of the constrained-mechanism routes (issue 8); writes reports/constrained.md.
 
-Run: python experiments/constrained_demo.py   (about a minute on one core)
+Run: python experiments/constrained_demo.py [--out-dir DIR]   (10-20 s)
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from symdyn.algorithms import crba  # noqa: E402
 from symdyn.algorithms.christoffel import christoffel  # noqa: E402
 from symdyn.algorithms.coriolis import coriolis_matrix  # noqa: E402
-from symdyn.constrained import coriolis_maximal, five_bar_leg, four_bar, parallel_ankle  # noqa: E402
+from symdyn.constrained import (ClusterTree, branched_loops, coriolis_maximal, five_bar_leg,  # noqa: E402
+                                four_bar, parallel_ankle)
 from symdyn.constrained.differentiation import christoffel_by_differentiation  # noqa: E402
 from symdyn.constrained.numeric import complete_configuration, energy, simulate  # noqa: E402
 from symdyn.models import random_tree  # noqa: E402
@@ -148,36 +149,98 @@ def _per_call(loop):
     return 1e3 * (time.perf_counter() - t0) / 100
 
 
-CLUSTER_NOTE = [
-    "## Not implemented: the cluster-tree method (paper 001 Secs. VI-C2/3)", "",
-    "The spanning-tree route above already gives the Christoffel-consistent Cbar and the generalized "
-    "symbols (`LoopModel.christoffel`, pages Cbar(q, e_k)) of any loop mechanism; since C* in given "
-    "speeds is unique, a cluster-tree implementation must reproduce them exactly (a ready test "
-    "oracle). What it would add is cost: O(N d) over clusters instead of dense G^T C G products. "
-    "Missing pieces:",
-    "",
-    "1. A cluster model type: nodes = clusters of bodies in local loops, each with a local "
-    "closure solution (a small LoopModel) giving the cluster joint v_c = X_c v_p(c) + S_c(q_c) nu_c, "
-    "with X_c a 6n_c x 6n_p(c) block of body transforms (one per block row) and S_c = stacked relative "
-    "body Jacobians times the local G.",
-    "2. Alg. 1 over 6n_c-dimensional cluster vectors: Sdot_c = (v_c x) S_c + Sring_c, where Sring_c "
-    "needs the local Gdot (available: `LoopModel.Gdot`), composite I^C_c, B^C_c (eqs. (22)-(23)) "
-    "transferred by X_c^T (.) X_c.",
-    "3. Alg. 2 over clusters needs d Sring_c / d nu_k (second derivatives of the local loop "
-    "solution) and the tensor identities (24)-(28) of paper 001, whose formulas were lost in the "
-    "text extraction; deriving and validating them was out of the time budget.", ""]
+def _median_ms(f, repeat=15, number=5):
+    f()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            f()
+        times.append((time.perf_counter() - t0) / number)
+    return 1e3 * float(np.median(times))
 
 
-def main():
+def _sx_instructions(f, loop):
+    qs, ys = ca.SX.sym("q", loop.tree.nq), ca.SX.sym("y", loop.ny)
+    return ca.Function("f", [qs, ys], list(f(qs, ys))).n_instructions()
+
+
+def clusters(lines):
+    lines += ["## Cluster-tree method (paper 001 Secs. VI-C2/3)", "",
+              "`ClusterTree(loop)` groups the bodies of each local loop into a cluster that moves like "
+              "a multi-body joint (S_K = J_K G_K from the local loop solution, Sdot_K = Jdot_K G_K + "
+              "J_K Gdot_K) and runs Algorithm 1 over the cluster tree; the generalized Christoffel "
+              "symbols are its pages Cbar(q, e_k). Reference: the spanning-tree route "
+              "(`LoopModel`, G^T C* G + G^T M Gdot). `branched_loops(s)` is a random floating-base "
+              "mechanism (spherical, planar, helical, prismatic joints) with 7 clusters "
+              "{base} {hip} {a1,a2,a3} {knee} {b1,b2,b3} {c1,c2} {tip}: clusters hang from clusters "
+              "and one loop closes to its attachment body.", "",
+              "Max relative difference cluster vs spanning tree (5 speed vectors y, both "
+              "factorizations for Cbar; Mbar_dot - Cbar - Cbar^T for the cluster route):", "",
+              "| mechanism | clusters | tree speeds | ny | Mbar | Cbar (christoffel) | Cbar (simple) | "
+              "Mbar_dot | skew | Gamma |", "|---|---|---|---|---|---|---|---|---|---|"]
+    mechs = {"four-bar": four_bar(), "five-bar leg": five_bar_leg(), "parallel ankle": parallel_ankle(),
+             "branched_loops(0)": branched_loops(0), "branched_loops(1)": branched_loops(1),
+             "branched_loops(2)": branched_loops(2)}
+    rng = np.random.default_rng(7)
+    for name, loop in mechs.items():
+        ct = ClusterTree(loop)
+        q, e = loop.q_ref, [0.0] * 6
+        for _ in range(5):
+            y = rng.normal(size=loop.ny) * 3
+            M, Md, C = ct.coriolis_matrix(q, y)
+            Mr, Mdr, Cr = loop.coriolis_matrix(q, y)
+            Cs, Csr = ct.coriolis_matrix(q, y, "simple")[2], loop.coriolis_matrix(q, y, "simple")[2]
+            new = [rel(M, Mr), rel(C, Cr), rel(Cs, Csr), rel(Md, Mdr), rel(Md, C + C.T)]
+            e[:5] = [max(a, b) for a, b in zip(e[:5], new)]
+        e[5] = rel(ct.christoffel(q), loop.christoffel(q))
+        lines.append(f"| {name} | {len(ct.clusters)} | {loop.tree.nv} | {loop.ny} | "
+                     + " | ".join(f"{x:.1e}" for x in e) + " |")
+    lines += ["", "Cost of (Mbar, Mbar_dot, Cbar), cluster tree vs spanning tree: NumPy medians per "
+              "call (15 x 5 calls) and the size of the CasADi SX graph (instructions) of the same "
+              "function:", "",
+              "| mechanism | NumPy spanning (ms) | NumPy cluster (ms) | ratio | SX spanning | "
+              "SX cluster | ratio |", "|---|---|---|---|---|---|---|"]
+    sx = {}
+    for name in ("four-bar", "parallel ankle", "branched_loops(0)"):
+        loop = mechs[name]
+        ct = ClusterTree(loop)
+        q, y = loop.q_ref, np.ones(loop.ny)
+        ts = _median_ms(lambda: loop.coriolis_matrix(q, y))
+        tc = _median_ms(lambda: ct.coriolis_matrix(q, y))
+        ns, nc = _sx_instructions(loop.coriolis_matrix, loop), _sx_instructions(ct.coriolis_matrix, loop)
+        sx[name] = nc / ns
+        lines.append(f"| {name} | {ts:.2f} | {tc:.2f} | {tc / ts:.2f} | {ns} | {nc} | {nc / ns:.2f} |")
+    lines += ["", "The cluster sweep never forms the spanning tree's nv x nv C* nor the dense "
+              "products G^T C G, G^T M Gdot: on the 7-cluster mechanism its graph is "
+              f"{1 / sx['branched_loops(0)']:.1f}x smaller. On single-cluster mechanisms (every "
+              "body is in the one loop) both routes do the same kind of work (ankle graph ratio "
+              f"{sx['parallel ankle']:.2f}). What is not reproduced: paper 001's dedicated tensor "
+              "Algorithm 2 over clusters (its identities (24)-(28) and pseudocode were lost in the "
+              "text extraction); `ClusterTree.christoffel` computes the same symbols as ny pages "
+              "Cbar(q, e_k) of the cluster sweep after one configuration sweep, O(ny N_c d_c) "
+              "instead of O(N_c d_c^2).", ""]
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="accepted for the runner; the script is "
+                    "already quick (about 10-20 s)")
+    ap.add_argument("--out-dir", default=str(Path(__file__).resolve().parents[1] / "reports"),
+                    metavar="DIR", help="where constrained.md goes (default: reports/)")
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
     lines = ["# Constrained mechanisms: measured residuals (issue 8)", "",
              f"Generated by `python experiments/constrained_demo.py` on {platform.machine()} "
              f"({platform.python_version()}, casadi {ca.__version__}).", ""]
     routes(lines)
     loops(lines)
-    lines += CLUSTER_NOTE
+    clusters(lines)
     lines.append(f"Total script time {time.perf_counter() - t0:.0f} s.")
-    out = Path(__file__).resolve().parents[1] / "reports" / "constrained.md"
+    Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+    out = Path(args.out_dir) / "constrained.md"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -230,6 +230,8 @@ def table(rows, cols, fmt):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--out-dir", default=REPORTS, metavar="DIR",
+                    help="where the report and figure go (default: reports/)")
     args = ap.parse_args(argv)
     quick = args.quick
     chain_sizes = [2, 5, 10, 20, 50] if quick else [2, 5, 10, 20, 50, 100]
@@ -248,8 +250,8 @@ def main(argv=None):
     x_np = {k: crossover(v) for k, v in ipr.items()}
     x_ca = crossover(cas)
     elapsed = time.time() - t_start
-    os.makedirs(REPORTS, exist_ok=True)
-    png = os.path.join(REPORTS, "derivatives_numpy.png")
+    os.makedirs(args.out_dir, exist_ok=True)
+    png = os.path.join(args.out_dir, "derivatives_numpy.png")
     plot(acc, ipr, cas, png)
 
     ms = lambda x: f"{x * 1e3:.3g}"  # noqa: E731
@@ -361,7 +363,7 @@ def main(argv=None):
         "![derivatives](derivatives_numpy.png)",
         "",
     ]
-    with open(os.path.join(REPORTS, "derivatives_numpy.md"), "w") as fh:
+    with open(os.path.join(args.out_dir, "derivatives_numpy.md"), "w") as fh:
         fh.write("\n".join(lines))
     log(f"crossover NumPy {x_np}, CasADi {x_ca}; wrote reports/derivatives_numpy.md ({elapsed:.0f} s)")
 

@@ -85,13 +85,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("coriolis_scaling", "coriolis_scaling.py",
                "NumPy cost of C and Gamma vs N (serial, binary) with fitted exponents; paper "
                "000 Sec. 5 residuals on serial chains",
-               ("coriolis_scaling.md", "coriolis_scaling.png"), out_option=None,
-               minutes=(0.6, 0.3)),
+               ("coriolis_scaling.md", "coriolis_scaling.png"), minutes=(0.6, 0.3)),
     Experiment("derivatives_numpy", "derivatives_numpy.py",
                "Papers 003/004 with NumPy: IDSVA vs FD/AD (accuracy, time, SX op counts), "
                "DMM vs AZA up to n = 400",
-               ("derivatives_numpy.md", "derivatives_numpy.png"), out_option=None,
-               minutes=(1.2, 0.5)),
+               ("derivatives_numpy.md", "derivatives_numpy.png"), minutes=(1.2, 0.5)),
+    Experiment("constrained", "constrained_demo.py",
+               "Paper 001 Secs. V-VI: maximal-coordinates and differentiation routes, closed "
+               "loops (four-bar Lagrangian, energy, Christoffel consistency), cluster-tree method",
+               ("constrained.md",), quick_args=(), minutes=(0.3, 0.3)),
     Experiment("derivatives_compiled", "derivatives_compiled.py",
                "Papers 003/004 compiled: IDSVA vs AD vs FD (chain to n = 100, bf 2 and 5), "
                "vs Pinocchio on real robots, DMM vs AZA crossover",

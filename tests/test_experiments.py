@@ -55,12 +55,19 @@ def test_quick_run_writes_report_and_index(tmp_path, capsys):
     assert (repo_runs.stat().st_mtime_ns if repo_runs.exists() else None) == before
 
 
-def test_bad_names_and_reports_only_scripts(tmp_path, capsys):
+def test_bad_names_and_reports_only_scripts(tmp_path, capsys, monkeypatch):
+    import dataclasses
+
+    import symdyn.experiments as ex
+
     assert main(["experiments", "run", "no_such_experiment"]) == 2
     assert "unknown experiment" in capsys.readouterr().err
     assert main(["experiments", "run", "all", "verification"]) == 2
-    # coriolis_scaling can only write to reports/: with --out-dir it is skipped, not run
-    rc = main(["experiments", "run", "coriolis_scaling", "--out-dir", str(tmp_path)])
+    # a script that can only write to reports/: with --out-dir it is skipped, not run
+    fixed = dataclasses.replace(ex.EXPERIMENTS["coriolis_scaling"], name="reports_only",
+                                out_option=None)
+    monkeypatch.setitem(ex.EXPERIMENTS, "reports_only", fixed)
+    rc = main(["experiments", "run", "reports_only", "--out-dir", str(tmp_path)])
     assert rc == 1
     assert "skipped" in capsys.readouterr().out
     assert not (tmp_path / "coriolis_scaling.md").exists()
