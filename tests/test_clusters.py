@@ -10,7 +10,8 @@ import pytest
 
 from symdyn.constrained import (ClosureError, ClusterTree, LoopClosure, LoopModel,
                                 SingularConfigurationError)
-from symdyn.constrained.mechanisms import branched_loops, five_bar_leg, four_bar, parallel_ankle
+from symdyn.constrained.mechanisms import (branched_loops, five_bar_leg, four_bar, loop_chain,
+                                          parallel_ankle)
 from symdyn.constrained.numeric import complete_configuration
 
 
@@ -27,6 +28,7 @@ MECHANISMS = {
     "ankle_foot": lambda: parallel_ankle(independent="foot"),
     "branched0": lambda: branched_loops(0),
     "branched1": lambda: branched_loops(1),
+    "loop_chain4": lambda: loop_chain(4, seed=3),
 }
 
 
@@ -47,6 +49,9 @@ def test_cluster_structure():
     assert [cl.parent for cl in ct.clusters] == [-1, 0, 1, 2, 3, 2, 5]
     assert sorted(p for cl in ct.clusters for p in cl.y) == list(range(ct.ny))
     assert "7 clusters" in repr(ct)
+    ct = ClusterTree(loop_chain(5))
+    assert [cl.parent for cl in ct.clusters] == [-1, 0, 1, 2, 3] and ct.ny == 10
+    assert [ct.tree.names[cl.attach] for cl in ct.clusters[1:]] == ["o0", "o1", "o2", "o3"]
     # the worked mechanisms hang from the world as one cluster
     for make in (four_bar, five_bar_leg, parallel_ankle):
         ct = ClusterTree(make())
@@ -132,6 +137,8 @@ def test_bad_input():
         ct.coriolis_matrix(q, np.ones(ct.ny), "nope")
     with pytest.raises(TypeError, match="LoopModel"):
         ClusterTree(loop.tree)
+    with pytest.raises(ValueError, match="positive integer"):
+        loop_chain(0)
     # independent speeds that do not match the local loops: one cluster gets too many
     cl = ct.clusters[2]                    # {a1, a2, a3}: 5 speeds, 3 constraints -> 2 independent
     dep_a = [t for t in cl.speeds if t not in cl.independent]

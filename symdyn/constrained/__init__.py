@@ -21,10 +21,10 @@ from .clusters import Cluster, ClusterTree
 from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
-from .mechanisms import branched_loops, five_bar_leg, four_bar, parallel_ankle
+from .mechanisms import branched_loops, five_bar_leg, four_bar, loop_chain, parallel_ankle
 from .numeric import complete_configuration, simulate, solve_configuration
 
-__all__ = ["Cluster", "ClusterTree", "branched_loops", "ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
+__all__ = ["Cluster", "ClusterTree", "branched_loops", "loop_chain", "ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
            "body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
            "maximal_coordinates", "five_bar_leg", "four_bar", "parallel_ankle", "complete_configuration",
            "simulate", "solve_configuration"]

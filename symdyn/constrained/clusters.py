@@ -31,8 +31,10 @@ in O(N_c d_c) cluster blocks.
 
 Generalized Christoffel symbols: ``Gamma[:, :, k] = Cbar(q, e_k)`` (Cbar is linear in y), with the
 configuration-dependent part of the sweep (transforms, S_K, G_K, composite inertias) computed
-once. Paper 001's dedicated tensor Algorithm 2 over clusters is not reproduced: its identities
-(24)-(28) and pseudocode were lost in the text extraction.
+once; for a speed of cluster K only K's subtree moves, so each page sweeps that subtree and K's
+ancestors. Paper 001's dedicated tensor Algorithm 2 over clusters, which also shares work between
+the speeds of one cluster, is not reproduced: its identities (24)-(28) and pseudocode were lost in
+the text extraction.
 
 Generic over the backends (no NumPy/SymPy/CasADi imports); NumPy inputs are checked for closure
 (ClosureError) and singular local loop Jacobians (SingularConfigurationError).
@@ -78,14 +80,14 @@ class _Positions(NamedTuple):
     Xa: list       # Xa[b]: attachment of b's cluster -> b
     J: list        # J[b]: {c: X_{b<-c} Phi_c} over the joints c of b's cluster on b's path
     G: list        # G_K (cluster speeds x |y_K|), None for a loop-free cluster
+    SK: list       # SK[b]: body b's rows of its cluster's S_K = J_K G_K (6 x |y_K|)
     Kd: list       # K_d of the cluster's local loops (for Gdot), None if loop-free
     residual: list  # closure residual entries, in closure order
 
 
 class _Rates(NamedTuple):
     v: list        # body twists
-    SK: list       # SK[b]: body b's rows of its cluster's S_K (6 x |y_K|)
-    SdK: list      # SdK[b]: body b's rows of Sdot_K
+    SdK: list      # SdK[b]: body b's rows of Sdot_K (6 x |y_K|)
 
 
 class ClusterTree:
@@ -245,7 +247,11 @@ class ClusterTree:
                            for t in cl.speeds])
             Kds[k] = (Kd, dep)
         residual = [e for c in range(len(loop.closures)) for e in residual[c]]
-        return _Positions(qs, Xup, S, Xa, J, G, Kds, residual)
+        SK = [None] * N
+        for k, cl in enumerate(self.clusters):
+            for b in cl.bodies:                                                    # S_K = J_K G_K
+                SK[b] = S[b] if G[k] is None else self._dense(B, cl, J[b]) @ G[k]
+        return _Positions(qs, Xup, S, Xa, J, G, SK, Kds, residual)
 
     def _check(self, B, qs, cl, residual, Kd, dep):
         """NumPy: cluster cl's loops close at q, and its K_d is regular."""
@@ -257,11 +263,17 @@ class ClusterTree:
         check_closed(loop, qv, B.vector(r), "q")
         check_regular(loop, qv, Kd, dependent=dep, independent=list(cl.independent))
 
-    def _rates(self, B, P: _Positions, yv) -> _Rates:
+    def _rates(self, B, P: _Positions, yv, moving=None) -> _Rates:
+        """Body twists and Sdot_K at speeds y. ``moving``: the clusters whose speeds may be
+        nonzero and everything below them (the rest is at rest: v = 0, Sdot_K = 0)."""
         tree, loop = self.tree, self.loop
         N = tree.N
-        v, SK, SdK = [None] * N, [None] * N, [None] * N
+        v, SdK = [None] * N, [None] * N
         for k, cl in enumerate(self.clusters):
+            if moving is not None and k not in moving:
+                for b in cl.bodies:
+                    v[b], SdK[b] = B.vector([0] * 6), B.zeros(6, len(cl.y))
+                continue
             yK = B.vcat([B.rows(yv, t, t + 1) for t in cl.y])
             qdK = yK if P.G[k] is None else P.G[k] @ yK
             Phid, off = {}, 0
@@ -278,7 +290,7 @@ class ClusterTree:
                     Phid[b] = Phid[b] + Sring
             if P.G[k] is None:  # one body, no loop: S_K = Phi, Sdot_K = Phidot
                 (b,) = cl.bodies
-                SK[b], SdK[b] = P.S[b], Phid[b]
+                SdK[b] = Phid[b]
                 continue
             Jd = {}
             for b in cl.bodies:
@@ -302,27 +314,43 @@ class ClusterTree:
             ni = len(cl.independent)
             Gd = B.vcat([B.rows(Dd, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, ni)
                          for t in cl.speeds])
-            for b in cl.bodies:
-                Jb = self._dense(B, cl, P.J[b])
-                SK[b] = Jb @ P.G[k]                                                # S_K = J_K G_K
-                SdK[b] = self._dense(B, cl, Jd[b]) @ P.G[k] + Jb @ Gd              # Sdot_K
-        return _Rates(v, SK, SdK)
+            for b in cl.bodies:                                                    # Sdot_K
+                SdK[b] = self._dense(B, cl, Jd[b]) @ P.G[k] + self._dense(B, cl, P.J[b]) @ Gd
+        return _Rates(v, SdK)
 
     # -- Algorithm 1 over clusters --------------------------------------------------------------
-    def _algorithm1(self, B, P: _Positions, R: _Rates, factorization: str, need=("M", "Mdot", "C")):
+    def _composite_inertias(self, B, P: _Positions):
+        """I^C_b per body: I_b plus the subtrees of the clusters hanging from b (line 24)."""
+        IC = list(self.tree.constants(B)[1])
+        for cl in reversed(self.clusters):
+            if cl.attach >= 0:
+                for b in cl.bodies:
+                    IC[cl.attach] = IC[cl.attach] + inertia_congruence(B, P.Xa[b], IC[b])
+        return IC
+
+    def _algorithm1(self, B, P: _Positions, R: _Rates, factorization: str,
+                    need=("M", "Mdot", "C"), IC=None, clusters=None):
+        """Algorithm 1 over the clusters; ``IC``: precomputed composite inertias (else accumulated
+        here), ``clusters``: sweep only these (closed under attachments; the others must be at
+        rest with nothing moving below them, so their blocks of C vanish)."""
         tree = self.tree
         _, I, _ = tree.constants(B)
         N, Xa = tree.N, P.Xa
-        SK, SdK, v = R.SK, R.SdK, R.v
+        SK, SdK, v = P.SK, R.SdK, R.v
         compact = factorization == "christoffel"
-        IC = list(I)                                                          # line 5
-        if compact:  # B^C = 1/2 (Idot^C + (h^C) xbar*), carried as (Idot^C, h^C) (eq. (10))
-            IdC = [inertia_rate(B, v[b], I[b]) for b in range(N)]
-            hC = [I[b] @ v[b] for b in range(N)]
-        else:
-            BC = [factorization_B(B, v[b], I[b], factorization) for b in range(N)]
+        accumulate = IC is None
+        IC = list(I) if accumulate else IC                                    # line 5
+        bodies = range(N) if clusters is None else [b for K in clusters
+                                                    for b in self.clusters[K].bodies]
+        IdC, hC, BC = {}, {}, {}
+        for b in bodies:  # line 6; eq. (10): B^C = 1/2 (Idot^C + (h^C) xbar*) as (Idot^C, h^C)
+            if compact:
+                IdC[b], hC[b] = inertia_rate(B, v[b], I[b]), I[b] @ v[b]
+            else:
+                BC[b] = factorization_B(B, v[b], I[b], factorization)
         M, Mdot, C = {}, {}, {}
-        for K in reversed(range(len(self.clusters))):                         # line 8
+        order = range(len(self.clusters)) if clusters is None else sorted(clusters)
+        for K in reversed(order):                                             # line 8
             cl = self.clusters[K]
             nK = len(cl.y)
             F, MKK, MdKK, CKK = {}, None, None, None
@@ -361,7 +389,8 @@ class ClusterTree:
                     a = nxt
                 a = cl.attach
                 for b in cl.bodies:                                                   # lines 24-25
-                    IC[a] = IC[a] + inertia_congruence(B, Xa[b], IC[b])
+                    if accumulate:
+                        IC[a] = IC[a] + inertia_congruence(B, Xa[b], IC[b])
                     if compact:
                         IdC[a] = IdC[a] + inertia_congruence(B, Xa[b], IdC[b])
                         hC[a] = hC[a] + xform_force_T(B, Xa[b], hC[b])
@@ -401,21 +430,42 @@ class ClusterTree:
         return self._algorithm1(B, P, self._rates(B, P, zero), "christoffel", need=("M",))[0]
 
     def christoffel(self, q, *, backend: str | None = None):
-        """Generalized Christoffel symbols in the minimal speeds, ``Gamma[:, :, k] = Cbar(q, e_k)``:
-        one configuration sweep, then the velocity-dependent part of Algorithm 1 per k. Storage as
-        :func:`symdyn.algorithms.christoffel.christoffel` (NumPy (ny, ny, ny), SymPy NDimArray,
-        CasADi/SymEngine list of pages)."""
+        """Generalized Christoffel symbols in the minimal speeds, ``Gamma[:, :, k] = Cbar(q, e_k)``.
+
+        One configuration sweep (transforms, S_K, G_K, composite inertias); then for a speed k of
+        cluster K only the clusters below K move and only those and K's ancestors have nonzero
+        blocks of Cbar(q, e_k), so the velocity part of Algorithm 1 runs over that set: the
+        cluster analogue of paper 000 Algorithm 2's cost (sum over K of |subtree(K)| + depth(K)
+        cluster blocks per speed). Storage as :func:`symdyn.algorithms.christoffel.christoffel`
+        (NumPy (ny, ny, ny), SymPy NDimArray, CasADi/SymEngine list of pages)."""
         B, qs, _ = self._entry(q, backend=backend)
         P = self._positions(B, qs)
+        IC = self._composite_inertias(B, P)
         n = self.ny
         Gam = B.tensor3(n, n, n)
-        for k in range(n):
-            e = B.vector([1 if t == k else 0 for t in range(n)])
-            (Ck,) = self._algorithm1(B, P, self._rates(B, P, e), "christoffel", need=("C",))
-            for i in range(n):
-                for j in range(n):
-                    B.set3(Gam, i, j, k, Ck[i, j])
+        below = self._subtrees()
+        for K, cl in enumerate(self.clusters):
+            up, L = set(), cl.parent
+            while L >= 0:
+                up.add(L)
+                L = self.clusters[L].parent
+            for k in cl.y:
+                e = B.vector([1 if t == k else 0 for t in range(n)])
+                R = self._rates(B, P, e, moving=below[K])
+                (Ck,) = self._algorithm1(B, P, R, "christoffel", need=("C",), IC=IC,
+                                         clusters=below[K] | up)
+                for i in range(n):
+                    for j in range(n):
+                        B.set3(Gam, i, j, k, Ck[i, j])
         return Gam
+
+    def _subtrees(self):
+        """below[K]: cluster K and all clusters below it."""
+        below = [{K} for K in range(len(self.clusters))]
+        for K in reversed(range(len(self.clusters))):
+            if self.clusters[K].parent >= 0:
+                below[self.clusters[K].parent] |= below[K]
+        return below
 
     def G(self, q, *, backend: str | None = None):
         """``G(q)`` (tree speeds x ny) assembled from the clusters' local loop solutions; block

@@ -210,6 +210,36 @@ def _dependent_columns(K: np.ndarray) -> list:
     return sorted(dep)
 
 
+def _random_loop_model(spec, pairs, seed_rng, name: str, shuffle: bool) -> LoopModel:
+    """Random tree from ``spec`` [(name, parent, joint)], spherical closures between ``pairs``
+    placed where the bodies are at a random q_ref, independent speeds by column pivoting."""
+    from ..backends import get_backend
+    from ..models import random_inertia, random_rotation
+
+    NP, rng = get_backend("numpy"), seed_rng
+    bodies = []
+    for body, parent, joint in spec:
+        m, c, Ic = random_inertia(rng)
+        X = Transform(random_rotation(rng).T, rng.uniform(-1, 1, 3))
+        bodies.append(Body(body, parent, joint, m, c, Ic, X))
+    tree = Model(bodies, name=name)
+    q = tree.random_q(rng)
+    X0, idx = _world_poses(tree, q), tree.names.index
+    closures = []
+    for pred, succ in pairs:
+        XW = Transform(random_rotation(rng).T, X0[idx(succ)].r + rng.uniform(-0.3, 0.3, 3))
+        closures.append(LoopClosure(pred, succ, compose(NP, XW, inverse(NP, X0[idx(pred)])),
+                                    compose(NP, XW, inverse(NP, X0[idx(succ)])),
+                                    kind="spherical", name=f"{pred}-{succ}"))
+    m = 3 * len(closures)
+    K = LoopModel(tree, closures, list(range(tree.nv - m))).constraint_jacobian(q)
+    dep = _dependent_columns(K)
+    indep = [t for t in range(tree.nv) if t not in dep]
+    if shuffle:
+        rng.shuffle(indep)
+    return LoopModel(tree, closures, indep, name=name, q_ref=q)
+
+
 def branched_loops(seed: int = 0) -> LoopModel:
     """A random floating-base mechanism with three local loops, closed at ``q_ref``.
 
@@ -224,33 +254,33 @@ def branched_loops(seed: int = 0) -> LoopModel:
     but the best-conditioned dependent ones of each loop (greedy column pivoting on K(q_ref)),
     in a shuffled order (exercises the speed bookkeeping).
     """
-    from ..backends import get_backend
-    from ..models import random_inertia, random_rotation
-
-    NP, rng = get_backend("numpy"), np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     spec = [("base", None, Floating()), ("hip", "base", Spherical()),
             ("a1", "hip", Revolute("z")), ("a2", "hip", Spherical()),
             ("a3", "a2", Revolute(rng.normal(size=3))), ("knee", "a1", Planar()),
             ("b1", "knee", Revolute("x")), ("b2", "knee", Helical("y", 0.1)),
             ("b3", "b2", Spherical()), ("c1", "a3", Spherical()),
             ("c2", "c1", Prismatic(rng.normal(size=3))), ("tip", "c2", Revolute("y"))]
-    bodies = []
-    for name, parent, joint in spec:
-        m, c, Ic = random_inertia(rng)
-        X = Transform(random_rotation(rng).T, rng.uniform(-1, 1, 3))
-        bodies.append(Body(name, parent, joint, m, c, Ic, X))
-    tree = Model(bodies, name=f"branched_loops{seed}")
-    q = tree.random_q(rng)
-    X0, idx = _world_poses(tree, q), tree.names.index
-    closures = []
-    for pred, succ in (("a3", "a1"), ("b1", "b3"), ("a3", "c2")):
-        XW = Transform(random_rotation(rng).T, X0[idx(succ)].r + rng.uniform(-0.3, 0.3, 3))
-        closures.append(LoopClosure(pred, succ, compose(NP, XW, inverse(NP, X0[idx(pred)])),
-                                    compose(NP, XW, inverse(NP, X0[idx(succ)])),
-                                    kind="spherical", name=f"{pred}-{succ}"))
-    m = 3 * len(closures)
-    K = LoopModel(tree, closures, list(range(tree.nv - m))).constraint_jacobian(q)
-    dep = _dependent_columns(K)
-    indep = [t for t in range(tree.nv) if t not in dep]
-    rng.shuffle(indep)
-    return LoopModel(tree, closures, indep, name=tree.name, q_ref=q)
+    return _random_loop_model(spec, (("a3", "a1"), ("b1", "b3"), ("a3", "c2")), rng,
+                              f"branched_loops{seed}", shuffle=True)
+
+
+def loop_chain(n: int, seed: int = 0) -> LoopModel:
+    """A serial chain of ``n`` two-DoF loop units (scaling studies of the cluster-tree method).
+
+    Unit k hangs from the previous unit's output body ``o{k-1}`` (the world for k = 0):
+    ``s{k}`` (spherical) - ``o{k}`` [s{k}] (revolute, random axis) and ``r{k}`` (revolute, random
+    axis) from the same parent, closed by a spherical joint between ``r{k}`` and ``o{k}``
+    (5 speeds - 3 constraints = 2 DoF). Random geometry and inertias, closed at ``q_ref``;
+    nv = 5n tree speeds, 2n minimal ones, n clusters in a chain.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    rng = np.random.default_rng(seed)
+    spec, pairs = [], []
+    for k in range(n):
+        parent = None if k == 0 else f"o{k - 1}"
+        spec += [(f"s{k}", parent, Spherical()), (f"o{k}", f"s{k}", Revolute(rng.normal(size=3))),
+                 (f"r{k}", parent, Revolute(rng.normal(size=3)))]
+        pairs.append((f"r{k}", f"o{k}"))
+    return _random_loop_model(spec, pairs, rng, f"loop_chain{n}", shuffle=False)
