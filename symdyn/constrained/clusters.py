@@ -81,8 +81,7 @@ class _Positions(NamedTuple):
     J: list        # J[b]: {c: X_{b<-c} Phi_c} over the joints c of b's cluster on b's path
     G: list        # G_K (cluster speeds x |y_K|), None for a loop-free cluster
     SK: list       # SK[b]: body b's rows of its cluster's S_K = J_K G_K (6 x |y_K|)
-    Kd: list       # K_d of the cluster's local loops (for Gdot), None if loop-free
-    residual: list  # closure residual entries, in closure order
+    Kd: list       # (K_d, dependent speeds) of the cluster's local loops, None if loop-free
 
 
 class _Rates(NamedTuple):
@@ -91,15 +90,15 @@ class _Rates(NamedTuple):
 
 
 class ClusterTree:
-    """The cluster-tree view of a :class:`~.loops.LoopModel` whose loops are local.
+    """The cluster-tree view of a :class:`~.loops.LoopModel`.
 
     Clusters are formed from the closures: the bodies on each loop (the paths from both closure
     bodies up to, not including, their common ancestor) are merged when they share bodies. Such a
     union is a connected set of bodies with one top body, so it hangs from exactly one outside
     body (the top body's parent), and every closure in it ties two of its bodies or one of them
     and that attachment: every LoopModel has a cluster tree (in the worst case one cluster).
-    Bodies on no loop are clusters of their own. Each cluster must contain as many independent speeds as its speeds minus its
-    constraints (else :class:`~.loops.ClosureError` names the cluster).
+    Bodies on no loop are clusters of their own. Each cluster must contain as many independent
+    speeds as its speeds minus its constraints (else :class:`~.loops.ClosureError` names it).
 
     Results are in the LoopModel's minimal speeds ``y`` (``loop.independent`` order), equal to the
     spanning-tree route (:meth:`LoopModel.coriolis_matrix`) by construction of the theory.
@@ -246,12 +245,11 @@ class ClusterTree:
                            if t in pos_i else B.rows(D, pos_d[t], pos_d[t] + 1)
                            for t in cl.speeds])
             Kds[k] = (Kd, dep)
-        residual = [e for c in range(len(loop.closures)) for e in residual[c]]
         SK = [None] * N
         for k, cl in enumerate(self.clusters):
             for b in cl.bodies:                                                    # S_K = J_K G_K
                 SK[b] = S[b] if G[k] is None else self._dense(B, cl, J[b]) @ G[k]
-        return _Positions(qs, Xup, S, Xa, J, G, SK, Kds, residual)
+        return _Positions(qs, Xup, S, Xa, J, G, SK, Kds)
 
     def _check(self, B, qs, cl, residual, Kd, dep):
         """NumPy: cluster cl's loops close at q, and its K_d is regular."""
