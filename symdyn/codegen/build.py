@@ -36,6 +36,7 @@ from . import cache as _cache
 from .csource import API_VERSION, api_sources, example_main, makefile
 from .functions import algorithm_options, algorithm_spec, casadi_function
 from .names import c_identifier
+from .trig import use_fast_trig
 
 log = logging.getLogger("symdyn.codegen")
 
@@ -269,13 +270,15 @@ def _source_digest() -> str:
 
 
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
-                     progress: bool | None | Callable = None, **options) -> dict:
+                     fast_trig: bool = True, progress: bool | None | Callable = None,
+                     **options) -> dict:
     """Write CasADi-generated C (one ``<prefix>_<algorithm>.c/.h`` per algorithm), the call/batch
     wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into ``out_dir``.
 
     Returns the manifest dict (function signatures, SX node and instruction counts, timings).
     ``name`` (default: the model's name) becomes the C prefix after sanitizing. ``options`` are
-    algorithm options (see :func:`normalize_algorithms`).
+    algorithm options (see :func:`normalize_algorithms`). ``fast_trig`` replaces libm's sin/cos
+    by branch-free inline versions (:mod:`symdyn.codegen.trig`).
     """
     import casadi as ca
 
@@ -300,6 +303,11 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
                                               "casadi_real": "double"})
         cg.add(f)
         cg.generate(str(directory) + os.sep)
+        n_trig = 0
+        if fast_trig:
+            src = directory / f"{fname}.c"
+            text, n_trig = use_fast_trig(src.read_text())
+            src.write_text(text)
         t_gen = time.perf_counter() - t0
         functions.append({
             "algorithm": alg, "fname": fname, "options": opts,
@@ -307,7 +315,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "input_names": list(spec.input_names), "input_sizes": list(spec.input_sizes(model)),
             "output_names": list(spec.output_names),
             "output_shapes": [list(tr.output_shapes[o]) for o in spec.output_names],
-            "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
+            "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions, "n_fast_trig": n_trig,
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
             "source_bytes": (directory / f"{fname}.c").stat().st_size,
         })
@@ -326,7 +334,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         "format": FORMAT, "api_version": API_VERSION, "prefix": prefix, "versions": versions,
         "model": {"name": model.name, "nq": model.nq, "nv": model.nv, "N": model.N,
                   "fingerprint": _cache.model_fingerprint(model)},
-        "functions": functions, "cse": bool(cse), "library": None,
+        "functions": functions, "cse": bool(cse), "fast_trig": bool(fast_trig), "library": None,
         "example_inputs": {k: [float(x) for x in v] for k, v in example_inputs.items()},
     }
 
@@ -388,8 +396,8 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
 
 def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str = "auto",
           cflags: Sequence[str] = (), native: bool = True, cse: bool = True,
-          cache: bool = True, cache_dir=None, cc: str | None = None, jobs: int | None = None,
-          progress: bool | None | Callable = None, **options):
+          fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
+          jobs: int | None = None, progress: bool | None | Callable = None, **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -428,7 +436,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     t0 = time.perf_counter()
 
     def make(directory: Path) -> dict:
-        manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse, progress=prog)
+        manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse,
+                                    fast_trig=fast_trig, progress=prog)
         manifest = compile_library(directory, manifest, opt=opt, cflags=cflags, native=native,
                                    cc=cc_path, jobs=jobs, progress=prog)
         manifest["t_total"] = time.perf_counter() - t0
@@ -446,6 +455,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         "format": FORMAT, "api": API_VERSION, "versions": _versions(),
         "model": _cache.model_fingerprint(model), "algorithms": algs, "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
+        "fast_trig": bool(fast_trig),
         "native": native_target(cc_path)[1] if native else None,
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }

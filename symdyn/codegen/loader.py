@@ -46,7 +46,7 @@ class CompiledFunction:
         self.input_shapes = tuple((int(n),) for n in meta["input_sizes"])
         self.output_names = tuple(meta["output_names"])
         self.output_shapes = tuple(tuple(int(d) for d in s) for s in meta["output_shapes"])
-        self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "t_trace", "t_function",
+        self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "n_fast_trig", "t_trace", "t_function",
                                            "t_generate", "t_compile", "cpu_compile", "cflags",
                                            "source_bytes")
                       if k in meta}
