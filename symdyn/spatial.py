@@ -208,3 +208,17 @@ def factorization_B(B, v, I, kind: str = "christoffel"):
         return (crf(B, v) @ I + crfbar(B, I @ v) - I @ crm(B, v)) / 2
     raise ValueError(f"unknown factorization {kind!r}; choose 'christoffel' (eq. 10) or "
                      f"'simple' (eq. 9)")
+
+
+def inertia_rate_rigid(B, v, I):
+    """Idot = (v x*) I - I (v x) from the 10 parameters of a rigid-body (or composite) inertia
+    I = [[Ibar, S(h)], [S(h)^T, m 1]] moving with velocity v = [w; u], with fewer operations than
+    :func:`inertia_rate`: hdot = w x h + m u and Ibar_dot = P + P^T with P = S(w) Ibar - S(u) S(h)
+    (mass points x move with u + w x x); the mass rate is zero."""
+    m = I[3, 3]
+    h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
+    Ibar = B.rows(B.cols(I, 0, 3), 0, 3)
+    w, u = top(B, v), bottom(B, v)
+    P = skew(B, w) @ Ibar - skew(B, u) @ skew(B, h)
+    Hd = skew(B, skew(B, w) @ h + m * u)
+    return B.block([[P + P.T, Hd], [Hd.T, B.zeros(3, 3)]])

@@ -9,12 +9,14 @@ import pytest
 import sympy as sp
 
 from symdyn.algorithms import crba, rnea
-from symdyn.algorithms.coriolis import coriolis_matrix, coriolis_product, coriolis_transpose_product
+from symdyn.algorithms.coriolis import (FRAMES, coriolis_matrix, coriolis_product,
+                                        coriolis_transpose_product)
 from symdyn.autodiff import ad_jacobians
-from symdyn.joints import Floating, Prismatic, Revolute
+from symdyn.backends import get_backend
+from symdyn.joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
 from symdyn.model import Body, Model
-from symdyn.models import random_tree
-from symdyn.spatial import Transform
+from symdyn.models import random_inertia, random_rotation, random_tree
+from symdyn.spatial import Transform, inertia_rate, inertia_rate_rigid, mcI
 
 ALL = ("revolute", "prismatic", "helical", "spherical", "planar")
 
@@ -37,7 +39,25 @@ def make_model(name):
     if name == "floating":
         return zero_gravity(random_tree(7, seed=5, joint_kinds=("revolute", "spherical", "helical"),
                                         floating_base=True))
+    if name == "two_trees_fixed":
+        return zero_gravity(two_trees_with_fixed_joint(seed=9))
     raise KeyError(name)
+
+
+def two_trees_with_fixed_joint(seed=0):
+    """Two trees on the world (each gets its own root frame in frame='root'), a fixed joint
+    merged into its parent, unaligned axes and every 1-DoF/multi-DoF joint kind."""
+    rng = np.random.default_rng(seed)
+    axis = lambda: tuple(rng.normal(size=3))  # noqa: E731
+    spec = [("a", None, Revolute(axis())), ("b", "a", Fixed()), ("c", "b", Helical(axis(), 0.2)),
+            ("d", "c", Planar()), ("e", "d", Prismatic(axis())), ("f", None, Spherical()),
+            ("g", "f", Revolute("x")), ("h", "f", Floating())]
+    bodies = []
+    for name, parent, joint in spec:
+        m, c, Ic = random_inertia(rng)
+        X = Transform(random_rotation(rng).T, rng.uniform(-1, 1, 3))
+        bodies.append(Body(name, parent, joint, m, c, Ic, X))
+    return Model(bodies, name="two_trees")
 
 
 MODELS = ("chain", "tree_rph", "mixed", "spherical", "floating")
@@ -139,6 +159,52 @@ def test_products_without_forming_C(name, factorization):
     assert np.abs(coriolis_product(model, q, qd, qd, factorization) - tau).max() < 1e-12 * scale
 
 
+# --- frame="root": Algorithm 1 in each tree's root-body coordinates (footnote 2) ------------------
+
+@pytest.mark.parametrize("name", MODELS + ("two_trees_fixed",))
+@pytest.mark.parametrize("factorization", ["christoffel", "simple"])
+def test_root_frame_equals_body_frame(name, factorization):
+    model = make_model(name)
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        q, qd = sample(model, rng)
+        ref = coriolis_matrix(model, q, qd, factorization)
+        got = coriolis_matrix(model, q, qd, factorization, frame="root")
+        for a, b, what in zip(got, ref, ("M", "Mdot", "C")):
+            assert np.abs(a - b).max() < 1e-11 * (1 + np.abs(b).max()), (name, what)
+
+
+def test_root_frame_symbolic_backends_match_numpy():
+    """CasADi on the two-tree model with every joint kind; SymPy on a 3-body model."""
+    model = make_model("two_trees_fixed")
+    rng = np.random.default_rng(12)
+    q, qd = sample(model, rng)
+    qs, vs = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv)
+    for fac in ("christoffel", "simple"):
+        f = ca.Function("f", [qs, vs], list(coriolis_matrix(model, qs, vs, fac, frame="root")))
+        for a, b in zip(f(q, qd), coriolis_matrix(model, q, qd, fac)):
+            assert np.abs(np.array(a) - b).max() < 1e-11 * (1 + np.abs(b).max())
+    small = zero_gravity(random_tree(3, seed=1, parents=[-1, 0, 0],
+                                     joint_kinds=("spherical", "revolute", "planar")))
+    q, qd = sample(small, rng)
+    qs = sp.Matrix(sp.symbols(f"q0:{small.nq}"))
+    vs = sp.Matrix(sp.symbols(f"v0:{small.nv}"))
+    got = coriolis_matrix(small, qs, vs, frame="root")
+    for a, b in zip(got, coriolis_matrix(small, q, qd)):
+        val = _lambdify(a, list(qs) + list(vs), list(q) + list(qd))
+        assert np.abs(val - b).max() < 1e-11 * (1 + np.abs(b).max())
+
+
+def test_inertia_rate_rigid_equals_inertia_rate():
+    B = get_backend("numpy")
+    rng = np.random.default_rng(13)
+    for _ in range(5):
+        m, c, Ic = random_inertia(rng)
+        I, v = mcI(B, m, rng.normal(size=3) + c, Ic), rng.normal(size=6)
+        assert np.abs(inertia_rate_rigid(B, v, I) - inertia_rate(B, v, I)).max() < 1e-12 * (
+            1 + np.abs(I).max() * np.abs(v).max())
+
+
 # --- symbolic backends --------------------------------------------------------------------------------
 
 def test_casadi_backend_matches_numpy():
@@ -191,8 +257,9 @@ def test_sympy_backend_matches_numpy():
 
 # --- Pinocchio ------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("frame", FRAMES)
 @pytest.mark.parametrize("name", ["chain", "tree_rph", "spherical", "floating"])
-def test_pinocchio_coriolis_matrix_random_trees(name):
+def test_pinocchio_coriolis_matrix_random_trees(name, frame):
     pin = pytest.importorskip("pinocchio")
     from symdyn import pinocchio_bridge as pb
 
@@ -202,7 +269,7 @@ def test_pinocchio_coriolis_matrix_random_trees(name):
     rng = np.random.default_rng(8)
     for _ in range(3):
         q, qd = sample(model, rng)
-        C = coriolis_matrix(model, q, qd)[2]
+        C = coriolis_matrix(model, q, qd, frame=frame)[2]
         Cp = pb.matrix_from_pin(model, pin.computeCoriolisMatrix(pm, pd, pb.q_to_pin(model, q),
                                                                  pb.v_to_pin(model, qd)))
         assert np.abs(C - Cp).max() < 1e-11 * (1 + np.abs(C).max())
@@ -290,6 +357,8 @@ def test_bad_inputs():
         coriolis_product(model, q, qd, np.ones(2))
     with pytest.raises(ValueError, match="unknown factorization"):
         coriolis_product(model, q, qd, qd, factorization="nope")
+    with pytest.raises(ValueError, match="unknown frame"):
+        coriolis_matrix(model, q, qd, frame="world")
     with pytest.raises(TypeError):
         coriolis_matrix("not a model", q, qd)
 

@@ -13,11 +13,13 @@ C*(q, qd) = sum_k Gamma[:, :, k] qd[k] for the generalized Christoffel symbols G
 """
 from __future__ import annotations
 
-from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorization_B,
-                       inertia_congruence, inertia_rate, xform_force_T, xform_motion)
+from ..spatial import (congruence, crf, crfbar, cross_force, cross_motion, factorization_B,
+                       inertia_congruence, inertia_rate_rigid, xform_force_T, xform_motion)
 from .common import entry, joint_kinematics
+from .root_frame import root_inertias, root_kinematics
 
 FACTORIZATIONS = ("christoffel", "simple")
+FRAMES = ("body", "root")
 
 
 def check_factorization(factorization: str) -> None:
@@ -50,7 +52,7 @@ def blocks_to_matrix(B, model, blocks):
     return out
 
 
-def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
+def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *, frame: str = "body",
                     backend: str | None = None):
     """Mass matrix, its time derivative and a Coriolis matrix: paper 000 Algorithm 1, O(Nd).
 
@@ -59,8 +61,17 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
     ``factorization="christoffel"`` (eq. (10)) gives the Christoffel-consistent C*;
     ``"simple"`` (eq. (9), B = (v x*) I) is admissible but in general not Christoffel-consistent.
     Joints whose motion subspace depends on q (planar) enter through Phidot = v x Phi + Phiring.
+
+    ``frame="body"`` runs Algorithm 1 as printed (body coordinates, three force blocks moved up
+    per ancestor); ``frame="root"`` computes the same matrices with every quantity in the
+    coordinates of its tree's root body (:func:`coriolis_matrix_root`, paper 000 footnote 2).
     """
     check_factorization(factorization)
+    if frame not in FRAMES:
+        raise ValueError(f"unknown frame {frame!r}; choose 'body' (Algorithm 1 as printed) or "
+                         f"'root' (common root-body coordinates, footnote 2)")
+    if frame == "root":
+        return coriolis_matrix_root(model, q, qd, factorization, backend=backend)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     _, I, _ = model.constants(B)
     Xup, S = joint_kinematics(B, model, q)
@@ -72,20 +83,24 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
     # B^C = 1/2 (Idot^C + (h^C) xbar*) is carried as (IdC, hC) instead of a general 6x6.
     compact = factorization == "christoffel"
     if compact:
-        IdC = [inertia_rate(B, v[i], I[i]) for i in range(N)]
+        IdC = [inertia_rate_rigid(B, v[i], I[i]) for i in range(N)]
         hC = [I[i] @ v[i] for i in range(N)]
     else:
         BC = [factorization_B(B, v[i], I[i], factorization) for i in range(N)]
     M, Mdot, C = {}, {}, {}
     for j in reversed(range(N)):                                              # line 8
         nj = S[j].shape[1]
-        BCj = (IdC[j] + crfbar(B, hC[j])) / 2 if compact else BC[j]
-        F1 = IC[j] @ Sdot[j] + BCj @ S[j]                                     # line 9
         F2 = IC[j] @ S[j]                                                     # line 10
-        F3 = BCj.T @ S[j]                                                     # line 11
+        if compact:  # B^C Phi = 1/2 (Idot^C Phi + Phi x* h^C), (B^C)^T Phi = 1/2 (.. - ..)
+            IdS, Sxh = IdC[j] @ S[j], crfbar(B, hC[j]) @ S[j]
+            F1 = IC[j] @ Sdot[j] + (IdS + Sxh) / 2                            # line 9
+            F3 = (IdS - Sxh) / 2                                              # line 11
+        else:
+            F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]                               # line 9
+            F3 = BC[j].T @ S[j]                                               # line 11
         C[j, j] = S[j].T @ F1                                                 # line 12
         M[j, j] = S[j].T @ F2                                                 # line 13
-        Mdot[j, j] = Sdot[j].T @ F2 + S[j].T @ (F1 + F3)                      # line 14
+        Mdot[j, j] = C[j, j] + C[j, j].T                       # line 14 (= C + C^T, Prop. 1)
         F, i = B.hcat([F1, F2, F3]), j                                        # line 15
         while parents[i] >= 0:                                                # line 16
             F = xform_force_T(B, Xup[i], F)                                   # line 17
@@ -95,7 +110,7 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
             C[j, i] = (Sdot[i].T @ F2 + S[i].T @ F3).T                        # line 20
             M[i, j] = S[i].T @ F2                                             # line 21
             M[j, i] = M[i, j].T
-            Mdot[i, j] = Sdot[i].T @ F2 + S[i].T @ (F1 + F3)                  # line 22
+            Mdot[i, j] = C[i, j] + C[j, i].T                   # line 22 (= C + C^T, Prop. 1)
             Mdot[j, i] = Mdot[i, j].T
         p = parents[j]
         if p >= 0:
@@ -105,6 +120,68 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *,
                 hC[p] = hC[p] + xform_force_T(B, Xup[j], hC[j])
             else:
                 BC[p] = BC[p] + congruence(B, Xup[j], BC[j])
+    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
+            blocks_to_matrix(B, model, C))
+
+
+def coriolis_matrix_root(model, q, qd, factorization: str = "christoffel", *,
+                         backend: str | None = None):
+    """Algorithm 1 with every quantity in its tree's root-body coordinates (footnote 2).
+
+    Same results and conventions as :func:`coriolis_matrix`. Composite terms (15)-(16) become
+    plain sums over subtrees, and for each related pair (i, j) eqs. (19)-(21) are products of
+    the root-coordinate Phi_i, Phidot_i with F1..F3 of body j: no transform in the O(Nd) loop.
+    The price is O(N) work up front: each body's pose, Phi, inertia and inertia rate in root
+    coordinates (:mod:`symdyn.algorithms.root_frame`). For the Christoffel factorization
+    B^C = 1/2 (Idot^C + (h^C) xbar*) is carried as (Idot^C, h^C) (see :func:`coriolis_matrix`),
+    so with (f xbar*)^T = -(f xbar*): B^C Phi = 1/2 (Idot^C Phi + Phi x* h^C) and
+    (B^C)^T Phi = 1/2 (Idot^C Phi - Phi x* h^C).
+
+    Measured (CasADi SX instructions incl. output writes, body vs root; serial:20 13.5k vs 17.4k,
+    binary:20 6.1k vs 10.4k, talos 25.5k vs 28.3k, panda 3.7k vs 4.5k): the pair loop halves, but
+    the per-body work (poses, Phi and inertias moved to root coordinates, where they lose the
+    sparsity of body coordinates: unit-axis Phi, constant inertias) costs more than it saves at
+    these depths, and the compiled code is slower. Code generation therefore uses
+    ``frame="body"``; this variant is the footnote-2 formulation and an independent check.
+    """
+    check_factorization(factorization)
+    B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
+    X0, S, v, Sdot = root_kinematics(B, model, q, qd)                         # lines 1-4
+    N, parents = model.N, model.parents
+    IC = root_inertias(B, model, X0)                                          # line 5
+    compact = factorization == "christoffel"
+    if compact:                                                               # line 6
+        IdC = [inertia_rate_rigid(B, v[i], IC[i]) for i in range(N)]
+        hC = [IC[i] @ v[i] for i in range(N)]
+    else:
+        BC = [crf(B, v[i]) @ IC[i] for i in range(N)]
+    M, Mdot, C = {}, {}, {}
+    for j in reversed(range(N)):                                              # line 8
+        F2 = IC[j] @ S[j]                                                     # line 10
+        if compact:
+            IdS, Sxh = IdC[j] @ S[j], crfbar(B, hC[j]) @ S[j]                 # Phi x* h^C
+            F1 = IC[j] @ Sdot[j] + (IdS + Sxh) / 2                            # line 9
+            F3 = (IdS - Sxh) / 2                                              # line 11
+        else:
+            F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]
+            F3 = BC[j].T @ S[j]
+        i = j
+        while i >= 0:                                                         # lines 16-18
+            C[i, j] = S[i].T @ F1                                             # lines 12, 19
+            M[i, j] = S[i].T @ F2                                             # lines 13, 21
+            if i != j:
+                C[j, i] = (Sdot[i].T @ F2 + S[i].T @ F3).T                    # line 20
+                M[j, i] = M[i, j].T
+            Mdot[i, j] = C[i, j] + C[j, i].T                                  # lines 14, 22
+            Mdot[j, i] = Mdot[i, j].T
+            i = parents[i]
+        p = parents[j]
+        if p >= 0:                                                            # lines 24-25
+            IC[p] = IC[p] + IC[j]
+            if compact:
+                IdC[p], hC[p] = IdC[p] + IdC[j], hC[p] + hC[j]
+            else:
+                BC[p] = BC[p] + BC[j]
     return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
             blocks_to_matrix(B, model, C))
 
