@@ -477,3 +477,45 @@ def test_fast_trig_in_generated_code(tmp_path):
         args = [st[n] for n in lib.rnea.input_names]
         _close(lib.rnea(*args), plain.rnea(*args))
         _close(lib.rnea(*args), _reference(m, "rnea", st)[0])
+
+
+# --- numerically-zero rotation entries (URDF rpy of +-pi/2) ------------------------------------------
+
+def _rpy_model():
+    from symdyn.joints import Revolute
+    from symdyn.model import Body, Model
+    from symdyn.spatial import Transform
+    from symdyn.urdf import rpy_to_rot
+
+    rng = np.random.default_rng(0)
+    rpys = [(0, 0, 0), (-np.pi / 2, 0, 0), (np.pi / 2, 0, np.pi / 2), (0.3, -np.pi / 2, 0)]
+    bodies = []
+    for i, rpy in enumerate(rpys):
+        X = Transform(rpy_to_rot(*rpy).T, rng.uniform(-0.5, 0.5, 3))
+        bodies.append(Body(f"l{i}", None if i == 0 else f"l{i - 1}", Revolute("z"), 1.0 + i,
+                           rng.uniform(-0.1, 0.1, 3), np.diag([0.3, 0.2, 0.25]), X))
+    return Model(bodies, name="rpy")
+
+
+def test_exact_rotations_snaps_only_rounding_noise():
+    from symdyn.codegen.functions import exact_rotations
+
+    m = _rpy_model()
+    assert any(np.any((np.abs(X.E) < 1e-15) & (X.E != 0)) for X in m.Xtree)   # the noise is there
+    s = exact_rotations(m)
+    assert s is not m and exact_rotations(s) is s
+    for X, Y in zip(m.Xtree, s.Xtree):
+        assert np.abs(X.E - Y.E).max() < 1e-15 and np.array_equal(X.r, Y.r)
+        assert not np.any((np.abs(Y.E) < 1e-15) & (Y.E != 0))
+        np.testing.assert_allclose(Y.E @ Y.E.T, np.eye(3), atol=1e-15)
+    rng, nv = np.random.default_rng(1), m.nv
+    sizes = {}
+    for snap in (True, False):
+        f = casadi_function(m, "coriolis_matrix", layout="numpy", snap_rotations=snap)
+        sizes[snap] = f.n_instructions()
+        for _ in range(3):
+            q, qd = m.random_q(rng), rng.uniform(-2, 2, nv)
+            out = f(q, qd)
+            for got, ref in zip(out, _reference(m, "coriolis_matrix", {"q": q, "qd": qd})):
+                _close(np.array(got).reshape(nv, nv), ref)
+    assert sizes[True] < sizes[False]
