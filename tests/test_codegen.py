@@ -519,3 +519,45 @@ def test_exact_rotations_snaps_only_rounding_noise():
             for got, ref in zip(out, _reference(m, "coriolis_matrix", {"q": q, "qd": qd})):
                 _close(np.array(got).reshape(nv, nv), ref)
     assert sizes[True] < sizes[False]
+
+
+def test_source_digest_covers_every_import_of_codegen():
+    """CODEGEN_SOURCES must be closed under symdyn-internal imports (module-level and inside
+    functions), else an edit to an imported module could reuse a stale cache entry."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    cg_build = importlib.import_module("symdyn.codegen.build")
+    root = Path(cg_build.__file__).resolve().parents[1]
+    covered = set(cg_build.codegen_source_files())
+    assert root / "algorithms" / "coriolis.py" in covered and root / "cli.py" not in covered
+    assert root / "symbolic" / "__init__.py" not in covered
+
+    def resolve(mod: str) -> list:
+        base = root.joinpath(*mod.split(".")[1:])
+        return [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+
+    for f in covered:
+        pkg = ".".join(["symdyn", *f.relative_to(root).with_suffix("").parts[:-1]])
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    mod = ".".join(parts + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                if not mod.startswith("symdyn"):
+                    continue
+                # "from pkg import name": the module pkg.name if there is one, else pkg itself;
+                # symdyn/__init__.py only re-exports (its __version__ is a key entry of its own)
+                targets = [p for a in node.names
+                           for p in (resolve(f"{mod}.{a.name}") or resolve(mod))]
+                targets = [p for p in targets if p != root / "__init__.py"]
+            elif isinstance(node, ast.Import):
+                targets = [p for a in node.names if a.name.startswith("symdyn")
+                           for p in resolve(a.name)]
+            else:
+                continue
+            for t in targets:
+                assert t in covered, f"{f.relative_to(root)} imports {t.relative_to(root)}"

@@ -254,15 +254,32 @@ def _versions() -> dict:
 
 
 _SOURCE_DIGEST: list[str] = []
+# The symdyn sources that decide generated code (relative to the package; folders: every .py
+# below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
+# elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
+CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
+                   *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "csource",
+                                                  "functions", "loader", "names", "trig")))
+
+
+def codegen_source_files() -> list[Path]:
+    """The files of :data:`CODEGEN_SOURCES`, sorted."""
+    root = Path(__file__).resolve().parents[1]
+    files = []
+    for entry in CODEGEN_SOURCES:
+        path = root / entry
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return sorted(files)
 
 
 def _source_digest() -> str:
-    """SHA-256 of symdyn's own Python sources: a cache entry built by other code (an edited
-    algorithm, a development checkout between releases) is never reused."""
+    """SHA-256 of the symdyn sources that generate code (:data:`CODEGEN_SOURCES`): a cache entry
+    built by other code (an edited algorithm, a development checkout between releases) is never
+    reused."""
     if not _SOURCE_DIGEST:
         root = Path(__file__).resolve().parents[1]
         h = hashlib.sha256()
-        for f in sorted(root.rglob("*.py")):
+        for f in codegen_source_files():
             h.update(str(f.relative_to(root)).encode())
             h.update(f.read_bytes())
         _SOURCE_DIGEST.append(h.hexdigest()[:16])
