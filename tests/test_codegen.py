@@ -561,3 +561,33 @@ def test_source_digest_covers_every_import_of_codegen():
                 continue
             for t in targets:
                 assert t in covered, f"{f.relative_to(root)} imports {t.relative_to(root)}"
+
+
+# --- emission order (symdyn.codegen.emit_order) ----------------------------------------------------
+
+def test_tree_sweep_order_and_remap():
+    from symdyn.codegen.emit_order import output_orders, remap_output_writes, tree_sweep_order
+
+    m = _floating()                      # floating base + spherical: multi-DoF blocks
+    order = tree_sweep_order(m)
+    assert sorted(order) == list(range(m.nv ** 2)) and order != sorted(order)
+    j = m.N - 1                          # the first block is the last body's diagonal block
+    a, b = m.v_idx[j]
+    assert order[0] == a * m.nv + a
+    assert output_orders(m, [(m.nv,), (m.nv, m.nv)]) == [None, order]
+    src = "if (res[0]!=0) res[0][1]=a1;\nif (res[1]!=0) res[1][0]=a2;\nres[1][1]=a3;"
+    out = remap_output_writes(src, [None, [1, 0]])
+    assert "res[0][1]=a1" in out and "res[1][1]=a2" in out and "res[1][0]=a3" in out
+    with pytest.raises(RuntimeError, match="each entry once"):
+        remap_output_writes(src, [None, [1, 0, 2]])
+
+
+def test_generated_code_writes_in_sweep_order(tmp_path):
+    m = _floating()
+    out = tmp_path / "src"
+    from symdyn.codegen import generate_sources
+
+    man = generate_sources(m, ["crba"], out, progress=False)
+    text = (out / man["functions"][0]["source"]).read_text()
+    ks = [int(k) for k in re.findall(r"res\[0\]\[(\d+)\]=", text)]
+    assert sorted(ks) == list(range(m.nv ** 2)) and ks != sorted(ks)

@@ -14,7 +14,15 @@ at -O1/-O2 (Gamma of a 20-DoF chain, 81k instructions: -Og 7 s CPU, -O1 10 s, -O
 Coriolis matrix, 38k: -Og 2.9 s, -O2 27 s), while -Og code is at most ~25 % slower than -O2 code
 there. Splitting big functions into chunks was measured too (own emitter from CasADi's
 instruction list): it did not reduce compile time much and made the code slower, so functions
-are not split.
+are not split. The threshold was raised from 20k to 32k after measuring the functions between
+(gcc CPU -Og -> -O2 / time per call, 2-core AMD EPYC): talos coriolis_matrix (29.8k) 2 -> 9-13 s /
+8.8 -> 7.0 us, serial:20 rnea_derivatives (28.4k) 4.8 -> 11.7 s / 8.0 -> 6.2 us, biped:20
+rnea_derivatives (20.9k) 3.3 -> 4.9 s / 6.1 -> 5.2 us, binary:20 christoffel (20.3k) 1.7 ->
+7.6 s / 5.9 -> 5.1 us, biped:20 christoffel (30.8k) 2.2 -> 8.5 s / 7.3 -> 6.0 us: 12-22 % faster
+code for a few seconds more per build; Gamma of serial:20 (77k) stays -Og (the 30 s target).
+
+Generated sources are post-processed: outputs are emitted in the algorithms' sweep order
+(:mod:`symdyn.codegen.emit_order`) and sin/cos are inlined (:mod:`symdyn.codegen.trig`).
 """
 from __future__ import annotations
 
@@ -36,12 +44,13 @@ from . import cache as _cache
 from .csource import API_VERSION, api_sources, example_main, makefile
 from .functions import algorithm_options, algorithm_spec, casadi_function
 from .names import c_identifier
+from .emit_order import remap_output_writes
 from .trig import use_fast_trig
 
 log = logging.getLogger("symdyn.codegen")
 
 FORMAT = 1                      # layout of generated files / manifest (part of the cache key)
-AUTO_O2_MAX_SIZE = 20000
+AUTO_O2_MAX_SIZE = 32000
 AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
 OPT_LEVELS = ("auto", "-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
 _PROGRESS_AFTER = 2.0           # seconds before automatic progress messages start
@@ -259,7 +268,8 @@ _SOURCE_DIGEST: list[str] = []
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "csource",
-                                                  "functions", "loader", "names", "trig")))
+                                                  "emit_order", "functions", "loader", "names",
+                                                  "trig")))
 
 
 def codegen_source_files() -> list[Path]:
@@ -311,7 +321,8 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         fname = f"{prefix}_{alg}"
         prog(f"tracing {alg} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15)
         info: dict = {}
-        f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info, **opts)
+        f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
+                            emit_order=True, **opts)
         tr = info["trace"]
         prog(f"{alg}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions "
              f"(trace {tr.t_trace:.2f}s, Function {tr.t_function:.2f}s)")
@@ -320,11 +331,12 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
                                               "casadi_real": "double"})
         cg.add(f)
         cg.generate(str(directory) + os.sep)
+        src = directory / f"{fname}.c"
+        text = remap_output_writes(src.read_text(), info["orders"])
         n_trig = 0
         if fast_trig:
-            src = directory / f"{fname}.c"
-            text, n_trig = use_fast_trig(src.read_text())
-            src.write_text(text)
+            text, n_trig = use_fast_trig(text)
+        src.write_text(text)
         t_gen = time.perf_counter() - t0
         functions.append({
             "algorithm": alg, "fname": fname, "options": opts,

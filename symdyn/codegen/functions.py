@@ -223,7 +223,7 @@ def exact_rotations(model):
 
 def casadi_function(model, algorithm: str, *, name: str | None = None, layout: str = "casadi",
                     cse: bool = True, info: dict | None = None, snap_rotations: bool = True,
-                    **options):
+                    emit_order: bool = False, **options):
     """A ``casadi.Function`` evaluating ``algorithm`` on ``model``.
 
     Inputs are named after the algorithm's arguments (``q``, ``qd``, ``qdd``, ``tau``) and
@@ -236,6 +236,9 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     dict it receives a :class:`TraceInfo` under ``"trace"``. The result can be saved with
     ``f.save("file.casadi")`` and loaded with ``casadi.Function.load``. ``snap_rotations``
     traces :func:`exact_rotations` of the model (numerically-zero rotation entries made exact).
+    ``emit_order=True`` (``layout="numpy"`` only, for code generation) permutes each nv x nv
+    output into the tree-sweep order of :mod:`symdyn.codegen.emit_order`: entry k holds the
+    row-major entry ``info["orders"][o][k]`` (``info`` must be given).
     """
     import casadi as ca
 
@@ -262,6 +265,14 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
         shape, natural, flat = _shape_and_layouts(oname, rank, value)
         shapes[oname] = shape
         outs.append(natural if layout == "casadi" else flat)
+    if emit_order:
+        if layout != "numpy" or info is None:
+            raise ValueError("emit_order=True needs layout='numpy' and an info dict")
+        from .emit_order import output_orders
+
+        orders = output_orders(model, [shapes[o] for o in spec.output_names])
+        outs = [o if p is None else o[p] for o, p in zip(outs, orders)]
+        info["orders"] = orders
     fname = c_identifier(name if name is not None else algorithm)
     t0 = time.perf_counter()
     f = ca.Function(fname, syms, outs, list(spec.input_names), list(spec.output_names),
