@@ -222,3 +222,21 @@ def inertia_rate_rigid(B, v, I):
     P = skew(B, w) @ Ibar - skew(B, u) @ skew(B, h)
     Hd = skew(B, skew(B, w) @ h + m * u)
     return B.block([[P + P.T, Hd], [Hd.T, B.zeros(3, 3)]])
+
+
+def inertia_congruence_sym(B, X: Transform, I):
+    """:func:`inertia_congruence` computing each entry of the symmetric 3x3 block Ibar' once
+    (six instead of nine; CasADi's CSE does not see that (i, j) and (j, i) are equal):
+    Ibar'_ij = (E^T Ibar)_i. E_.j - P_ij - P_ji - m (S(r) S(r))_ij with P = S(r) S(E^T h)."""
+    E, m = X.E, I[3, 3]
+    h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
+    Ibar = B.rows(B.cols(I, 0, 3), 0, 3)
+    h1 = E.T @ h
+    rx = skew(B, X.r)
+    A, P = E.T @ Ibar, rx @ skew(B, h1)
+    U = {(i, j): (B.rows(A, i, i + 1) @ B.cols(E, j, j + 1))[0, 0] - P[i, j] - P[j, i]
+         - m * (B.rows(rx, i, i + 1) @ B.cols(rx, j, j + 1))[0, 0]
+         for i in range(3) for j in range(i, 3)}
+    Ibar2 = B.matrix([[U[min(i, j), max(i, j)] for j in range(3)] for i in range(3)])
+    H = skew(B, h1 + m * X.r)
+    return B.block([[Ibar2, H], [H.T, m * B.eye(3)]])

@@ -379,3 +379,18 @@ def test_symbolic_parameters_model():
     ref = coriolis_matrix(num, qn, vn)[2]
     got = np.array(C.subs(vals).subs({q1: qn[0], q2: qn[1], v1: vn[0], v2: vn[1]}), dtype=float)
     assert np.abs(got - ref).max() < 1e-12
+
+
+def test_inertia_congruence_sym_equals_inertia_congruence():
+    from symdyn.spatial import inertia_congruence, inertia_congruence_sym
+
+    B = get_backend("numpy")
+    rng = np.random.default_rng(14)
+    for _ in range(5):
+        m, c, Ic = random_inertia(rng)
+        X = Transform(random_rotation(rng), rng.normal(size=3))
+        I = mcI(B, m, c, Ic)
+        ref = inertia_congruence(B, X, I)
+        got = inertia_congruence_sym(B, X, I)
+        assert np.abs(got - ref).max() < 1e-13 * (1 + np.abs(ref).max())
+        assert np.array_equal(got, got.T)

@@ -14,7 +14,7 @@ C*(q, qd) = sum_k Gamma[:, :, k] qd[k] for the generalized Christoffel symbols G
 from __future__ import annotations
 
 from ..spatial import (congruence, crf, crfbar, cross_force, cross_motion, factorization_B,
-                       inertia_congruence, inertia_rate_rigid, xform_force_T, xform_motion)
+                       inertia_congruence_sym, inertia_rate_rigid, xform_force_T, xform_motion)
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 
@@ -114,9 +114,9 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *, frame: 
             Mdot[j, i] = Mdot[i, j].T
         p = parents[j]
         if p >= 0:
-            IC[p] = IC[p] + inertia_congruence(B, Xup[j], IC[j])              # line 24
+            IC[p] = IC[p] + inertia_congruence_sym(B, Xup[j], IC[j])          # line 24
             if compact:                                                       # line 25
-                IdC[p] = IdC[p] + inertia_congruence(B, Xup[j], IdC[j])
+                IdC[p] = IdC[p] + inertia_congruence_sym(B, Xup[j], IdC[j])
                 hC[p] = hC[p] + xform_force_T(B, Xup[j], hC[j])
             else:
                 BC[p] = BC[p] + congruence(B, Xup[j], BC[j])
