@@ -63,13 +63,13 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *, frame: 
     Joints whose motion subspace depends on q (planar) enter through Phidot = v x Phi + Phiring.
 
     ``frame="body"`` runs Algorithm 1 as printed (body coordinates, three force blocks moved up
-    per ancestor); ``frame="root"`` computes the same matrices with every quantity in the
+    per ancestor; lines 14 and 22 as Mdot = C + C^T, Prop. 1); ``frame="root"`` computes the same matrices with every quantity in the
     coordinates of its tree's root body (:func:`coriolis_matrix_root`, paper 000 footnote 2).
     """
     check_factorization(factorization)
     if frame not in FRAMES:
         raise ValueError(f"unknown frame {frame!r}; choose 'body' (Algorithm 1 as printed) or "
-                         f"'root' (common root-body coordinates, footnote 2)")
+                         "'root' (common root-body coordinates, footnote 2)")
     if frame == "root":
         return coriolis_matrix_root(model, q, qd, factorization, backend=backend)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
