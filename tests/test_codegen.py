@@ -609,3 +609,46 @@ def test_large_batch_streamed_equals_in_place(lib, threads):
         for b, s in zip(big, small):
             np.testing.assert_array_equal(b[lo:lo + 5000], s)
     assert np.isnan(big[0][7]).all() and not np.isnan(big[0][8]).any()
+
+
+# --- result pool (single calls return output buffers no caller references) ------------------------
+
+def test_results_are_never_overwritten_while_referenced(lib):
+    model, rng = _model(), np.random.default_rng(10)
+    f = lib["coriolis_matrix"]
+    states = [_state(model, rng) for _ in range(6)]
+    refs = [tuple(np.asarray(x) for x in _reference(model, "coriolis_matrix", s)) for s in states]
+    kept = [f(s["q"], s["qd"]) for s in states]                 # more than the pool holds
+    view = f(states[0]["q"], states[0]["qd"])[2][1:, :]       # a view keeps its buffer busy
+    only_M = f(states[1]["q"], states[1]["qd"])[0]            # so does one array of a tuple
+    for _ in range(4):
+        f(states[2]["q"], states[2]["qd"])
+        lib["crba"](states[3]["q"])
+    for got, ref in zip(kept, refs):
+        for g, r in zip(got, ref):
+            _close(g, r)
+    _close(view, refs[0][2][1:, :])
+    _close(only_M, refs[1][0])
+    assert len({id(k[0]) for k in kept}) == len(kept)
+
+
+def test_dropped_results_are_reused_and_nan_propagates(lib):
+    model, rng = _model(), np.random.default_rng(11)
+    f = lib["crba"]
+    q = _state(model, rng)["q"]
+    first = f(q)
+    ident = id(first)
+    del first
+    again = f(q)
+    assert id(again) == ident                                  # the pool is in use
+    _close(again, _reference(model, "crba", {"q": q})[0])
+    bad = np.array(q, dtype=float)
+    bad[0] = np.nan
+    del again
+    nan_res = f(bad, nan="propagate")
+    assert np.isnan(nan_res).all()
+    with pytest.raises(ValueError, match="NaN"):
+        f(bad)
+    out = np.empty((model.nv, model.nv))
+    assert f(q, out=out) is out
+    _close(out, _reference(model, "crba", {"q": q})[0])

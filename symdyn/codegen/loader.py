@@ -4,9 +4,12 @@ Calls go through ``ctypes`` (measured against cffi in ``reports/fastpath.md``: a
 call costs about as much as cffi's API mode, which would need a CPython extension compiled per
 build, and less than cffi's ABI mode). A single call passes each input as ``x.tobytes()`` (a C-order
 float64 copy made in C, ~0.07 us; non-contiguous arrays included) to ``F_call_inputs``, which also
-gets a context array holding preallocated output and work buffers; the outputs are copied out
-(``out=`` copies into given float64 arrays instead). Inputs may be any real arrays or sequences of
-the right shape (converted to float64).
+gets a context array holding preallocated output and work buffers. Results are new arrays that
+belong to the caller: the C code writes into one of two result buffer sets that no Python object
+references any more (checked with CPython reference counts) and returns those arrays themselves,
+or, when both sets are still held by the caller, into internal buffers that are then copied
+(``out=`` copies into given float64 arrays instead). Inputs may be any real arrays or sequences
+of the right shape (converted to float64).
 
 NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
 the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``).
@@ -17,6 +20,7 @@ threads at once (use :meth:`CompiledFunction.copy` per thread, or ``.batch(..., 
 from __future__ import annotations
 
 import ctypes
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +39,8 @@ class CompiledFunction:
 
     ``f.input_names``/``f.input_shapes``, ``f.output_names``/``f.output_shapes`` describe the
     signature (e.g. rnea: q (nq,), qd (nv,), qdd (nv,) -> tau (nv,)); ``f.stats`` holds SX sizes and
-    build timings. Results are new arrays (copies) unless ``out=`` is given.
+    build timings. Results are new arrays owned by the caller (never overwritten by later calls
+    while referenced; see the module docstring) unless ``out=`` is given.
     """
 
     def __init__(self, meta: dict, single_lib, batch_lib):
@@ -75,17 +80,27 @@ class CompiledFunction:
         self._batch.restype = ctypes.c_int
         self._allocate()
 
-    def _allocate(self) -> None:
-        self._out = [np.zeros(s) for s in self.output_shapes]
-        self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
-        self._w = np.zeros(max(1, self._sz_w))
+    def _context(self, outs):
+        """(ctypes context array, its address) with the output buffers ``outs``."""
         ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 2))()  # inputs set per call
-        for k, b in enumerate(self._out):
+        for k, b in enumerate(outs):
             ctx[self._sz_arg + k] = b.ctypes.data
         ctx[self._sz_arg + self._sz_res] = self._iw.ctypes.data
         ctx[self._sz_arg + self._sz_res + 1] = self._w.ctypes.data
-        self._ctx = ctx
-        self._pctx = ctypes.c_void_p(ctypes.addressof(ctx))
+        return ctx, ctypes.c_void_p(ctypes.addressof(ctx))
+
+    def _allocate(self) -> None:
+        self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
+        self._w = np.zeros(max(1, self._sz_w))
+        self._out = [np.zeros(s) for s in self.output_shapes]
+        self._ctx, self._pctx = self._context(self._out)
+        # result pool: output buffers handed to the caller as the results themselves, reused
+        # once nothing references them any more (see _specialize)
+        self._pool = []
+        if _POOL and hasattr(sys, "getrefcount"):
+            for _ in range(_POOL):
+                outs = tuple(np.zeros(s) for s in self.output_shapes)
+                self._pool.append((outs, *self._context(outs)))
         self._n_in = len(self.input_names)
         self._single = len(self._out) == 1
         self.__class__ = _specialize(self)
@@ -113,7 +128,7 @@ class CompiledFunction:
                             f"({', '.join(self.input_names)}), got {len(args)}")
         status = self._call(*self._input_bytes(args), self._pctx)
         if status:
-            self._status(status, nan)
+            self._status(status, nan, self._out)
         if out is None:
             if self._single:
                 return self._out[0].copy()
@@ -144,10 +159,10 @@ class CompiledFunction:
             raise ValueError(f"{self.name}: input {name} must have shape {shape}, got {a.shape}")
         return a.astype(np.float64)
 
-    def _status(self, status: int, nan: str) -> None:
+    def _status(self, status: int, nan: str, bufs) -> None:
         if status > 0:
             if nan == "propagate":
-                for b in self._out:
+                for b in bufs:
                     b.fill(np.nan)
                 return
             if nan not in _NAN_MODES:
@@ -240,40 +255,74 @@ class CompiledFunction:
         return outs[0] if self._single else tuple(outs)
 
 
+_POOL = 2   # result buffers per function that single calls return without copying
+
 _CALL_TEMPLATE = """
 def {fname}(self, {params}, *, out=None, nan="raise"):
+    if out is not None:
+        ctx, res = _ctx, None
+{pool_select}    else:
+        ctx, res = _ctx, None
     try:
         if {checks}:
-            status = _call({fast_args}, _ctx)
+            status = _call({fast_args}, ctx)
         else:
             raise AttributeError
     except AttributeError:
-        status = _call(*self._input_bytes(({params},)), _ctx)
+        status = _call(*self._input_bytes(({params},)), ctx)
     if status:
-        self._status(status, nan)
+        self._status(status, nan, _out if res is None else res)
+    if res is not None:
+        return {pool_result}
     if out is None:
-        return {result}
+        return {copy_result}
     return self._write_out(out)
+
+def _baseline():
+    return ({baseline})
 """
 
 
 def _specialize(fn: CompiledFunction) -> type:
     """A subclass of CompiledFunction whose ``__call__`` is unrolled for ``fn``'s inputs, with its
     output buffers and C entry point bound as constants (~0.5 us less per call than the generic
-    method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users."""
+    method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users.
+
+    Results without ``out=``: copying the outputs cost 0.2-0.25 us per array (0.75 us for the
+    three 20 x 20 matrices of coriolis_matrix), so the C code writes straight into one of
+    ``_POOL`` result buffer sets that are then returned themselves; a set is used again only
+    when no reference to any of its arrays is left (CPython reference counts, ``sys.getrefcount``
+    equal to the pool's own), so a result the caller keeps is never overwritten. When every set
+    is still referenced, the outputs are copied from the internal buffers as before."""
     names = fn.input_names
-    ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64}
+    n_out = len(fn._out)
+    ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64, "_out": fn._out,
+          "_rc": sys.getrefcount}
     for k, s in enumerate(fn.input_shapes):
         ns[f"_s{k}"] = s
     for k, o in enumerate(fn._out):
         ns[f"_o{k}"] = o
+    select, base = [], []
+    for p, (outs, _, pctx) in enumerate(fn._pool):
+        ns[f"_c{p}"], ns[f"_r{p}"] = pctx, outs
+        for k, o in enumerate(outs):
+            ns[f"_a{p}{k}"] = o
+            base.append(f"_rc(_a{p}{k})")
+        free = " and ".join(f"_rc(_a{p}{k}) == _b{p}{k}" for k in range(n_out))
+        select.append(f"    elif {free}:\n        ctx, res = _c{p}, _r{p}\n")
     checks = [f"{n}.dtype is _F64 and {n}.shape == _s{k}" for k, n in enumerate(names)]
     src = _CALL_TEMPLATE.format(
         fname=fn.algorithm, params=", ".join(names), checks=" and ".join(checks),
-        fast_args=", ".join(f"{n}.tobytes()" for n in names),
-        result=("_o0.copy()" if fn._single else
-                "(" + ", ".join(f"_o{k}.copy()" for k in range(len(fn._out))) + ",)"))
+        fast_args=", ".join(f"{n}.tobytes()" for n in names), pool_select="".join(select),
+        pool_result=("res[0]" if fn._single else
+                     "(" + ", ".join(f"res[{k}]" for k in range(n_out)) + ",)"),
+        copy_result=("_o0.copy()" if fn._single else
+                     "(" + ", ".join(f"_o{k}.copy()" for k in range(n_out)) + ",)"),
+        baseline=", ".join(base) + ("," if base else ""))
     exec(compile(src, f"<symdyn compiled {fn.name}>", "exec"), ns)
+    for (p, k), rc in zip([(p, k) for p in range(len(fn._pool)) for k in range(n_out)],
+                          ns["_baseline"]()):
+        ns[f"_b{p}{k}"] = rc
     call = ns[fn.algorithm]
     call.__doc__ = CompiledFunction.__call__.__doc__
     return type("CompiledFunction", (CompiledFunction,), {"__call__": call,
