@@ -641,6 +641,10 @@ def test_dropped_results_are_reused_and_nan_propagates(lib):
     del first
     again = f(q)
     assert id(again) == ident                                  # the pool is in use
+    pooled = [id(entry[0][0]) for entry in f._pool]            # ids: no extra references
+    assert len(pooled) == 2 and id(again) in pooled
+    for _ in range(3):                                         # while `again` is held, the
+        assert id(f(q)) == (set(pooled) - {id(again)}).pop()   # other buffer set serves
     _close(again, _reference(model, "crba", {"q": q})[0])
     bad = np.array(q, dtype=float)
     bad[0] = np.nan

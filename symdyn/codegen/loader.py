@@ -300,14 +300,13 @@ def _specialize(fn: CompiledFunction) -> type:
           "_rc": sys.getrefcount}
     for k, s in enumerate(fn.input_shapes):
         ns[f"_s{k}"] = s
-    for k, o in enumerate(fn._out):
-        ns[f"_o{k}"] = o
+    ns.update({f"_o{k}": o for k, o in enumerate(fn._out)})
     select, base = [], []
-    for p, (outs, _, pctx) in enumerate(fn._pool):
-        ns[f"_c{p}"], ns[f"_r{p}"] = pctx, outs
-        for k, o in enumerate(outs):
-            ns[f"_a{p}{k}"] = o
-            base.append(f"_rc(_a{p}{k})")
+    for p, entry in enumerate(fn._pool):
+        ns[f"_c{p}"], ns[f"_r{p}"] = entry[2], entry[0]
+        # no local name may stay bound to a pool array: it would count in the baselines below
+        ns.update({f"_a{p}{k}": entry[0][k] for k in range(n_out)})
+        base += [f"_rc(_a{p}{k})" for k in range(n_out)]
         free = " and ".join(f"_rc(_a{p}{k}) == _b{p}{k}" for k in range(n_out))
         select.append(f"    elif {free}:\n        ctx, res = _c{p}, _r{p}\n")
     checks = [f"{n}.dtype is _F64 and {n}.shape == _s{k}" for k, n in enumerate(names)]
@@ -320,9 +319,8 @@ def _specialize(fn: CompiledFunction) -> type:
                      "(" + ", ".join(f"_o{k}.copy()" for k in range(n_out)) + ",)"),
         baseline=", ".join(base) + ("," if base else ""))
     exec(compile(src, f"<symdyn compiled {fn.name}>", "exec"), ns)
-    for (p, k), rc in zip([(p, k) for p in range(len(fn._pool)) for k in range(n_out)],
-                          ns["_baseline"]()):
-        ns[f"_b{p}{k}"] = rc
+    slots = [(p, k) for p in range(len(fn._pool)) for k in range(n_out)]
+    ns.update({f"_b{p}{k}": rc for (p, k), rc in zip(slots, ns["_baseline"]())})
     call = ns[fn.algorithm]
     call.__doc__ = CompiledFunction.__call__.__doc__
     return type("CompiledFunction", (CompiledFunction,), {"__call__": call,
