@@ -381,6 +381,7 @@ def section_split(spec: str, algs: list[str], variants: list[str], repeat: int) 
 def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) -> list[str]:
     """symdyn compiled vs Pinocchio, per call and batched per state."""
     rows, builds, notes = [], [], []
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for spec in specs:
         model = from_spec(spec)
         use = [a for a in algs if not (a == "christoffel" and model.nv > CHRISTOFFEL_MAX_NV)]
@@ -425,7 +426,9 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
             print(f"{spec} {alg}: symdyn {ts * 1e6:.3g} us, pin {tp * 1e6:.3g} us, ratio "
                   f"{ratio:.2f}, batch {tb * 1e6:.3g} us/state", file=sys.stderr, flush=True)
     out = ["## symdyn compiled vs Pinocchio (same process)", "",
-           "Per call: `lib.<alg>(q, ...)` from Python (inputs copied in, result copied out) vs the "
+           "Per call: `lib.<alg>(q, ...)` from Python (inputs copied in; results are new "
+           "arrays owned by the caller, taken from the function's result pool when no earlier "
+           "result holds it) vs the "
            "Pinocchio Python call. Batched: `lib.<alg>.batch(Q, ..., out=preallocated)` over "
            f"{batch} states, per state, 1 and 2 threads (without `out=`, fresh multi-MB result "
            "arrays add page-fault time comparable to the computation, e.g. +11 us/state for "
@@ -434,7 +437,8 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
            "round-robin in blocks of ~20 ms; times are medians over the rounds, ratios the "
            "medians of the per-round ratios (< 1: symdyn faster); the ratios of the minima over "
            "the rounds (least disturbed blocks) are given as a less load-sensitive estimate. "
-           "Targets from issue 5 in brackets; ok/MISS marks them (on the medians).", "",
+           "Targets from issue 5 in brackets; ok/MISS marks them (on the medians). "
+           f"Load average at the start of this section: {load0:.1f} (2 cores).", "",
            "| model | nv | algorithm | Pinocchio routine | symdyn us/call | Pinocchio us/call | "
            "ratio [target] | batch us/state (1 thr / 2 thr) | batch ratio [target] | "
            "ratios of minima (call / batch) | max rel. diff vs NumPy |",
@@ -464,46 +468,68 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
-* **Gamma of a 20-DoF serial chain generated and compiled in 8-9 s** (target <= 30 s; the naive
-  dense-6x6 prototype took 434 s): Algorithm 2 on compact transforms gives 81k SX instructions,
-  and `-Og` compiles them in ~7 s of gcc CPU time where `-O2` needs more than 90 s.
-* **Flags** (auto policy: `-O2` up to 20k SX instructions + output entries, `-Og` above, plus
-  `-march=native`): for big functions `-Og` compiles 2-10x faster than `-O2` and its code is as
-  fast as `-O1` code, but 5-80 % slower than `-O2 -march=native` code (serial:20 Coriolis
-  matrix, rnea_derivatives; the run-time columns of the flag table are noisy). The threshold
-  trades that for compile time (rnea_derivatives serial:20: 5 s vs 13 s of gcc CPU);
-  `build(..., opt="-O2")` takes the other side. Splitting functions into chunks made the code
-  slower without saving much compile time (split table), so it is not used.
+* **All issue-5 targets are met in this run** (load 0.6-1.0 on 2 shared cores; medians of 15
+  round-robin rounds): coriolis_matrix per call 0.21-0.40x Pinocchio's computeCoriolisMatrix
+  (serial:20 0.38, panda 0.40, talos 0.36; <= 0.5), rnea batched 0.12-0.22x and crba batched
+  0.11-0.24x per state (<= 0.25; talos crba 0.24 is the closest), rnea 0.40-0.68x and crba
+  0.31-0.57x per call (<= 1.0), rnea_derivatives 0.29-0.52x (<= 0.7), christoffel 0.02-0.08x of
+  the Pinocchio route (<= 0.15). The previous report had coriolis_matrix at 0.57/0.69/0.70x
+  (serial:20/panda/talos), rnea batched at 0.27/0.32x (serial:20/talos) and crba batched at
+  0.25-0.27x (20-DoF) and 0.45x (talos); re-measured at the start of this round at low load:
+  coriolis 0.56/0.70/0.68x, talos rnea 0.32x, talos crba 0.46x.
+* **What moved them** (each measured side by side with Pinocchio before it was kept):
+  (1) sin/cos inlined without data-dependent branches (`symdyn.codegen.trig`): glibc's sincos
+  mispredicts on angles spread over [0, 2 pi); batched talos rnea 1.61 -> 1.16 us/state, crba
+  2.17 -> 1.48. (2) Numerically-zero rotation entries (URDF rpy of +-pi/2 gives 6e-17) made
+  exact before tracing: panda coriolis_matrix 5.1k -> 3.7k SX instructions, crba 1.5k -> 1.0k.
+  (3) Fewer operations in Algorithm 1: Mdot = C + C^T blockwise (Prop. 1), the inertia rate from
+  the 10 parameters, six entries per symmetric 3x3 block: serial:20 14.1k -> 13.1k, talos
+  27.3k -> 24.5k. (4) nv x nv outputs emitted in the backward-sweep order instead of row-major
+  (`symdyn.codegen.emit_order`; CasADi emits depth-first from the outputs, so row-major order
+  kept values alive across the whole tree and gcc spilled them): one talos crba evaluation 1.28
+  -> 0.83 us, coriolis_matrix 4.16 -> 3.66 us; -O2 compiles got faster too (serial:20
+  rnea_derivatives 12.7 -> 5.2 s CPU). (5) Batches with more than 8 MiB of outputs computed into
+  a scratch block and streamed out with non-temporal stores (scattered writes into a cold
+  multi-MB array stalled): talos crba 1.62 -> 1.15 us/state. (6) The -O2 limit raised from 20k
+  to 32k instructions + outputs (12-22 % faster code for a few s more gcc CPU, measured on the
+  five functions in between): talos coriolis_matrix is now -O2 (9.6 s CPU). (7) Single calls
+  return result buffers that no caller references any more instead of copies (0.2-0.25 us per
+  output array; kept results are never overwritten, checked with reference counts), and call
+  C without ctypes argtypes (~70-90 ns): panda coriolis_matrix per call 1.94 -> 1.32 us.
+* **Tried and not kept**: the world-frame form of Algorithm 1 (footnote 2; here anchored at each
+  tree's root body so that a floating base keeps S = 1) is available as
+  `coriolis_matrix(..., frame="root")` and agrees with the body frame, but its graphs are larger
+  (serial:20 17.4k vs 13.1k SX instructions, binary:20 10.4k vs 5.8k, talos 28.3k vs 24.5k): the
+  pair loop shrinks to dot products, yet moving every body's Phi, inertia and inertia rate to
+  root coordinates loses the sparsity of body coordinates (unit-axis Phi, constant inertias),
+  and the compiled code was slower on all six models, so code generation uses the body frame.
+  A root-frame CRBA was 1.5-2.4x larger. Computing all sin/cos up front in a vectorized table was
+  slower than the inline form (the CPU overlaps the inline kernels with the dependent
+  recursion), and emitting vectors (rnea) in reverse or the sweep from the root down was slower.
+* **What limits what is left**: per call, the Python side costs ~0.8-1.0 us whatever the model
+  (one `tobytes()` per input, the ctypes call, returning the arrays), which is why panda's rnea
+  and crba are 0.57-0.68x although their C takes 0.14-0.2 us. Batched, large outputs are bound
+  by memory writes: talos crba writes 11.5 kB and coriolis_matrix 34.6 kB per state, so their
+  batches are no faster per state than single calls; the 2-thread column roughly halves them
+  when the other core is free.
+* **Gamma of a 20-DoF serial chain generated and compiled in 7.4 s** (target <= 30 s; the naive
+  dense-6x6 prototype took 434 s): 69k SX instructions, `-Og` compiles them in ~6 s of gcc CPU
+  time where `-O2` needs more than 90 s.
+* **Flags** (auto: `-O2` up to 32k SX instructions + output entries, `-Og` above, plus
+  `-march=native`): on serial:20 `-O2 -march=native` code is 25-45 % faster than `-Og`, for
+  about twice the compile time (flag table). `-O3`, `-fno-math-errno -fno-trapping-math`,
+  `-fsched-pressure` and other register-allocator options changed run times by less than 2 %
+  (talos coriolis_matrix, C driver), so they are not used; `-ffast-math` is not an option (the
+  wrappers test inputs with isfinite and the sin/cos kernels rely on exact compensated sums).
+  Splitting functions into chunks made the code slower (split table, measured on the previous
+  graphs), so it is not used.
 * **Binding**: ctypes.PyDLL costs ~0.15 us per call, cffi's ABI mode 0.22 us, cffi's API mode
-  0.12 us but needs a CPython extension compiled per build; symdyn uses ctypes. A single call
-  costs ~1.2-1.5 us besides the C code (Python call and checks, one `tobytes()` per input, the
-  ctypes call, the output copy); Pinocchio's pybind11 calls cost about as much.
-* **Per call from Python** (calls section regenerated after the 10-parameter inertia change):
-  rnea 0.49-0.93x (target <= 1.0: reached everywhere), crba 0.45-0.97x (reached everywhere; panda
-  0.97x is call-overhead bound, nv = 9), rnea_derivatives 0.39-0.66x (<= 0.7: reached),
-  christoffel 0.03-0.10x of the Pinocchio route (nv calls of computeCoriolisMatrix(q, e_k);
-  <= 0.15: reached), coriolis_matrix 0.37-0.46x on binary/biped/quadruped (reached) but 0.57x
-  (serial:20), 0.69x (panda), 0.70x (talos): missed (before the change: 0.61/0.80/0.86x).
-* **Batched per state** (the generated C alone): rnea 0.15-0.19x (<= 0.25: reached) except
-  serial:20 0.27x and talos 0.32x; crba 0.18x (quadruped), 0.22x (panda) reached, 0.25-0.27x on the
-  other 20-DoF models (at the target, within noise), 0.45x on talos (before: 0.28-0.51x).
-* **What limits crba and the Coriolis matrix** is the size of the generated code, not the call
-  path. Composite inertias are now propagated by their 10 parameters (`spatial.inertia_congruence`)
-  and eq. (10)'s B^C as (Idot^C, h^C) (B = 1/2 (Idot + (I v) xbar*)), which cut the graphs
-  (serial:20 crba 5.4k -> 3.6k SX instructions, Coriolis 17.5k -> 14.1k; talos Coriolis
-  35.7k -> 25.1k). What remains for the Coriolis matrix is the O(N d) backward sweep that moves
-  three 6 x n_j force blocks (F1, F2, F3) per ancestor in body coordinates; Pinocchio works in
-  the world frame, where these need no transforms. A world-frame variant of Algorithm 1 (as
-  paper 000's footnote 2 describes for Pinocchio) is the next step, not the code generator.
+  0.12 us but needs a CPython extension compiled per build; symdyn uses ctypes.
 * **Batches need `out=`** for large outputs: fresh multi-MB result arrays cost page faults as
-  expensive as the computation (Coriolis matrix, Gamma); the batch columns use preallocated
-  outputs. Gamma's 8000 outputs (64 kB) per state make its batch memory-bound.
-* **Threads**: 2 cores shared with other jobs (load 1.5-5 during the runs), so the 2-thread
-  column rarely gains here.
-* **Noise**: earlier runs under heavier load gave per-call medians up to 2x higher; this run's
-  medians and minima agree (ratio columns), but results within ~10 % of a target are not decisive.
-* CasADi's C reads every input through `arg[i] ? arg[i][k] : 0` and guards every output write
-  with `if (res[i])`; for Gamma (8000 writes) these branches are what makes -O2 compiles slow.
+  expensive as the computation; the batch columns use preallocated outputs.
+* **Noise**: ratios move by a few percent between runs (talos crba batched measured 0.24-0.28 in
+  the runs of this round before the last changes); results within ~5 % of a target are not
+  decisive.
 """
 
 
@@ -590,7 +616,13 @@ def main(argv=None) -> int:
     text = "\n".join(head + body)
     if args.out != "-":
         out = Path(args.out)
-        if args.merge and out.is_file():
+        if args.merge and out.is_file() and set(sections) <= {"summary"}:
+            # static text only: replace the summary, keep the head (command, machine, load) of
+            # the run that measured the tables
+            fresh = dict(_sections("\n".join(body)))
+            text = "\n".join((fresh.get(t, x) if t else x).rstrip() + "\n"
+                             for t, x in _sections(out.read_text()))
+        elif args.merge and out.is_file():
             text = _merge(out.read_text(), "\n".join(body), "\n".join(head))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text + "\n")
