@@ -506,12 +506,12 @@ DISCUSSION = """## Summary and what limits it (written for the committed run; th
   A root-frame CRBA was 1.5-2.4x larger. Computing all sin/cos up front in a vectorized table was
   slower than the inline form (the CPU overlaps the inline kernels with the dependent
   recursion), and emitting vectors (rnea) in reverse or the sweep from the root down was slower.
-* **What limits what is left**: per call, the Python side costs ~0.8-1.0 us whatever the model
+* **What limits what is left**: per call, the Python side costs ~0.6-0.9 us whatever the model
   (one `tobytes()` per input, the ctypes call, returning the arrays), which is why panda's rnea
   and crba are 0.57-0.68x although their C takes 0.14-0.2 us. Batched, large outputs are bound
-  by memory writes: talos crba writes 11.5 kB and coriolis_matrix 34.6 kB per state, so their
-  batches are no faster per state than single calls; the 2-thread column roughly halves them
-  when the other core is free.
+  by memory writes: talos crba writes 11.5 kB and coriolis_matrix 34.6 kB per state, so talos'
+  crba batch is only ~20 % faster per state than a single call and its Coriolis batch is slower
+  (5.0 vs 4.6 us); the 2-thread column roughly halves them when the other core is free.
 * **Gamma of a 20-DoF serial chain generated and compiled in 7.4 s** (target <= 30 s; the naive
   dense-6x6 prototype took 434 s): 69k SX instructions, `-Og` compiles them in ~6 s of gcc CPU
   time where `-O2` needs more than 90 s.
