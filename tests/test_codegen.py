@@ -656,3 +656,30 @@ def test_dropped_results_are_reused_and_nan_propagates(lib):
     out = np.empty((model.nv, model.nv))
     assert f(q, out=out) is out
     _close(out, _reference(model, "crba", {"q": q})[0])
+
+
+def test_frame_auto_keeps_the_smaller_graph(cache_dir):
+    """coriolis_matrix codegen traces the body and root frames and keeps the smaller graph:
+    root on random geometry, body on axis-aligned chains; an explicit frame is respected."""
+    from symdyn.models import from_spec, serial_chain
+
+    rand, aligned = serial_chain(4, seed=1), from_spec("serial:5")
+    sizes = {}
+    for model in (rand, aligned):
+        for frame in ("body", "root", "auto"):
+            info: dict = {}
+            casadi_function(model, "coriolis_matrix", info=info, frame=frame)
+            sizes[model.name, frame] = (info["trace"].n_instructions, info.get("frame"))
+    assert sizes["serial4", "auto"] == (sizes["serial4", "root"][0], "root")
+    assert sizes["serial4", "root"][0] < sizes["serial4", "body"][0]
+    assert sizes["serial5", "auto"] == (sizes["serial5", "body"][0], "body")
+    assert sizes["serial5", "body"][0] < sizes["serial5", "root"][0]
+    assert sizes["serial4", "body"][1] is None            # explicit frame: traced as given
+    lib = build(rand, ["coriolis_matrix"], opt="-O1", cache_dir=cache_dir, progress=False)
+    assert lib.manifest["functions"][0]["frame"] == "root"
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        st = _state(rand, rng)
+        for got, ref in zip(lib.coriolis_matrix(st["q"], st["qd"]),
+                            _reference(rand, "coriolis_matrix", st)):
+            _close(got, ref)

@@ -324,7 +324,8 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
                             emit_order=True, **opts)
         tr = info["trace"]
-        prog(f"{alg}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions "
+        frame = f", {info['frame']} frame" if "frame" in info else ""
+        prog(f"{alg}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions{frame} "
              f"(trace {tr.t_trace:.2f}s, Function {tr.t_function:.2f}s)")
         t0 = time.perf_counter()
         cg = ca.CodeGenerator(f"{fname}.c", {"with_header": True, "casadi_int": "long long int",
@@ -339,7 +340,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         src.write_text(text)
         t_gen = time.perf_counter() - t0
         functions.append({
-            "algorithm": alg, "fname": fname, "options": opts,
+            "algorithm": alg, "fname": fname, "options": opts, "frame": info.get("frame"),
             "source": f"{fname}.c", "header": f"{fname}.h",
             "input_names": list(spec.input_names), "input_sizes": list(spec.input_sizes(model)),
             "output_names": list(spec.output_names),
