@@ -529,7 +529,11 @@ DISCUSSION = """## Summary and what limits it (written for the committed run; th
   expensive as the computation; the batch columns use preallocated outputs.
 * **Noise**: ratios move by a few percent between runs (talos crba batched measured 0.24-0.28 in
   the runs of this round before the last changes); results within ~5 % of a target are not
-  decisive.
+  decisive. A later re-run of the talos rows alone (`--models robot:talos --algorithms
+  crba,rnea,coriolis_matrix --sections calls --repeat 15`, load 0.3) gave crba batched 0.26
+  (ratio of minima 0.24), rnea batched 0.22, coriolis_matrix per call 0.35: talos crba batched
+  sits at its 0.25 target within noise, bound by writing 11.5 kB of M per state (its 2-thread
+  batch: 0.14).
 """
 
 
