@@ -384,13 +384,15 @@ def test_symbolic_parameters_model():
 def test_inertia_congruence_sym_equals_inertia_congruence():
     from symdyn.spatial import inertia_congruence, inertia_congruence_sym
 
-    B = get_backend("numpy")
+    B, Bc = get_backend("numpy"), get_backend("casadi")
     rng = np.random.default_rng(14)
     for _ in range(5):
         m, c, Ic = random_inertia(rng)
         X = Transform(random_rotation(rng), rng.normal(size=3))
         I = mcI(B, m, c, Ic)
         ref = inertia_congruence(B, X, I)
-        got = inertia_congruence_sym(B, X, I)
+        assert np.array_equal(inertia_congruence_sym(B, X, I), ref)   # numeric: the 3x3 form
+        Xc = Transform(ca.SX(X.E), ca.SX(X.r.reshape(3, 1)))
+        got = np.array(ca.evalf(inertia_congruence_sym(Bc, Xc, ca.SX(I))), dtype=float)
         assert np.abs(got - ref).max() < 1e-13 * (1 + np.abs(ref).max())
-        assert np.array_equal(got, got.T)
+        assert np.array_equal(got, got.T)                              # one value per pair

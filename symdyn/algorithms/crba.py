@@ -1,7 +1,7 @@
 """Composite-Rigid-Body Algorithm (Featherstone 2008, Table 6.2; paper 000 eqs. (15), (17), (19))."""
 from __future__ import annotations
 
-from ..spatial import inertia_congruence, xform_force_T
+from ..spatial import inertia_congruence_sym, xform_force_T
 from .common import assemble_blocks, entry, joint_kinematics
 
 
@@ -10,11 +10,11 @@ def crba(model, q, *, backend: str | None = None):
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     _, I, _ = model.constants(B)
     Xup, S = joint_kinematics(B, model, q)
-    IC = list(I)                                                   # (15)
+    IC = list(I)
     for i in reversed(range(model.N)):
         p = model.parents[i]
         if p >= 0:
-            IC[p] = IC[p] + inertia_congruence(B, Xup[i], IC[i])
+            IC[p] = IC[p] + inertia_congruence_sym(B, Xup[i], IC[i])   # X^T I^C X, (15)
     M = {}
     for i in range(model.N):
         F = IC[i] @ S[i]
