@@ -468,12 +468,12 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
-* **All issue-5 targets are met in this run** (load 0.6-1.0 on 2 shared cores; medians of 15
+* **All issue-5 targets are met in this run** (load 0.8 on 2 shared cores; medians of 15
   round-robin rounds): coriolis_matrix per call 0.21-0.40x Pinocchio's computeCoriolisMatrix
-  (serial:20 0.38, panda 0.40, talos 0.36; <= 0.5), rnea batched 0.12-0.22x and crba batched
-  0.11-0.24x per state (<= 0.25; talos crba 0.24 is the closest), rnea 0.40-0.68x and crba
-  0.31-0.57x per call (<= 1.0), rnea_derivatives 0.29-0.52x (<= 0.7), christoffel 0.02-0.08x of
-  the Pinocchio route (<= 0.15). The previous report had coriolis_matrix at 0.57/0.69/0.70x
+  (serial:20 0.38, panda 0.40, talos 0.36; <= 0.5), rnea batched 0.12-0.23x and crba batched
+  0.11-0.25x per state (<= 0.25; talos crba 0.25 and talos rnea 0.23 are the closest), rnea
+  0.42-0.69x and crba 0.30-0.60x per call (<= 1.0), rnea_derivatives 0.30-0.52x (<= 0.7),
+  christoffel 0.02-0.08x of the Pinocchio route (<= 0.15). The previous report had coriolis_matrix at 0.57/0.69/0.70x
   (serial:20/panda/talos), rnea batched at 0.27/0.32x (serial:20/talos) and crba batched at
   0.25-0.27x (20-DoF) and 0.45x (talos); re-measured at the start of this round at low load:
   coriolis 0.56/0.70/0.68x, talos rnea 0.32x, talos crba 0.46x.
@@ -529,11 +529,12 @@ DISCUSSION = """## Summary and what limits it (written for the committed run; th
   expensive as the computation; the batch columns use preallocated outputs.
 * **Noise**: ratios move by a few percent between runs (talos crba batched measured 0.24-0.28 in
   the runs of this round before the last changes); results within ~5 % of a target are not
-  decisive. A later re-run of the talos rows alone (`--models robot:talos --algorithms
-  crba,rnea,coriolis_matrix --sections calls --repeat 15`, load 0.3) gave crba batched 0.26
-  (ratio of minima 0.24), rnea batched 0.22, coriolis_matrix per call 0.35: talos crba batched
-  sits at its 0.25 target within noise, bound by writing 11.5 kB of M per state (its 2-thread
-  batch: 0.14).
+  decisive. Talos crba batched sits at its 0.25 target within noise: 0.24 (first run of this
+  round), 0.26 (a re-run of the talos rows alone, load 0.3), 0.25 in the table below (after
+  CRBA's composites were computed with one value per symmetric entry, talos crba 5.7k -> 5.2k SX
+  instructions); ratios of minima 0.24 throughout. About 0.97 us of its 1.2-1.25 us per state is
+  computation (a 100-state batch that stays in cache), the rest writing 11.5 kB of M per state;
+  its 2-thread batch is 0.12x.
 """
 
 
