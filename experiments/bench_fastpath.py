@@ -28,7 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+from _common import block_size  # first: pins BLAS to one thread before NumPy loads
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -48,15 +50,7 @@ CHRISTOFFEL_MAX_NV = 20   # Gamma has nv^3 entries: larger models take minutes t
 # --- timing --------------------------------------------------------------------------------------------
 
 def _block_size(fn, target=0.02) -> int:
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt > target / 4 or n > 1 << 20:
-            return max(1, int(n * target / max(dt, 1e-9)))
-        n *= 4
+    return block_size(fn, target)[0]
 
 
 def _block(fn, n) -> float:
