@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from symdyn.codegen import ALGORITHMS, build, casadi_function  # noqa: E402
-from symdyn.models import from_spec  # noqa: E402
+from symdyn.cli.specs import from_spec  # noqa: E402
 
 DEFAULT_MODELS = "serial:20,binary:20,biped:20,quadruped:20,robot:panda,robot:talos"
 DEFAULT_ALGS = "rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel"

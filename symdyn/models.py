@@ -4,8 +4,8 @@
   003 Figs. 4-7), :func:`biped`, :func:`quadruped` (paper 000 Fig. 4), :func:`planar_chain`
   (numbers or SymPy parameters), :func:`paper004_chain` (paper 004's benchmark),
   :func:`random_tree` (random topology, joints and inertias for tests);
-* :func:`from_spec` turns strings like ``"binary:15"`` or ``"robot:panda"`` into models (the CLI's
-  ``--model``).
+* spec strings such as ``"binary:15"`` (the CLI's ``--model``) are parsed by
+  :func:`symdyn.cli.specs.from_spec`, which calls these builders.
 
 Bodies are numbered parents first; ``seed`` makes random geometry reproducible.
 """
@@ -83,10 +83,6 @@ def random_tree(n: int, seed=0, parents=None, joint_kinds=("revolute",), floatin
 
 _AXIS_CYCLE = ("z", "y", "x")
 _KINDS = ("revolute", "prismatic", "helical", "spherical", "planar", "floating")
-
-
-class SpecError(ValueError):
-    """A model spec string (``from_spec``) that names no known model."""
 
 
 def _positive_int(n, what: str = "n", minimum: int = 1) -> int:
@@ -313,123 +309,6 @@ def paper004_chain(n: int, name: str | None = None) -> Model:
               for i in range(n)]
     return Model(bodies, gravity=(0.0, -9.81, 0.0), name=name or f"paper004_{n}",
                  check_inertias=False)
-
-
-# --- spec strings ---------------------------------------------------------------------------------
-
-SPEC_HELP = """model specs (options after the numbers, separated by ':'):
-  serial:N[:joint=KIND][:seed=S]      serial chain of N bodies (KIND revolute, prismatic, helical,
-                                      spherical, planar; '+'-separated kinds alternate)
-  binary:N[:seed=S]                   binary tree (branching factor 2)
-  branched:N:BF[:seed=S]              tree with branching factor BF
-  biped:N[:floating][:seed=S]         torso + 2 legs sharing N actuated DoF
-  quadruped:N[:floating][:seed=S]     torso + 4 legs sharing N actuated DoF
-  planar:N[:symbolic]                 planar chain (symbolic: SymPy masses, lengths, inertias)
-  paper004:N                          paper 004's benchmark chain
-  random:N[:seed=S][:floating][:joint=KIND]  random tree
-  robot:NAME                          a robot from example-robot-data (symdyn.robots.load_robot)
-  PATH.urdf[:floating]                a URDF file (symdyn.urdf.load_urdf)"""
-
-_SPEC_KINDS = ("serial", "binary", "branched", "biped", "quadruped", "planar", "paper004",
-               "random", "robot")
-
-
-def _spec_options(spec: str, parts: list[str], allowed: set[str]) -> dict:
-    opts: dict = {}
-    for part in parts:
-        key, eq, val = part.partition("=")
-        if key not in allowed:
-            raise SpecError(f"model spec {spec!r}: unknown option {part!r}"
-                            + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
-        if key == "seed":
-            try:
-                opts["seed"] = int(val)
-            except ValueError:
-                raise SpecError(f"model spec {spec!r}: seed must be an integer, got {val!r}") from None
-        elif key == "joint":
-            kinds = tuple(val.split("+"))
-            bad = [k for k in kinds if k not in _KINDS]
-            if not val or bad:
-                raise SpecError(f"model spec {spec!r}: unknown joint kind {val!r}; known: "
-                                f"{', '.join(_KINDS)}")
-            opts["joint"] = kinds
-        else:
-            if eq:
-                raise SpecError(f"model spec {spec!r}: option {key!r} takes no value")
-            opts[key] = True
-    return opts
-
-
-def _spec_int(spec: str, text: str, what: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise SpecError(f"model spec {spec!r}: {what} must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise SpecError(f"model spec {spec!r}: {what} must be a positive integer, got {v}")
-    return v
-
-
-def from_spec(spec: str) -> Model:
-    """Build a model from a short spec string such as ``"serial:20"``, ``"binary:15"``,
-    ``"branched:20:5"``, ``"biped:20"``, ``"quadruped:12:floating"``, ``"planar:10"``,
-    ``"planar:3:symbolic"``, ``"paper004:50"``, ``"random:12:seed=3"``, ``"robot:panda"`` or a
-    path to a ``.urdf`` file. See :data:`SPEC_HELP`. Raises :class:`SpecError` (a ValueError)
-    for unknown or malformed specs.
-    """
-    if not isinstance(spec, str) or not spec.strip():
-        raise SpecError(f"model spec must be a non-empty string, got {spec!r}")
-    spec = spec.strip()
-    base, _, rest = spec.partition(":")
-    if base.lower().endswith(".urdf") or spec.lower().endswith(".urdf"):
-        path, floating = spec, False
-        if spec.lower().endswith(":floating"):
-            path, floating = spec[: -len(":floating")], True
-        from .urdf import load_urdf
-
-        return load_urdf(path, floating_base=floating)
-    parts = rest.split(":") if rest else []
-    if base not in _SPEC_KINDS:
-        raise SpecError(f"unknown model spec {spec!r}; expected one of "
-                        f"{', '.join(k + ':...' for k in _SPEC_KINDS)} or a path to a .urdf file")
-    if base == "robot":
-        if len(parts) != 1 or not parts[0]:
-            raise SpecError(f"model spec {spec!r}: expected robot:NAME (e.g. robot:panda)")
-        from .robots import load_robot
-
-        return load_robot(parts[0])
-    if not parts:
-        raise SpecError(f"model spec {spec!r}: expected {base}:N (a number of bodies / DoF)")
-    n = _spec_int(spec, parts[0], "N")
-    if base == "branched":
-        if len(parts) < 2:
-            raise SpecError(f"model spec {spec!r}: expected branched:N:BF (BF = branching factor)")
-        bf = _spec_int(spec, parts[1], "the branching factor BF")
-        return branched_tree(n, bf, **_spec_options(spec, parts[2:], {"seed", "joint"}))
-    opts_allowed = {"serial": {"seed", "joint"}, "binary": {"seed", "joint"},
-                    "biped": {"floating", "seed"}, "quadruped": {"floating", "seed"},
-                    "planar": {"symbolic"}, "paper004": set(),
-                    "random": {"seed", "floating", "joint"}}[base]
-    opts = _spec_options(spec, parts[1:], opts_allowed)
-    try:
-        if base == "serial":
-            return serial_chain(n, joint=opts.get("joint", "revolute"), seed=opts.get("seed"))
-        if base == "binary":
-            return binary_tree(n, seed=opts.get("seed"), joint=opts.get("joint", "revolute"))
-        if base == "biped":
-            return biped(n, floating=opts.get("floating", False), seed=opts.get("seed"))
-        if base == "quadruped":
-            return quadruped(n, floating=opts.get("floating", False), seed=opts.get("seed"))
-        if base == "planar":
-            return planar_chain(n, symbolic_params=opts.get("symbolic", False))
-        if base == "paper004":
-            return paper004_chain(n)
-        return random_tree(n, seed=opts.get("seed", 0), joint_kinds=opts.get("joint", ("revolute",)),
-                           floating_base=opts.get("floating", False))
-    except ModelError:
-        raise
-    except ValueError as exc:
-        raise SpecError(f"model spec {spec!r}: {exc}") from None
 
 
 def random_state(model: Model, seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -372,7 +372,7 @@ def test_illegal_model_name_builds(tmp_path):
 
 def test_cli_export_compiles_without_python(tmp_path):
     from symdyn.cli import main
-    from symdyn.models import from_spec
+    from symdyn.cli.specs import from_spec
 
     out = tmp_path / "export"
     algs = [a for a in ("rnea", "crba", "christoffel", "coriolis_matrix") if a in ALGS]
@@ -661,7 +661,8 @@ def test_dropped_results_are_reused_and_nan_propagates(lib):
 def test_frame_auto_keeps_the_smaller_graph(cache_dir):
     """coriolis_matrix codegen traces the body and root frames and keeps the smaller graph:
     root on random geometry, body on axis-aligned chains; an explicit frame is respected."""
-    from symdyn.models import from_spec, serial_chain
+    from symdyn.cli.specs import from_spec
+    from symdyn.models import serial_chain
 
     rand, aligned = serial_chain(4, seed=1), from_spec("serial:5")
     sizes = {}

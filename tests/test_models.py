@@ -11,9 +11,9 @@ from conftest import assert_close, random_state
 
 import symdyn as sd
 from symdyn.model import ModelError, check_inertia
-from symdyn.models import (SpecError, biped, binary_tree, branched_parents, branched_tree,
-                           from_spec, paper004_chain, planar_chain, quadruped, random_tree,
-                           serial_chain)
+from symdyn.cli.specs import SpecError, from_spec
+from symdyn.models import (biped, binary_tree, branched_parents, branched_tree, paper004_chain,
+                           planar_chain, quadruped, random_tree, serial_chain)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 20])

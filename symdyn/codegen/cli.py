@@ -14,7 +14,7 @@ from pathlib import Path
 
 def register(subparsers) -> None:
     """Add the ``codegen`` subcommand (see :mod:`symdyn.cli`)."""
-    from ..models import SPEC_HELP
+    from ..cli.specs import SPEC_HELP
     from .build import OPT_LEVELS
     from .functions import ALGORITHMS
 
@@ -69,7 +69,7 @@ def _options(pairs) -> dict:
 
 def run(args) -> int:
     """Handler of ``symdyn codegen``; returns the exit code."""
-    from ..models import from_spec
+    from ..cli.specs import from_spec
     from .build import compile_library, compiler_info, generate_sources
     from .cache import write_manifest
 

@@ -10,7 +10,7 @@ _KINDS = {"christoffel": "Christoffel symbols Gamma[i,j,k] (C*[i,j] = sum_k Gamm
 
 
 def register(subparsers) -> None:
-    from ..models import SPEC_HELP
+    from ..cli.specs import SPEC_HELP
 
     for kind, what in _KINDS.items():
         p = subparsers.add_parser(
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 
 def _model(args):
-    from ..models import from_spec
+    from ..cli.specs import from_spec
 
     spec = args.model
     if args.symbolic_params:

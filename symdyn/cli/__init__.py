@@ -23,14 +23,14 @@ _DEMO_ALGORITHMS = ("rnea", "crba", "aba")
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with the built-in and the registered subcommands."""
-    from .models import SPEC_HELP
+    from .specs import SPEC_HELP
 
     parser = argparse.ArgumentParser(
         prog="symdyn",
@@ -69,7 +69,7 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``symdyn`` command; returns the exit code."""
-    from .backends import BackendError
+    from ..backends import BackendError
 
     parser = build_parser()
     try:
@@ -117,8 +117,9 @@ def _fmt_s(t: float | None) -> str:
 def _demo(args) -> int:
     import numpy as np
 
-    from . import algorithms as alg
-    from .models import from_spec, random_state
+    from .. import algorithms as alg
+    from ..models import random_state
+    from .specs import from_spec
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     for b in backends:
@@ -193,7 +194,7 @@ def _symbols(B: str, model):
 def _demo_sympy(model, calls, args_of):
     import numpy as np
 
-    from .backends import get_backend
+    from ..backends import get_backend
 
     syms = _symbols("sympy", model)
     times, diff = [], 0.0
