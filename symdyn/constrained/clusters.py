@@ -433,7 +433,7 @@ class ClusterTree:
         One configuration sweep (transforms, S_K, G_K, composite inertias); then for a speed k of
         cluster K only the clusters below K move and only those and K's ancestors have nonzero
         blocks of Cbar(q, e_k), so the velocity part of Algorithm 1 runs over that set: the
-        cluster analogue of paper 000 Algorithm 2's cost (sum over K of |subtree(K)| + depth(K)
+        cluster analogue of paper 000 Algorithm 2's cost (sum over K of ``|subtree(K)| + depth(K)``
         cluster blocks per speed). Storage as :func:`symdyn.algorithms.christoffel.christoffel`
         (NumPy (ny, ny, ny), SymPy NDimArray, CasADi/SymEngine list of pages)."""
         B, qs, _ = self._entry(q, backend=backend)

@@ -25,7 +25,7 @@ Closure kinds (``axis`` names the joint axis, shared by frames A and B; residual
 ``R`` = orientation of B in A, ``p`` = origin of B in A):
 
 ==========  ==================================  ==================================================
-kind        constrained components of the twist position residual (zero when the loop closes)
+kind        constrained twist components        position residual (zero when the loop closes)
 ==========  ==================================  ==================================================
 revolute    angular u1, u2 (normal to axis);    ``u . (n x R n)`` for u = u1, u2; ``p``
             linear x, y, z
