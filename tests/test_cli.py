@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -97,3 +98,99 @@ def test_console_script_entry_point():
     r = subprocess.run([sys.executable, "-m", "symdyn.cli", "demo", "--model", "bad:1"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+# --- errors raised inside subcommands (issue 12): one line, exit code 2, no traceback -------------
+
+def _one_error_line(capsys, prefix):
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err
+    assert len(lines) == 1 and lines[0].startswith(prefix), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--algorithms", "bogus"], "unknown algorithm 'bogus'"),
+    (["--algorithms", "rnea", "--option", "foo=bar"], "foo"),          # TypeError in codegen
+    (["--algorithms", "rnea", "--option", "novalue"], "KEY=VALUE"),
+    (["--algorithms", "rnea,rnea"], "twice"),
+])
+def test_codegen_errors_are_one_line(capsys, tmp_path, extra, msg):
+    assert cli.main(["codegen", "serial:2", "--out", str(tmp_path / "x"), "--quiet", *extra]) == 2
+    assert msg in _one_error_line(capsys, "symdyn codegen: error: ")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="needs a C compiler")
+def test_codegen_compile_failure_is_one_line_with_the_compiler_error(capsys, tmp_path):
+    argv = ["codegen", "serial:1", "--algorithms", "rnea", "--compile", "--quiet",
+            "--cflags=-fno-such-flag-xyz", "--out", str(tmp_path / "x")]
+    assert cli.main(argv) == 2
+    line = _one_error_line(capsys, "symdyn codegen: error: ")
+    assert "compilation failed" in line and "no-such-flag-xyz" in line and "--traceback" in line
+
+
+def test_codegen_error_in_a_subprocess_has_no_traceback(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "symdyn.cli", "codegen", "serial:2", "--algorithms",
+                        "rnea", "--option", "foo=bar", "--out", str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "symdyn codegen: error: option(s) foo are accepted by none of rnea"]
+
+
+@pytest.mark.parametrize("argv,prefix", [
+    (["christoffel", "nonsense:3", "--symbolic"], "symdyn christoffel: error: unknown model spec"),
+    (["mass-matrix", "planar:2", "--q", "1,x"], "symdyn mass-matrix: error: --q must be"),
+    (["experiments", "run", "nosuch"], "symdyn experiments: error: unknown experiment"),
+    (["demo", "--model", "serial:2:joint=bogus"], "symdyn demo: error: model spec"),
+])
+def test_every_subcommand_reports_user_errors_in_one_line(capsys, argv, prefix):
+    assert cli.main(argv) == 2
+    _one_error_line(capsys, prefix)
+
+
+def _plugin(monkeypatch, tmp_path, body):
+    name = f"symdyn_err_plugin_{tmp_path.name}"   # a fresh module per test
+    mod = tmp_path / f"{name}.py"
+    mod.write_text("def register(sub):\n"
+                   "    p = sub.add_parser('boom')\n"
+                   f"    p.set_defaults(func=lambda args: {body})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "_SUBCOMMANDS", cli._SUBCOMMANDS + (name,))
+
+
+def test_bugs_are_not_hidden(monkeypatch, tmp_path):
+    """Only the user-error types become one line; a KeyError is a bug and keeps its traceback."""
+    _plugin(monkeypatch, tmp_path, "{}['missing']")
+    with pytest.raises(KeyError):
+        cli.main(["boom"])
+
+
+def test_traceback_flag_reraises_user_errors(monkeypatch, tmp_path, capsys):
+    _plugin(monkeypatch, tmp_path, "int('x')")
+    assert cli.main(["boom"]) == 2
+    assert "invalid literal" in _one_error_line(capsys, "symdyn boom: error: ")
+    with pytest.raises(ValueError, match="invalid literal"):
+        cli.main(["--traceback", "boom"])
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
+    _plugin(monkeypatch, tmp_path, "(_ for _ in ()).throw(KeyboardInterrupt())")
+    assert cli.main(["boom"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_error_line_of_a_multiline_message():
+    from symdyn.codegen.build import BuildError
+
+    exc = BuildError("compilation failed: cc -c a.c\na.c: In function 'f':\n"
+                     "a.c:3:1: error: expected ';' before '}' token\n  3 | }\n")
+    line = cli.error_line(exc)
+    assert "\n" not in line
+    assert line.startswith("compilation failed: cc -c a.c: a.c:3:1: error: expected ';'")
+    assert cli._is_user_error(exc) and not cli._is_user_error(RuntimeError("bug"))
+    assert cli.error_line(ValueError("")) == "ValueError"
+    assert len(cli.error_line(ValueError("x" * 5000))) <= cli._MAX_MESSAGE

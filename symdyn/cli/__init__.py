@@ -4,8 +4,17 @@
 built-in model and times each backend. Other modules add subcommands: every module named in
 :data:`_SUBCOMMANDS` exposes ``register(subparsers)``, which adds its parsers with
 ``parser.set_defaults(func=handler)``; ``handler(args) -> int`` returns the exit code.
-User errors (``ValueError``, ``OSError``, ``BackendError``) become one line on stderr and exit
-code 2.
+
+Errors. Usage errors (argparse) and user errors print one line, ``symdyn COMMAND: error: MESSAGE``,
+on stderr and exit with code 2, whichever subcommand raised them. User errors are the exception
+types symdyn raises on purpose for bad input or a failing environment (:data:`USER_ERRORS`):
+``ValueError`` (with ``ModelError``, ``URDFError``, ``SpecError``), ``TypeError`` (with
+``BackendError``), ``OSError`` (missing files, a compiler that cannot run), ``ImportError`` (an
+optional package that is not installed) and :class:`symdyn.codegen.build.BuildError` (code
+generation or compilation failed; the one line quotes the compiler's first error). Everything
+else (``AttributeError``, ``KeyError``, ``IndexError``, other ``RuntimeError`` ...) is a bug in
+symdyn and surfaces with its traceback. ``symdyn --traceback COMMAND ...`` re-raises user errors
+too, with the full message (e.g. the whole compiler output). Ctrl-C exits with code 130.
 """
 from __future__ import annotations
 
@@ -37,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rigid-body dynamics (RNEA, CRBA, ABA, Coriolis, Christoffel, derivatives) "
                     "written once over NumPy, SymPy and CasADi.")
     parser.add_argument("--version", action="version", version=f"symdyn {_version()}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, show the full traceback and message instead of one line")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser(
         "demo", help="M, tau and nonlinear effects on a built-in model, with backend timings",
@@ -67,18 +78,51 @@ def _positive(text: str) -> int:
     return n
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``symdyn`` command; returns the exit code."""
-    from ..backends import BackendError
+# exception types that are user errors (one line, exit code 2); see the module docstring
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, ImportError)
+_MAX_MESSAGE = 600
 
+
+def _is_user_error(exc: BaseException) -> bool:
+    if isinstance(exc, USER_ERRORS):
+        return True
+    # BuildError (a RuntimeError) can only have been raised if its module is loaded
+    build = sys.modules.get("symdyn.codegen.build")
+    error = getattr(build, "BuildError", None)
+    return error is not None and isinstance(exc, error)
+
+
+def error_line(exc: BaseException) -> str:
+    """The one-line message of a user error: its first line, plus the first line of the rest
+    that reports an error (e.g. the compiler's ``file.c:3:1: error: ...``) when there is more."""
+    import re
+
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    if not lines:
+        return type(exc).__name__
+    text = lines[0]
+    if len(lines) > 1:
+        detail = next((ln for ln in lines[1:] if re.search(r"\berror\b", ln, re.I)), None)
+        if detail is not None:
+            text += f": {detail}"
+        text += " (symdyn --traceback ... shows the full message)"
+    if len(text) > _MAX_MESSAGE:
+        text = text[:_MAX_MESSAGE - 3] + "..."
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``symdyn`` command; returns the exit code (0 success, 1 a command that
+    ran but failed, e.g. an experiment, 2 usage or user error, 130 interrupted)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
-        return int(exc.code or 0)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
+    where = f"symdyn {args.command}"
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # e.g. `symdyn demo | head`: stop quietly
@@ -86,10 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, OSError, BackendError, ImportError) as exc:
-        msg = str(exc).strip().splitlines()
-        print(f"symdyn {args.command}: error: {msg[0] if msg else type(exc).__name__}",
-              file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"\n{where}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - filtered below: bugs are re-raised
+        if args.traceback or not _is_user_error(exc):
+            raise
+        print(f"{where}: error: {error_line(exc)}", file=sys.stderr)
         return 2
 
 
