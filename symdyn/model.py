@@ -25,6 +25,7 @@ from . import spatial
 from .backends import get_backend
 from .joints import Fixed, Joint
 from .spatial import Transform
+from .types import Array, Backend, Seed
 
 
 class ModelError(ValueError):
@@ -118,8 +119,8 @@ class Frame:
 class Model:
     """A rigid-body tree; see the module docstring for conventions."""
 
-    def __init__(self, bodies: Sequence[Body], gravity=(0.0, 0.0, -9.81), name: str = "model",
-                 check_inertias: bool = True, allow_massless: bool = False):
+    def __init__(self, bodies: Sequence[Body], gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
+                 check_inertias: bool = True, allow_massless: bool = False) -> None:
         """``check_inertias=False`` skips the physical-consistency check of each body (needed for
         symbolic parameters). ``allow_massless=True`` accepts bodies of mass exactly 0 (massless
         frames and links, as URDF files contain; their inertia is taken as given) when
@@ -143,8 +144,13 @@ class Model:
         sym = self.is_symbolic
         Bk = get_backend("sympy" if sym else "numpy")
         eye = Bk.eye(3)
-        names, parents, joints, Xtree, I, params = [], [], [], [], [], []
-        where: dict[str, tuple[int, Transform]] = {}  # body name -> (model body index, X body<-that)
+        names: list[str] = []
+        parents: list[int] = []
+        joints: list[Joint] = []
+        Xtree: list[Transform] = []
+        I: list[Any] = []
+        params: list[tuple[Any, Any, Any] | None] = []
+        where: dict[str, tuple[int, Transform | None]] = {}  # body name -> (model body index, X body<-that)
         for b in ordered:
             what = f"body {b.name!r}"
             if not isinstance(b.joint, Joint):
@@ -192,12 +198,12 @@ class Model:
         N = self.N = len(self.names)
         self.q_idx, self.v_idx = [], []
         nq = nv = 0
-        for j in self.joints:
-            self.q_idx.append((nq, nq + j.nq))
-            self.v_idx.append((nv, nv + j.nv))
-            nq, nv = nq + j.nq, nv + j.nv
+        for jt in self.joints:
+            self.q_idx.append((nq, nq + jt.nq))
+            self.v_idx.append((nv, nv + jt.nv))
+            nq, nv = nq + jt.nq, nv + jt.nv
         self.nq, self.nv = nq, nv
-        self.children = [[] for _ in range(N)]
+        self.children: list[list[int]] = [[] for _ in range(N)]
         for i, p in enumerate(self.parents):
             if p >= 0:
                 self.children[p].append(i)
@@ -210,14 +216,14 @@ class Model:
             self.ancestors.append(chain)
         self.depth = [len(a) for a in self.ancestors]
         self.d = max(self.depth)
-        self.subtree = [[] for _ in range(N)]
+        self.subtree: list[list[int]] = [[] for _ in range(N)]
         for i in range(N):
             for a in self.ancestors[i]:
                 self.subtree[a].append(i)
         self.is_floating = self.joints[0].type == "floating" and self.parents[0] == -1
 
     # -- helpers ----------------------------------------------------------------------------------
-    def constants(self, B):
+    def constants(self, B: Backend) -> tuple[list[Transform], list[Array], Array]:
         """(Xtree, I, gravity) converted to backend ``B``'s native arrays (cached per backend)."""
         c = self._cache.get(B.name)
         if c is None:
@@ -235,19 +241,19 @@ class Model:
     def neutral(self) -> np.ndarray:
         return np.concatenate([np.asarray(j.neutral(), float) for j in self.joints])
 
-    def random_q(self, rng=None) -> np.ndarray:
+    def random_q(self, rng: Seed = None) -> np.ndarray:
         """A random configuration: angles in [0, 2 pi) (paper 000 Sec. 5), unit quaternions."""
         rng = np.random.default_rng(rng)
         return np.concatenate([np.asarray(j.random_q(rng), float) for j in self.joints])
 
-    def integrate(self, q, v, dt=1.0, backend: str | None = None):
+    def integrate(self, q: Array, v: Array, dt: Any = 1.0, backend: str | None = None) -> Array:
         """q (+) v dt joint by joint (quaternion joints on the sphere)."""
         from .algorithms.common import entry
 
         B, (qs, vs) = entry(self, ("q", q, "q"), ("v", v, "v"), backend=backend)
         return B.vcat([j.integrate(B, qs[i], vs[i], dt) for i, j in enumerate(self.joints)])
 
-    def subs(self, values: dict) -> "Model":
+    def subs(self, values: dict[Any, Any]) -> "Model":
         """A numeric copy of a symbolic model with ``values`` (symbol -> number) substituted."""
         if not self.is_symbolic:
             return self
@@ -296,7 +302,7 @@ class Model:
     @classmethod
     def from_parent_array(cls, parents: Sequence[int], joints: Sequence[Joint],
                           Xtree: Sequence[Transform], inertias: Sequence[tuple],
-                          gravity=(0.0, 0.0, -9.81), name: str = "model",
+                          gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
                           names: Sequence[str] | None = None, check_inertias: bool = True) -> "Model":
         """Build from a parent array (-1 = world, parents before children), joints, tree
         transforms and (mass, com, Ic) triples."""

@@ -1,0 +1,23 @@
+"""Type aliases used in symdyn's annotations.
+
+symdyn's algorithms are written once over several scalar libraries, so the arrays they take and
+return are the libraries' own types and are annotated with the aliases below (which are
+``typing.Any`` for the type checker: NumPy, SymPy and CasADi arrays share no common protocol).
+"""
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, TypeAlias, Union
+
+#: A native array of the backend: ``numpy.ndarray``, ``sympy.Matrix`` (or a SymEngine matrix),
+#: ``casadi.SX``. Inputs may also be plain sequences of numbers or symbols.
+Array: TypeAlias = Any
+
+#: A backend module (see :mod:`symdyn.backends`): a namespace of plain functions over
+#: :data:`Array` values, e.g. ``symdyn.backends.get_backend("numpy")``.
+Backend: TypeAlias = ModuleType
+
+#: A random source accepted by ``Model.random_q``: a seed, a ``numpy.random.Generator`` or None.
+Seed: TypeAlias = Union[int, Any, None]
+
+__all__ = ["Array", "Backend", "Seed"]
