@@ -20,7 +20,7 @@ from _common import (batch_time, command, header, int_xticks, interleaved, log, 
 import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
-from symdyn import derivatives as D  # noqa: E402
+import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
 from symdyn.algorithms.rnea import rnea  # noqa: E402
 from symdyn.codegen import build  # noqa: E402
 from symdyn.models import binary_tree, branched_tree, paper004_chain  # noqa: E402
@@ -88,7 +88,7 @@ def accuracy_speed(family: str, n: int, repeat: int, rng):
 
     pres = pin_call()
     res = {"idsva": D.rnea_derivatives(model, q, qd, qdd), "compiled": fc(q, qd, qdd),
-           "fd": D.rnea_derivatives(model, q, qd, qdd, method="fd"),
+           "fd": D.reference_rnea_derivatives(model, q, qd, qdd, method="fd"),
            "pin": (matrix_from_pin(model, pres[0]), matrix_from_pin(model, pres[1]))}
     for k, X in res.items():
         r[f"err_{k}"] = rel_err(X, ref)
@@ -99,7 +99,7 @@ def accuracy_speed(family: str, n: int, repeat: int, rng):
     r["t_batch"] = batch_time(fc, Q, V, A)
     ts = interleaved([lambda: D.rnea_derivatives(model, q, qd, qdd),
                       lambda: f_ad(q, z, qd, qdd),
-                      lambda: D.rnea_derivatives(model, q, qd, qdd, method="fd")],
+                      lambda: D.reference_rnea_derivatives(model, q, qd, qdd, method="fd")],
                      repeat=7, max_total=15.0)
     r["t_idsva"], r["t_ad_vm"], r["t_fd"] = (median(t) for t in ts)
     log(f"{family} n={model.nv:3d}: compiled {us(r['t_compiled'])} us, Pinocchio "
@@ -264,8 +264,8 @@ def report(acc, robots, cross, fig, args, t0):
           "AD is the accuracy reference. The code generator has no AD-of-RNEA entry point, so "
           "there is no compiled-AD column (an AD graph could be compiled like any CasADi Function, "
           "but that is not part of `symdyn.codegen.build`).",
-          "- **NumPy IDSVA** (`symdyn.derivatives.rnea_derivatives`) and **central FD** of the "
-          "NumPy RNEA (`method='fd'`, 4 nv RNEA calls, step eps^(1/3)).", "",
+          "- **NumPy IDSVA** (`symdyn.rnea_derivatives`) and **central FD** of the "
+          "NumPy RNEA (`symdyn.reference_rnea_derivatives(method='fd')`, 4 nv RNEA calls, step eps^(1/3)).", "",
           "States: random q, qd and qdd uniform in [-1, 1]. Timing: medians of ~20 ms blocks; "
           "compiled and Pinocchio blocks alternate (ratio = median of paired rounds, < 1: symdyn "
           "faster). Errors: max |X - AD| / max |AD| over both matrices.", ""]

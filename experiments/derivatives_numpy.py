@@ -26,7 +26,7 @@ import time  # noqa: E402
 import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
-from symdyn import derivatives as D  # noqa: E402
+import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
 from symdyn.experiments import cpu_name  # noqa: E402
 from symdyn.algorithms.aba_derivatives import aba_pass, aza  # noqa: E402
 from symdyn.algorithms.common import entry, joint_kinematics  # noqa: E402
@@ -88,15 +88,15 @@ def accuracy_speed(kind, sizes, log):
     for n in sizes:
         model = paper004_chain(n) if kind == "chain" else binary_tree(n)
         q, qd, qdd = state(model, n)
-        ref = D.rnea_derivatives(model, q, qd, qdd, method="ad")
+        ref = D.reference_rnea_derivatives(model, q, qd, qdd, method="ad")
         ids = rnea_derivatives(model, q, qd, qdd)
-        fd = D.rnea_derivatives(model, q, qd, qdd, method="fd")
+        fd = D.reference_rnea_derivatives(model, q, qd, qdd, method="fd")
         f, g = ad_function(model), idsva_function(model)
         args = (q, np.zeros(model.nv), qd, qdd)
         r = dict(n=n, nv=model.nv,
                  t_idsva=cpu_time(lambda: rnea_derivatives(model, q, qd, qdd)),
-                 t_fd=cpu_time(lambda: D.rnea_derivatives(model, q, qd, qdd, method="fd"), 0.5, 2),
-                 t_ad=cpu_time(lambda: D.rnea_derivatives(model, q, qd, qdd, method="ad"), 0.5, 2),
+                 t_fd=cpu_time(lambda: D.reference_rnea_derivatives(model, q, qd, qdd, method="fd"), 0.5, 2),
+                 t_ad=cpu_time(lambda: D.reference_rnea_derivatives(model, q, qd, qdd, method="ad"), 0.5, 2),
                  t_ad_eval=cpu_time(lambda: f(*args)),
                  t_idsva_sx=cpu_time(lambda: g(q, qd, qdd)),
                  ops_ad=f.n_instructions(), ops_idsva=g.n_instructions(),
@@ -292,8 +292,8 @@ def main(argv=None):
         "",
         "## IDSVA vs finite differences (NumPy)",
         "",
-        "`rnea_derivatives` (IDSVA, paper 003 Alg. 1, NumPy) against `symdyn.derivatives."
-        "rnea_derivatives(method=\"fd\")` (central differences of the NumPy RNEA: 4 nv RNEA calls, "
+        "`rnea_derivatives` (IDSVA, paper 003 Alg. 1, NumPy) against `symdyn."
+        "reference_rnea_derivatives(method=\"fd\")` (central differences of the NumPy RNEA: 4 nv RNEA calls, "
         "step eps^(1/3)) and `method=\"ad\"` (traces RNEA on CasADi SX, differentiates, evaluates). "
         "Errors: max |X - AD| / max |AD| over both matrices.",
         "",

@@ -8,18 +8,21 @@ velocities are body velocities ([omega; v] for a free-flyer). See :mod:`symdyn.s
 The backend follows the inputs: NumPy arrays/lists give NumPy results, ``sympy.Matrix`` SymPy
 results, ``casadi.SX`` CasADi graphs (or pass ``backend=``). Submodules: :mod:`symdyn.models`
 (builders), :mod:`symdyn.symbolic` (closed forms and LaTeX/Python/C export),
-:mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops).
+:mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops),
+:mod:`symdyn.reference` (AD / finite-difference reference derivatives that check the analytical
+``rnea_derivatives`` and ``aba_derivatives``), :mod:`symdyn.cli` (the ``symdyn`` command and its
+model spec strings, :func:`symdyn.cli.specs.from_spec`).
 """
 from . import models
-from .algorithms import (aba, body_jacobians, christoffel, christoffel_from_mass_matrix,
-                         christoffel_nonzero, coriolis_matrix, coriolis_product,
-                         coriolis_transpose_product, crba, forward_kinematics, gravity_vector,
-                         nonlinear_effects, rnea)
+from .algorithms import (aba, aba_derivatives, body_jacobians, christoffel,
+                         christoffel_from_mass_matrix, christoffel_nonzero, coriolis_matrix,
+                         coriolis_product, coriolis_transpose_product, crba, forward_kinematics,
+                         gravity_vector, nonlinear_effects, rnea, rnea_derivatives)
 from .backends import BackendError, get_backend
 from .coordinates import CoMCoordinates, change_coordinates, com_coordinates
-from .derivatives import aba_derivatives, rnea_derivatives
 from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
 from .model import Body, Model, ModelError
+from .reference import reference_aba_derivatives, reference_rnea_derivatives
 from .robots import available_robots, load_robot, robot_urdf
 from .spatial import Transform
 from .urdf import URDFError, load_urdf
@@ -33,4 +36,4 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "get_backend", "CoMCoordinates", "change_coordinates", "com_coordinates", "Fixed",
            "Floating", "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
            "ModelError", "available_robots", "load_robot", "robot_urdf", "Transform", "URDFError",
-           "load_urdf", "models"]
+           "load_urdf", "models", "reference_aba_derivatives", "reference_rnea_derivatives"]
