@@ -15,14 +15,14 @@ this keeps SymPy expressions and CasADi graphs small.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Transform(NamedTuple):
     """Compact spatial transform ``(E, r)``; see the module docstring."""
 
-    E: object
-    r: object
+    E: Any   # 3x3 rotation, a native array of the backend (symdyn.types.Array)
+    r: Any   # 3-vector
 
 
 def skew(B, w):
@@ -210,6 +210,55 @@ def factorization_B(B, v, I, kind: str = "christoffel"):
                      f"'simple' (eq. 9)")
 
 
+class CompositeB(NamedTuple):
+    """A composite body-level factorization B^C = sum_k B(v_k, I_k) (paper 000 eq. (16)).
+
+    Eq. (10) is B = 1/2 (Idot + (I v) xbar*) with Idot = (v x*) I - I (v x) (Prop. 1: B + B^T =
+    Idot). Both parts sum over a subtree in compact form, so for ``kind="christoffel"`` B^C is
+    carried as ``Idot`` (the composite inertia rate, rigid-body structured: 10 numbers) and ``h``
+    (the composite momentum sum I v, a force vector) instead of a general 6x6 operator; other
+    factorizations (``"simple"``, eq. (9)) keep the 6x6 matrix in ``dense``. Use
+    :func:`composite_B`, :func:`composite_B_products`, :func:`composite_B_add` and
+    :func:`composite_B_congruence`; Algorithm 1 never looks inside.
+    """
+
+    Idot: object
+    h: object
+    dense: object
+
+
+def composite_B(B, v, I, kind: str = "christoffel") -> CompositeB:
+    """B(v, I) of one body moving with velocity v (Algorithm 1 line 6)."""
+    if kind == "christoffel":
+        return CompositeB(inertia_rate_rigid(B, v, I), I @ v, None)
+    return CompositeB(None, None, factorization_B(B, v, I, kind))
+
+
+def composite_B_products(B, BC: CompositeB, S):
+    """``(B^C S, (B^C)^T S)`` for a 6 x n matrix S of motion vectors. In the compact form,
+    with (f xbar*)^T = -(f xbar*) and (f xbar*) S = S x* f:
+    B^C S = 1/2 (Idot^C S + (h^C xbar*) S) and (B^C)^T S = 1/2 (Idot^C S - (h^C xbar*) S)."""
+    if BC.dense is not None:
+        return BC.dense @ S, BC.dense.T @ S
+    IdS, Sxh = BC.Idot @ S, crfbar(B, BC.h) @ S
+    return (IdS + Sxh) / 2, (IdS - Sxh) / 2
+
+
+def composite_B_add(B, a: CompositeB, b: CompositeB) -> CompositeB:
+    """a + b (composites of two subtrees in the same coordinates, eq. (16))."""
+    if a.dense is not None:
+        return CompositeB(None, None, a.dense + b.dense)
+    return CompositeB(a.Idot + b.Idot, a.h + b.h, None)
+
+
+def composite_B_congruence(B, X: "Transform", BC: CompositeB) -> CompositeB:
+    """X^T B^C X: B^C moved from the coordinates of X's target frame to its source frame
+    (Algorithm 1 line 25); the inertia rate by its 10 parameters, h as a force vector."""
+    if BC.dense is not None:
+        return CompositeB(None, None, congruence(B, X, BC.dense))
+    return CompositeB(inertia_congruence_sym(B, X, BC.Idot), xform_force_T(B, X, BC.h), None)
+
+
 def inertia_rate_rigid(B, v, I):
     """Idot = (v x*) I - I (v x) from the 10 parameters of a rigid-body (or composite) inertia
     I = [[Ibar, S(h)], [S(h)^T, m 1]] moving with velocity v = [w; u], with fewer operations than
@@ -227,7 +276,7 @@ def inertia_rate_rigid(B, v, I):
 def inertia_congruence_sym(B, X: Transform, I):
     """:func:`inertia_congruence` computing each entry of the symmetric 3x3 block Ibar' once
     (six instead of nine; CasADi's CSE does not see that (i, j) and (j, i) are equal):
-    Ibar'_ij = (E^T Ibar)_i. E_.j - P_ij - P_ji - m (S(r) S(r))_ij with P = S(r) S(E^T h).
+    ``Ibar'_ij = (E^T Ibar)_i. E_.j - P_ij - P_ji - m (S(r) S(r))_ij`` with ``P = S(r) S(E^T h)``.
     Numeric backends take :func:`inertia_congruence` (two 3x3 products beat six row-column
     products there: NumPy crba on serial:20 2.6 vs 3.0 ms)."""
     if not B.symbolic:

@@ -1,22 +1,36 @@
 """Coriolis matrix (paper 000 Algorithm 1) and O(N) Coriolis products without forming C.
 
-Conventions: spatial vectors are [angular; linear]; everything is computed in body coordinates
-with compact transforms (``Xup[i]`` maps parent to body-i coordinates); paper body i is our i-1.
-Velocities are the model's generalized speeds ``qd`` (length nv): joint rates for 1-DoF and planar
-joints, body angular velocity for spherical joints, body twist [omega; v_O] for floating joints.
+Conventions: spatial vectors are [angular; linear]; paper body i is our i-1. Velocities are the
+model's generalized speeds ``qd`` (length nv): joint rates for 1-DoF and planar joints, body
+angular velocity for spherical joints, body twist [omega; v_O] for floating joints.
 
 With factorization (10) ("christoffel") Algorithm 1 returns the Christoffel-consistent C* for any
 open chain with these joints (paper 000 Prop. 2, generalized by paper 001 Sec. VI-B): C* is the
 factorization of the Riemannian (Levi-Civita) connection in the model's speeds, linear in qd, with
 C*(q, qd) = sum_k Gamma[:, :, k] qd[k] for the generalized Christoffel symbols Gamma of
 :func:`symdyn.algorithms.christoffel.christoffel`.
+
+Algorithm 1 is written once, in :func:`algorithm1`, over a :class:`Sweep`: the units it sweeps
+(one joint each for a tree, or a cluster of bodies for closed loops, paper 001 Sec. VI-C2) and
+the coordinates it works in (each body's own, paper 000's listing; or one common frame per tree,
+footnote 2). The body frame, the root frame and :class:`symdyn.constrained.ClusterTree` differ
+only in their kinematics (lines 1-4) and their sweep. Mdot is formed one way everywhere: lines 14
+and 22 as ``Mdot = C + C^T`` (Prop. 1, which holds for every admissible body-level factorization
+(9)/(10)); the tests check it against an independent derivative of CRBA.
 """
 from __future__ import annotations
 
-from ..spatial import (congruence, crf, crfbar, cross_force, cross_motion, factorization_B,
-                       inertia_congruence_sym, inertia_rate_rigid, xform_force_T, xform_motion)
+from typing import TYPE_CHECKING, NamedTuple, Sequence
+
+from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
+                       composite_B_products, cross_force, cross_motion, inertia_congruence_sym,
+                       xform_force_T, xform_motion)
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
+from ..types import Array
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 FACTORIZATIONS = ("christoffel", "simple")
 FRAMES = ("body", "root")
@@ -42,6 +56,114 @@ def joint_velocities(B, model, q, qd, Xup, S):
     return v, Sdot
 
 
+class Sweep(NamedTuple):
+    """Where Algorithm 1 runs.
+
+    ``units[J]``: the bodies of unit J (one body per joint of a tree; the bodies of a cluster),
+    units parents first. ``attach[J]``: the body unit J hangs from (-1: the world).
+    ``unit_of[b]``: the unit of body b. ``X[b]``: the compact transform from the coordinates of
+    ``attach[unit_of[b]]`` to body b's coordinates, or None when both use the same coordinates
+    (root frame). Force blocks move toward the root with X^T (line 17), composites with the
+    congruence X^T (.) X (lines 24-25).
+    """
+
+    units: Sequence[Sequence[int]]
+    attach: Sequence[int]
+    unit_of: Sequence[int]
+    X: Sequence
+
+
+def tree_sweep(model, X) -> Sweep:
+    """The sweep of a kinematic tree: one unit per joint, hanging from its parent body."""
+    N = model.N
+    return Sweep([(i,) for i in range(N)], list(model.parents), list(range(N)), list(X))
+
+
+def _up_force(B, X, F):
+    return F if X is None else xform_force_T(B, X, F)
+
+
+def composite_inertias(B, sweep: Sweep, I, units=None):
+    """I^C per body (paper 000 eq. (15), Algorithm 1 line 24): I_b plus everything hanging from b.
+    ``units``: accumulate only these (default all)."""
+    IC = list(I)
+    order = range(len(sweep.units)) if units is None else sorted(units)
+    for J in reversed(order):
+        a = sweep.attach[J]
+        if a >= 0:
+            for b in sweep.units[J]:
+                X = sweep.X[b]
+                IC[a] = IC[a] + (IC[b] if X is None else inertia_congruence_sym(B, X, IC[b]))
+    return IC
+
+
+def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel", *,
+               IC=None, units=None):
+    """Paper 000 Algorithm 1, lines 5-26, over ``sweep``; returns the blocks ``(M, C)`` as dicts
+    keyed by unit pairs (J, L) for related units.
+
+    ``S[b]``, ``Sdot[b]``: body b's rows of its unit's motion subspace Phi and of its rate Phidot
+    (6 x n_J; for a tree the joint's S and (v x) S + Sring); ``v[b]`` and ``I[b]``: velocity and
+    inertia of body b, all in the sweep's coordinates for b. A unit of several bodies sums lines
+    9-14 over its bodies and moves their force blocks to its attachment (line 17). ``IC``:
+    composite inertias computed beforehand (then not accumulated here); ``units``: sweep only
+    these (closed under attachments; the others must be at rest with nothing moving below them,
+    so their blocks of C vanish). Mdot = C + C^T (Prop. 1): see :func:`mass_matrix_rate`.
+    """
+    accumulate = IC is None
+    IC = list(I) if accumulate else list(IC)                                  # line 5
+    order = range(len(sweep.units)) if units is None else sorted(units)
+    BC = {b: composite_B(B, v[b], I[b], factorization)                        # line 6
+          for J in order for b in sweep.units[J]}
+    M, C = {}, {}
+    for J in reversed(order):                                                 # line 8
+        nJ = S[sweep.units[J][0]].shape[1]
+        i = sweep.attach[J]                                                   # line 15
+        F = None
+        for n, b in enumerate(sweep.units[J]):
+            BS, BtS = composite_B_products(B, BC[b], S[b])
+            F1 = IC[b] @ Sdot[b] + BS                                         # line 9
+            F2 = IC[b] @ S[b]                                                 # line 10
+            F3 = BtS                                                          # line 11
+            CJJ, MJJ = S[b].T @ F1, S[b].T @ F2                               # lines 12-13
+            C[J, J] = CJJ if n == 0 else C[J, J] + CJJ
+            M[J, J] = MJJ if n == 0 else M[J, J] + MJJ
+            if i >= 0:
+                Fb = _up_force(B, sweep.X[b], B.hcat([F1, F2, F3]))            # line 17
+                F = Fb if F is None else F + Fb
+        while i >= 0:                                                         # line 16
+            L = sweep.unit_of[i]                                              # line 18
+            F1, F2, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ), B.cols(F, 2 * nJ, 3 * nJ)
+            C[L, J] = S[i].T @ F1                                             # line 19
+            C[J, L] = (Sdot[i].T @ F2 + S[i].T @ F3).T                        # line 20
+            M[L, J] = S[i].T @ F2                                             # line 21
+            M[J, L] = M[L, J].T
+            i_next = sweep.attach[L]
+            if i_next >= 0:
+                F = _up_force(B, sweep.X[i], F)                               # line 17
+            i = i_next
+        a = sweep.attach[J]
+        if a >= 0:                                                            # lines 24-25
+            for b in sweep.units[J]:
+                X = sweep.X[b]
+                if accumulate:
+                    IC[a] = IC[a] + (IC[b] if X is None else inertia_congruence_sym(B, X, IC[b]))
+                up = BC[b] if X is None else composite_B_congruence(B, X, BC[b])
+                BC[a] = composite_B_add(B, BC[a], up)
+    return M, C
+
+
+def mass_matrix_rate(C: dict) -> dict:
+    """Blocks of Mdot = C + C^T (Algorithm 1 lines 14 and 22 by Prop. 1) from the blocks of C;
+    each pair's sum is formed once and mirrored (a CSE pass would not see that a + b == b + a)."""
+    out = {}
+    for (i, j), Cij in C.items():
+        if (i, j) not in out:
+            out[i, j] = Cij + C[j, i].T
+            out[j, i] = out[i, j].T
+    return out
+
+
 def blocks_to_matrix(B, model, blocks):
     """nv x nv matrix from {(i, j): block}, writing only the given blocks into zeros (O(#blocks),
     unlike a dense block grid: O(Nd) for Algorithm 1's related pairs)."""
@@ -52,8 +174,9 @@ def blocks_to_matrix(B, model, blocks):
     return out
 
 
-def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *, frame: str = "body",
-                    backend: str | None = None):
+def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "christoffel", *,
+                    frame: str = "body",
+                    backend: str | None = None) -> tuple[Array, Array, Array]:
     """Mass matrix, its time derivative and a Coriolis matrix: paper 000 Algorithm 1, O(Nd).
 
     Returns ``(M, Mdot, C)``, each nv x nv in the inputs' backend, with ``C(q, qd) qd`` the
@@ -63,127 +186,35 @@ def coriolis_matrix(model, q, qd, factorization: str = "christoffel", *, frame: 
     Joints whose motion subspace depends on q (planar) enter through Phidot = v x Phi + Phiring.
 
     ``frame="body"`` runs Algorithm 1 as printed (body coordinates, three force blocks moved up
-    per ancestor; lines 14 and 22 as Mdot = C + C^T, Prop. 1); ``frame="root"`` computes the same matrices with every quantity in the
-    coordinates of its tree's root body (:func:`coriolis_matrix_root`, paper 000 footnote 2).
+    per ancestor); ``frame="root"`` computes the same matrices with every quantity in the
+    coordinates of its tree's root body (paper 000 footnote 2): composites become plain sums and
+    the pair loop needs no transforms, for O(N) work up front (poses, Phi and inertias in root
+    coordinates, :mod:`symdyn.algorithms.root_frame`). Both run :func:`algorithm1`; which is
+    smaller depends on the geometry (SX instructions, body vs root: serial:20 13.1k vs 17.4k,
+    panda 3.5k vs 4.5k; random geometry serial_chain(20, seed=1) 37.7k vs 22.4k), so
+    :mod:`symdyn.codegen` traces both and keeps the smaller graph.
     """
     check_factorization(factorization)
     if frame not in FRAMES:
         raise ValueError(f"unknown frame {frame!r}; choose 'body' (Algorithm 1 as printed) or "
                          "'root' (common root-body coordinates, footnote 2)")
-    if frame == "root":
-        return coriolis_matrix_root(model, q, qd, factorization, backend=backend)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    _, I, _ = model.constants(B)
-    Xup, S = joint_kinematics(B, model, q)
-    N, parents = model.N, model.parents
-    v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                       # lines 1-4
-    IC = list(I)                                                              # line 5
-    # line 6. Eq. (10) is B = 1/2 (Idot + (I v) xbar*) with Idot = (v x*) I - I (v x); both parts
-    # sum over a subtree in compact form (Idot^C: 10 numbers, h^C = sum I v: a force), so
-    # B^C = 1/2 (Idot^C + (h^C) xbar*) is carried as (IdC, hC) instead of a general 6x6.
-    compact = factorization == "christoffel"
-    if compact:
-        IdC = [inertia_rate_rigid(B, v[i], I[i]) for i in range(N)]
-        hC = [I[i] @ v[i] for i in range(N)]
+    if frame == "root":
+        X0, S, v, Sdot = root_kinematics(B, model, q, qd)                     # lines 1-4
+        I, sweep = root_inertias(B, model, X0), tree_sweep(model, [None] * model.N)
     else:
-        BC = [factorization_B(B, v[i], I[i], factorization) for i in range(N)]
-    M, Mdot, C = {}, {}, {}
-    for j in reversed(range(N)):                                              # line 8
-        nj = S[j].shape[1]
-        F2 = IC[j] @ S[j]                                                     # line 10
-        if compact:  # B^C Phi = 1/2 (Idot^C Phi + Phi x* h^C), (B^C)^T Phi = 1/2 (.. - ..)
-            IdS, Sxh = IdC[j] @ S[j], crfbar(B, hC[j]) @ S[j]
-            F1 = IC[j] @ Sdot[j] + (IdS + Sxh) / 2                            # line 9
-            F3 = (IdS - Sxh) / 2                                              # line 11
-        else:
-            F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]                               # line 9
-            F3 = BC[j].T @ S[j]                                               # line 11
-        C[j, j] = S[j].T @ F1                                                 # line 12
-        M[j, j] = S[j].T @ F2                                                 # line 13
-        Mdot[j, j] = C[j, j] + C[j, j].T                       # line 14 (= C + C^T, Prop. 1)
-        F, i = B.hcat([F1, F2, F3]), j                                        # line 15
-        while parents[i] >= 0:                                                # line 16
-            F = xform_force_T(B, Xup[i], F)                                   # line 17
-            i = parents[i]                                                    # line 18
-            F1, F2, F3 = B.cols(F, 0, nj), B.cols(F, nj, 2 * nj), B.cols(F, 2 * nj, 3 * nj)
-            C[i, j] = S[i].T @ F1                                             # line 19
-            C[j, i] = (Sdot[i].T @ F2 + S[i].T @ F3).T                        # line 20
-            M[i, j] = S[i].T @ F2                                             # line 21
-            M[j, i] = M[i, j].T
-            Mdot[i, j] = C[i, j] + C[j, i].T                   # line 22 (= C + C^T, Prop. 1)
-            Mdot[j, i] = Mdot[i, j].T
-        p = parents[j]
-        if p >= 0:
-            IC[p] = IC[p] + inertia_congruence_sym(B, Xup[j], IC[j])          # line 24
-            if compact:                                                       # line 25
-                IdC[p] = IdC[p] + inertia_congruence_sym(B, Xup[j], IdC[j])
-                hC[p] = hC[p] + xform_force_T(B, Xup[j], hC[j])
-            else:
-                BC[p] = BC[p] + congruence(B, Xup[j], BC[j])
-    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
+        Xup, S = joint_kinematics(B, model, q)
+        v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                   # lines 1-4
+        I, sweep = model.constants(B).I, tree_sweep(model, Xup)
+    M, C = algorithm1(B, sweep, S, Sdot, v, I, factorization)                 # lines 5-26
+    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, mass_matrix_rate(C)),
             blocks_to_matrix(B, model, C))
 
 
 def coriolis_matrix_root(model, q, qd, factorization: str = "christoffel", *,
                          backend: str | None = None):
-    """Algorithm 1 with every quantity in its tree's root-body coordinates (footnote 2).
-
-    Same results and conventions as :func:`coriolis_matrix`. Composite terms (15)-(16) become
-    plain sums over subtrees, and for each related pair (i, j) eqs. (19)-(21) are products of
-    the root-coordinate Phi_i, Phidot_i with F1..F3 of body j: no transform in the O(Nd) loop.
-    The price is O(N) work up front: each body's pose, Phi, inertia and inertia rate in root
-    coordinates (:mod:`symdyn.algorithms.root_frame`). For the Christoffel factorization
-    B^C = 1/2 (Idot^C + (h^C) xbar*) is carried as (Idot^C, h^C) (see :func:`coriolis_matrix`),
-    so with (f xbar*)^T = -(f xbar*): B^C Phi = 1/2 (Idot^C Phi + Phi x* h^C) and
-    (B^C)^T Phi = 1/2 (Idot^C Phi - Phi x* h^C).
-
-    Measured (CasADi SX instructions incl. output writes, body vs root; serial:20 13.5k vs 17.4k,
-    binary:20 6.1k vs 10.4k, talos 25.5k vs 28.3k, panda 3.7k vs 4.5k): the pair loop halves, but
-    the per-body work (poses, Phi and inertias moved to root coordinates, where they lose the
-    sparsity of body coordinates: unit-axis Phi, constant inertias) costs more than it saves at
-    these depths, and the compiled code is slower. Code generation therefore uses
-    ``frame="body"``; this variant is the footnote-2 formulation and an independent check.
-    """
-    check_factorization(factorization)
-    B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    X0, S, v, Sdot = root_kinematics(B, model, q, qd)                         # lines 1-4
-    N, parents = model.N, model.parents
-    IC = root_inertias(B, model, X0)                                          # line 5
-    compact = factorization == "christoffel"
-    if compact:                                                               # line 6
-        IdC = [inertia_rate_rigid(B, v[i], IC[i]) for i in range(N)]
-        hC = [IC[i] @ v[i] for i in range(N)]
-    else:
-        BC = [crf(B, v[i]) @ IC[i] for i in range(N)]
-    M, Mdot, C = {}, {}, {}
-    for j in reversed(range(N)):                                              # line 8
-        F2 = IC[j] @ S[j]                                                     # line 10
-        if compact:
-            IdS, Sxh = IdC[j] @ S[j], crfbar(B, hC[j]) @ S[j]                 # Phi x* h^C
-            F1 = IC[j] @ Sdot[j] + (IdS + Sxh) / 2                            # line 9
-            F3 = (IdS - Sxh) / 2                                              # line 11
-        else:
-            F1 = IC[j] @ Sdot[j] + BC[j] @ S[j]
-            F3 = BC[j].T @ S[j]
-        i = j
-        while i >= 0:                                                         # lines 16-18
-            C[i, j] = S[i].T @ F1                                             # lines 12, 19
-            M[i, j] = S[i].T @ F2                                             # lines 13, 21
-            if i != j:
-                C[j, i] = (Sdot[i].T @ F2 + S[i].T @ F3).T                    # line 20
-                M[j, i] = M[i, j].T
-            Mdot[i, j] = C[i, j] + C[j, i].T                                  # lines 14, 22
-            Mdot[j, i] = Mdot[i, j].T
-            i = parents[i]
-        p = parents[j]
-        if p >= 0:                                                            # lines 24-25
-            IC[p] = IC[p] + IC[j]
-            if compact:
-                IdC[p], hC[p] = IdC[p] + IdC[j], hC[p] + hC[j]
-            else:
-                BC[p] = BC[p] + BC[j]
-    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
-            blocks_to_matrix(B, model, C))
+    """:func:`coriolis_matrix` with ``frame="root"`` (paper 000 footnote 2)."""
+    return coriolis_matrix(model, q, qd, factorization, frame="root", backend=backend)
 
 
 def _B_times(B, v, I, w, factorization):
@@ -193,8 +224,9 @@ def _B_times(B, v, I, w, factorization):
     return (cross_force(B, v, I @ w) + cross_force(B, w, I @ v) - I @ cross_motion(B, v, w)) / 2
 
 
-def coriolis_product(model, q, qd, qd_r, factorization: str = "christoffel", *,
-                     backend: str | None = None):
+def coriolis_product(model: Model, q: Array, qd: Array, qd_r: Array,
+                     factorization: str = "christoffel", *,
+                     backend: str | None = None) -> Array:
     """``C(q, qd) qd_r`` in O(N) without forming C (Niemeyer-Slotine modified RNEA).
 
     ``qd_r`` is any vector of speeds (e.g. the reference velocity of Slotine-Li control); with the
@@ -206,7 +238,7 @@ def coriolis_product(model, q, qd, qd_r, factorization: str = "christoffel", *,
     check_factorization(factorization)
     B, (q, qd, qr) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qd_r", qd_r, "v"),
                            backend=backend)
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     Xup, S = joint_kinematics(B, model, q)
     N, parents = model.N, model.parents
     v, vr, ar, f = [None] * N, [None] * N, [None] * N, [None] * N
@@ -229,7 +261,8 @@ def coriolis_product(model, q, qd, qd_r, factorization: str = "christoffel", *,
     return B.vcat(tau)
 
 
-def coriolis_transpose_product(model, q, qd, *, backend: str | None = None):
+def coriolis_transpose_product(model: Model, q: Array, qd: Array, *,
+                               backend: str | None = None) -> Array:
     """``C(q, qd)^T qd`` in O(N) without forming C (the term of generalized-momentum observers).
 
     It is the same for every admissible factorization (C^T qd = Mdot qd - C qd), C* included.
@@ -237,7 +270,7 @@ def coriolis_transpose_product(model, q, qd, *, backend: str | None = None):
     admissible B, so [C^T qd]_j = Phidot_j^T h^C_j with h^C_j = sum_{k in subtree(j)} I_k v_k.
     """
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     Xup, S = joint_kinematics(B, model, q)
     v, Sdot = joint_velocities(B, model, q, qd, Xup, S)
     h = [I[i] @ v[i] for i in range(model.N)]

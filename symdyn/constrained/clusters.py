@@ -44,11 +44,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..algorithms.coriolis import check_factorization
+from ..algorithms.coriolis import (Sweep, algorithm1, check_factorization, composite_inertias,
+                                   mass_matrix_rate)
 from ..algorithms.common import joint_kinematics
 from ..algorithms.rnea import gravity_vector
-from ..spatial import (compose, congruence, crfbar, cross_motion, factorization_B,
-                       inertia_congruence, inertia_rate, xform_force_T, xform_motion)
+from ..spatial import compose, cross_motion, xform_motion
 from .loops import ClosureError, LoopModel
 
 
@@ -317,85 +317,25 @@ class ClusterTree:
         return _Rates(v, SdK)
 
     # -- Algorithm 1 over clusters --------------------------------------------------------------
+    def _sweep(self, P: _Positions) -> Sweep:
+        """The clusters as Algorithm 1's units: force blocks of body b move to its cluster's
+        attachment with Xa[b] (line 17), composites with Xa[b]^T (.) Xa[b] (lines 24-25)."""
+        return Sweep([cl.bodies for cl in self.clusters], [cl.attach for cl in self.clusters],
+                     self.cluster_of, P.Xa)
+
     def _composite_inertias(self, B, P: _Positions):
         """I^C_b per body: I_b plus the subtrees of the clusters hanging from b (line 24)."""
-        IC = list(self.tree.constants(B)[1])
-        for cl in reversed(self.clusters):
-            if cl.attach >= 0:
-                for b in cl.bodies:
-                    IC[cl.attach] = IC[cl.attach] + inertia_congruence(B, P.Xa[b], IC[b])
-        return IC
+        return composite_inertias(B, self._sweep(P), self.tree.constants(B).I)
 
     def _algorithm1(self, B, P: _Positions, R: _Rates, factorization: str,
                     need=("M", "Mdot", "C"), IC=None, clusters=None):
-        """Algorithm 1 over the clusters; ``IC``: precomputed composite inertias (else accumulated
-        here), ``clusters``: sweep only these (closed under attachments; the others must be at
-        rest with nothing moving below them, so their blocks of C vanish)."""
-        tree = self.tree
-        _, I, _ = tree.constants(B)
-        N, Xa = tree.N, P.Xa
-        SK, SdK, v = P.SK, R.SdK, R.v
-        compact = factorization == "christoffel"
-        accumulate = IC is None
-        IC = list(I) if accumulate else IC                                    # line 5
-        bodies = range(N) if clusters is None else [b for K in clusters
-                                                    for b in self.clusters[K].bodies]
-        IdC, hC, BC = {}, {}, {}
-        for b in bodies:  # line 6; eq. (10): B^C = 1/2 (Idot^C + (h^C) xbar*) as (Idot^C, h^C)
-            if compact:
-                IdC[b], hC[b] = inertia_rate(B, v[b], I[b]), I[b] @ v[b]
-            else:
-                BC[b] = factorization_B(B, v[b], I[b], factorization)
-        M, Mdot, C = {}, {}, {}
-        order = range(len(self.clusters)) if clusters is None else sorted(clusters)
-        for K in reversed(order):                                             # line 8
-            cl = self.clusters[K]
-            nK = len(cl.y)
-            F, MKK, MdKK, CKK = {}, None, None, None
-            for b in cl.bodies:  # per body of the cluster: lines 9-14, summed over the bodies
-                BCb = (IdC[b] + crfbar(B, hC[b])) / 2 if compact else BC[b]
-                F1 = IC[b] @ SdK[b] + BCb @ SK[b]                                 # line 9
-                F2 = IC[b] @ SK[b]                                                # line 10
-                F3 = BCb.T @ SK[b]                                                # line 11
-                c12 = SK[b].T @ F1                                                # line 12
-                m13 = SK[b].T @ F2                                                # line 13
-                d14 = SdK[b].T @ F2 + SK[b].T @ (F1 + F3)                         # line 14
-                CKK = c12 if CKK is None else CKK + c12
-                MKK = m13 if MKK is None else MKK + m13
-                MdKK = d14 if MdKK is None else MdKK + d14
-                F[b] = B.hcat([F1, F2, F3])                                       # line 15
-            C[K, K], M[K, K], Mdot[K, K] = CKK, MKK, MdKK
-            a = cl.attach
-            if a >= 0:  # lines 16-22: to the attachment, then up through the attachments
-                Fa = None
-                for b in cl.bodies:
-                    t = xform_force_T(B, Xa[b], F[b])                                 # line 17
-                    Fa = t if Fa is None else Fa + t
-                while True:
-                    L = self.cluster_of[a]                                            # line 18
-                    F1, F2, F3 = B.cols(Fa, 0, nK), B.cols(Fa, nK, 2 * nK), B.cols(Fa, 2 * nK, 3 * nK)
-                    C[L, K] = SK[a].T @ F1                                            # line 19
-                    C[K, L] = (SdK[a].T @ F2 + SK[a].T @ F3).T                        # line 20
-                    M[L, K] = SK[a].T @ F2                                            # line 21
-                    M[K, L] = M[L, K].T
-                    Mdot[L, K] = SdK[a].T @ F2 + SK[a].T @ (F1 + F3)                  # line 22
-                    Mdot[K, L] = Mdot[L, K].T
-                    nxt = self.clusters[L].attach
-                    if nxt < 0:
-                        break
-                    Fa = xform_force_T(B, Xa[a], Fa)
-                    a = nxt
-                a = cl.attach
-                for b in cl.bodies:                                                   # lines 24-25
-                    if accumulate:
-                        IC[a] = IC[a] + inertia_congruence(B, Xa[b], IC[b])
-                    if compact:
-                        IdC[a] = IdC[a] + inertia_congruence(B, Xa[b], IdC[b])
-                        hC[a] = hC[a] + xform_force_T(B, Xa[b], hC[b])
-                    else:
-                        BC[a] = BC[a] + congruence(B, Xa[b], BC[b])
-        return tuple(self._assemble(B, blocks) for blocks in
-                     ({"M": M, "Mdot": Mdot, "C": C}[n] for n in need))
+        """Algorithm 1 (:func:`symdyn.algorithms.coriolis.algorithm1`) over the clusters, with
+        S_K and Sdot_K for Phi and Phidot; ``IC``: precomputed composite inertias, ``clusters``:
+        sweep only these (closed under attachments, the others at rest)."""
+        M, C = algorithm1(B, self._sweep(P), P.SK, R.SdK, R.v, self.tree.constants(B).I,
+                          factorization, IC=IC, units=clusters)
+        blocks = {"M": M, "C": C, "Mdot": mass_matrix_rate(C) if "Mdot" in need else None}
+        return tuple(self._assemble(B, blocks[n]) for n in need)
 
     def _assemble(self, B, blocks):
         out = B.zeros(self.ny, self.ny)
