@@ -21,7 +21,8 @@ import numpy as np
 from .algorithms.aba import aba
 from .algorithms.rnea import rnea
 
-__all__ = ["METHODS", "H_DEFAULT", "reference_aba_derivatives", "reference_rnea_derivatives"]
+__all__ = ["METHODS", "H_DEFAULT", "reference_aba_derivatives", "reference_mass_matrix_rate",
+           "reference_rnea_derivatives"]
 
 METHODS = ("ad", "fd")
 H_DEFAULT = float(np.finfo(float).eps) ** (1 / 3)
@@ -69,7 +70,7 @@ def _numeric(model, *args):
     from .algorithms.common import entry
 
     B, segs = entry(model, *args)
-    if B.name != "numpy":
+    if not B.numeric:
         raise TypeError("the reference derivatives need numeric inputs (NumPy), got symbolic "
                         f"ones ({B.name}); the analytical symdyn.rnea_derivatives / "
                         "aba_derivatives run on every backend")
@@ -104,3 +105,30 @@ def _fd(model, fn, args, n_wrt, h):
             J[:, c] = (fn(model, *plus) - fn(model, *minus)) / (2 * h)
         out.append(J)
     return tuple(out)
+
+
+def reference_mass_matrix_rate(model, q, qd) -> np.ndarray:
+    """Reference ``Mdot(q, qd) = d/dt M(q(t))`` (NumPy) by forward-mode automatic differentiation
+    of CRBA along the motion: ``d/de crba(q (+) e qd)`` at e = 0 (tangent space, so quaternion
+    joints move by their body velocities). Independent of Algorithm 1, which forms Mdot as
+    C + C^T (Prop. 1). ``q`` (nq,) and ``qd`` (nv,) give an nv x nv matrix; stacks of states
+    ``(B, nq)`` and ``(B, nv)`` give ``(B, nv, nv)`` from one traced function."""
+    import casadi as ca
+
+    from .algorithms.crba import crba
+
+    Q, QD = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+    single = Q.ndim == 1
+    Q, QD = np.atleast_2d(Q), np.atleast_2d(QD)
+    if Q.shape[1:] != (model.nq,) or QD.shape[1:] != (model.nv,) or len(Q) != len(QD):
+        raise ValueError(f"q and qd must have shapes ({model.nq},) and ({model.nv},) (or stacks "
+                         f"(B, {model.nq}) and (B, {model.nv})), got {Q.shape} and {QD.shape}")
+    for what, x in (("q", Q), ("qd", QD)):
+        _numeric(model, (what, x[0], "q" if what == "q" else "v"))
+    q0, dq, v = ca.SX.sym("q", model.nq), ca.SX.sym("dq", model.nv), ca.SX.sym("qd", model.nv)
+    M = crba(model, model.integrate(q0, dq, backend="casadi"), backend="casadi")
+    Mdot = ca.substitute(ca.jtimes(ca.vec(M), dq, v), dq, ca.SX.zeros(model.nv))
+    f = ca.Function("Mdot", [q0, v], [Mdot]).map(len(Q))
+    n = model.nv
+    out = np.array(f(Q.T, QD.T), dtype=float).T.reshape(len(Q), n, n).transpose(0, 2, 1)
+    return out[0] if single else out
