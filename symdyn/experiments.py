@@ -11,7 +11,13 @@ each script's small preset (a few minutes for all). ``--out-dir`` writes reports
 elsewhere; scripts that can only write to ``reports/`` are skipped there. The run records of the
 index are kept in ``<out-dir>/runs.json``.
 
-The experiments need a source checkout (the ``experiments/`` directory next to the package).
+The experiments are part of the source checkout, not of the installed package (a wheel holds only
+``symdyn/``). :func:`find_root` locates the checkout: ``--root DIR``, else the environment variable
+``SYMDYN_ROOT``, else the current directory or one of its parents, else the directory above the
+imported package when that is a checkout (an editable install). A checkout is a directory with
+``pyproject.toml`` and ``experiments/_common.py``. Reports go to the checkout's ``reports/`` (or
+``--out-dir``), never into the installed package. Without a checkout the runner refuses with
+:data:`NO_CHECKOUT`.
 """
 from __future__ import annotations
 
@@ -28,11 +34,48 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS_DIR = ROOT / "experiments"
-REPORTS_DIR = ROOT / "reports"
 INDEX = "README.md"
 RUNS = "runs.json"
+ROOT_ENV = "SYMDYN_ROOT"
+NO_CHECKOUT = ("the experiments are not part of the installed package; run from a source checkout "
+               "of symdyn (a directory with pyproject.toml and experiments/) or pass --root DIR "
+               f"(or set {ROOT_ENV})")
+
+
+class CheckoutError(OSError):
+    """No source checkout with the experiments was found (see :func:`find_root`)."""
+
+
+def is_checkout(path) -> bool:
+    """Whether ``path`` is a symdyn source checkout: ``pyproject.toml`` and ``experiments/_common.py``."""
+    p = Path(path)
+    return (p / "pyproject.toml").is_file() and (p / "experiments" / "_common.py").is_file()
+
+
+def _package_parent() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def find_root(root=None) -> Path:
+    """The source checkout whose ``experiments/`` to run (see the module docstring for the order).
+
+    An explicit ``root`` (or ``$SYMDYN_ROOT``) that is not a checkout is an error naming it; when
+    nothing is found, :class:`CheckoutError` with :data:`NO_CHECKOUT`."""
+    for given, what in ((root, "--root"), (os.environ.get(ROOT_ENV) or None, ROOT_ENV)):
+        if given is not None:
+            p = Path(given).expanduser().resolve()
+            if not is_checkout(p):
+                raise CheckoutError(f"{what} {str(given)!r} is not a symdyn source checkout (no "
+                                    f"pyproject.toml and experiments/_common.py in {p})")
+            return p
+    cwd = Path.cwd().resolve()
+    for p in (cwd, *cwd.parents):
+        if is_checkout(p):
+            return p
+    parent = _package_parent()
+    if is_checkout(parent):  # editable install / running from the source tree
+        return parent
+    raise CheckoutError(NO_CHECKOUT)
 
 
 @dataclass(frozen=True)
@@ -54,8 +97,8 @@ class Experiment:
     minutes: tuple[float, float] = (1.0, 0.5)
     cold_minutes: float = 0.0   # extra time of a first run with an empty build cache
 
-    def argv(self, quick: bool, out_dir: Path | None) -> list[str]:
-        args = [sys.executable, str(EXPERIMENTS_DIR / self.script)]
+    def argv(self, quick: bool, out_dir: Path | None, root: Path) -> list[str]:
+        args = [sys.executable, str(Path(root) / "experiments" / self.script)]
         args += list(self.quick_args if quick else self.full_args)
         if out_dir is not None and self.out_option is not None:
             args += [a.format(dir=str(out_dir)) for a in self.out_option]
@@ -198,9 +241,9 @@ def resolve(names: Sequence[str]) -> list[Experiment]:
     return out
 
 
-def _env() -> dict:
+def _env(root: Path) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + (
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + (
         [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["PYTHONUNBUFFERED"] = "1"
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -210,18 +253,21 @@ def _env() -> dict:
 
 
 def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
-            echo: Callable[[str], None], timeout: float | None = None) -> RunResult:
-    """Run one experiment as a subprocess, streaming its output through ``echo``."""
-    script = EXPERIMENTS_DIR / exp.script
+            echo: Callable[[str], None], timeout: float | None = None,
+            root: Path | None = None) -> RunResult:
+    """Run one experiment of the checkout ``root`` (default: :func:`find_root`) as a subprocess,
+    streaming its output through ``echo``."""
+    root = find_root() if root is None else Path(root)
+    script = root / "experiments" / exp.script
     if not script.is_file():
         return RunResult(exp.name, "failed", 0.0, f"{script} not found (a source checkout is "
                          "needed to run the experiments)")
     if exp.out_option is None and not default_dir:
         return RunResult(exp.name, "skipped", 0.0, f"{exp.script} writes only to reports/ (it has "
                          "no output option); run it without --out-dir")
-    argv = exp.argv(quick, None if default_dir and exp.out_option is None else out_dir)
+    argv = exp.argv(quick, None if default_dir and exp.out_option is None else out_dir, root)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=str(ROOT), env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(argv, cwd=str(root), env=_env(root), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1,
                             start_new_session=True)  # own process group: compilers, workers
 
@@ -269,25 +315,28 @@ def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
 
 
 def run(names: Sequence[str], quick: bool = False, out_dir=None, timeout: float | None = None,
-        echo: Callable[[str], None] = print) -> list[RunResult]:
-    """Run the named experiments (or ``["all"]``) in order and update the index in ``out_dir``
-    (default: the repository's reports/). Returns one :class:`RunResult` per experiment."""
+        echo: Callable[[str], None] = print, root=None) -> list[RunResult]:
+    """Run the named experiments (or ``["all"]``) of the checkout ``root`` (default:
+    :func:`find_root`) in order and update the index in ``out_dir`` (default: the checkout's
+    reports/). Returns one :class:`RunResult` per experiment."""
     exps = resolve(list(names))
-    default_dir = out_dir is None or Path(out_dir).resolve() == REPORTS_DIR.resolve()
-    out = REPORTS_DIR if out_dir is None else Path(out_dir)
+    root = find_root(root)
+    reports = root / "reports"
+    default_dir = out_dir is None or Path(out_dir).resolve() == reports.resolve()
+    out = reports if out_dir is None else Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     est = sum(e.minutes[1 if quick else 0] for e in exps)
     cold = sum(e.cold_minutes for e in exps)
     echo(f"symdyn experiments: {len(exps)} to run ({'quick' if quick else 'full'} presets, "
          f"expected ~{est:.0f} min with a warm build cache"
          + (f", up to ~{est + cold:.0f} min with an empty one" if cold else "")
-         + f"), reports -> {out}")
+         + f"), scripts in {root / 'experiments'}, reports -> {out}")
     results = []
     t_all = time.perf_counter()
     for i, exp in enumerate(exps, 1):
         echo(f"[{i}/{len(exps)}] {exp.name}: {exp.title} (~{exp.minutes[1 if quick else 0]:g} "
              f"min): {exp.command(quick)}")
-        res = run_one(exp, quick, out, default_dir, echo, timeout)
+        res = run_one(exp, quick, out, default_dir, echo, timeout, root)
         results.append(res)
         what = ", ".join(exp.reports) if res.status == "ok" else res.message
         echo(f"[{i}/{len(exps)}] {exp.name}: {res.status} in {res.seconds:.0f} s ({what})")
@@ -384,13 +433,17 @@ def register(subparsers) -> None:
         description="Run the scripts in experiments/ that regenerate the reports in reports/ "
                     "(and its README.md index).")
     sub = p.add_subparsers(dest="action", metavar="ACTION")
+    root_help = (f"source checkout holding experiments/ (default: ${ROOT_ENV}, else the current "
+                 "directory or a parent, else the checkout of an editable install)")
     ls = sub.add_parser("list", help="list the experiments and their reports")
+    ls.add_argument("--root", default=None, metavar="DIR", help=root_help)
     ls.set_defaults(func=_cmd_list)
     r = sub.add_parser("run", help="run experiments: NAME [NAME ...] or all")
     r.add_argument("names", nargs="+", metavar="NAME", help="experiment names, or 'all'")
     r.add_argument("--quick", action="store_true", help="small presets (a few minutes in all)")
     r.add_argument("--out-dir", default=None, metavar="DIR",
-                   help="write reports and the index here instead of reports/")
+                   help="write reports and the index here instead of the checkout's reports/")
+    r.add_argument("--root", default=None, metavar="DIR", help=root_help)
     r.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="kill an experiment that runs longer than S seconds")
     r.set_defaults(func=_cmd_run)
@@ -404,13 +457,20 @@ def _cmd_list(args) -> int:
         print(f"{e.name:<{width}}  ~{e.minutes[0]:g} min (quick ~{e.minutes[1]:g}{cold})  "
               f"{e.title}")
         print(f"{'':<{width}}  -> reports/{', '.join(e.reports)}")
-    print(f"\nrun: symdyn experiments run NAME|all [--quick]; scripts in {EXPERIMENTS_DIR}")
+    try:
+        where = f"scripts in {find_root(args.root) / 'experiments'}"
+    except CheckoutError as exc:
+        if args.root is not None or os.environ.get(ROOT_ENV):
+            raise
+        where = f"no source checkout found: {exc}"
+    print(f"\nrun: symdyn experiments run NAME|all [--quick]; {where}")
     return 0
 
 
 def _cmd_run(args) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
-    results = run(args.names, quick=args.quick, out_dir=args.out_dir, timeout=args.timeout)
+    results = run(args.names, quick=args.quick, out_dir=args.out_dir, timeout=args.timeout,
+                  root=args.root)
     fine = ("ok", "skipped") if "all" in args.names else ("ok",)  # a named skip is an error
     return 0 if all(r.status in fine for r in results) else 1

@@ -14,21 +14,23 @@ from symdyn.cli import main
 
 ISSUE_EXPERIMENTS = {"verification", "table1_timing", "derivatives_compiled", "passivity",
                      "com_coordinates"}
+REPO = Path(__file__).resolve().parents[1]
+EXPERIMENTS_DIR = REPO / "experiments"
 
 
 @pytest.fixture(scope="module")
 def passivity():
-    sys.path.insert(0, str(ex.EXPERIMENTS_DIR))
+    sys.path.insert(0, str(EXPERIMENTS_DIR))
     try:
         yield importlib.import_module("passivity")
     finally:
-        sys.path.remove(str(ex.EXPERIMENTS_DIR))
+        sys.path.remove(str(EXPERIMENTS_DIR))
 
 
 def test_list_names_every_experiment_and_script(capsys):
     assert ISSUE_EXPERIMENTS <= set(ex.EXPERIMENTS)
     for e in ex.EXPERIMENTS.values():
-        assert (ex.EXPERIMENTS_DIR / e.script).is_file(), e.script
+        assert (EXPERIMENTS_DIR / e.script).is_file(), e.script
         assert e.reports[0].endswith(".md")
     assert main(["experiments", "list"]) == 0
     out = capsys.readouterr().out
@@ -37,7 +39,7 @@ def test_list_names_every_experiment_and_script(capsys):
 
 
 def test_quick_run_writes_report_and_index(tmp_path, capsys):
-    repo_runs = ex.REPORTS_DIR / "runs.json"
+    repo_runs = REPO / "reports" / "runs.json"
     before = repo_runs.stat().st_mtime_ns if repo_runs.exists() else None
     rc = main(["experiments", "run", "com_coordinates", "--quick", "--out-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -105,3 +107,98 @@ def test_passivity_short_horizon(passivity):
     assert np.abs(dV - rm.Vdot_formula[2:-2]).max() < 1e-3 * np.abs(rm.Vdot_formula).max()
     mismatch_term = rm.Vdot_formula + passivity.PM["K"] * (rm.s ** 2).sum(1)  # s^T Y a_tilde
     assert np.abs(mismatch_term).max() > 0.05   # the parameter error does enter V's rate
+
+
+# --- where the runner finds the experiments (issue 12: never site-packages) ----------------------
+
+FAKE_SCRIPT = """import argparse, pathlib
+p = argparse.ArgumentParser()
+p.add_argument("--quick", action="store_true")
+p.add_argument("--out-dir")
+a = p.parse_args()
+out = pathlib.Path(a.out_dir)
+out.mkdir(parents=True, exist_ok=True)
+(out / "fake.md").write_text("# fake report\\n")
+print("fake experiment ran")
+"""
+
+
+def _checkout(path: Path) -> Path:
+    (path / "experiments").mkdir(parents=True)
+    (path / "pyproject.toml").write_text("[project]\nname = 'symdyn'\n")
+    (path / "experiments" / "_common.py").write_text("")
+    (path / "experiments" / "fake.py").write_text(FAKE_SCRIPT)
+    return path
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """As if symdyn were installed from a wheel: the package's parent is a site-packages
+    directory without experiments/, the current directory is no checkout, no SYMDYN_ROOT."""
+    site = tmp_path / "site-packages"
+    (site / "symdyn").mkdir(parents=True)
+    monkeypatch.setattr(ex, "_package_parent", lambda: site)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.delenv(ex.ROOT_ENV, raising=False)
+    fake = ex.Experiment("fake", "fake.py", "a fake experiment", ("fake.md",), minutes=(0.1, 0.1))
+    monkeypatch.setitem(ex.EXPERIMENTS, "fake", fake)
+    return site
+
+
+def _tree(path: Path) -> list:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_installed_package_refuses_clearly(installed, capsys):
+    before = _tree(installed)
+    assert main(["experiments", "run", "fake"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == f"symdyn experiments: error: {ex.NO_CHECKOUT}"
+    assert "not part of the installed package" in err[0] and "--root" in err[0]
+    assert main(["experiments", "list"]) == 0          # listing needs no checkout
+    out = capsys.readouterr().out
+    assert "fake" in out and "no source checkout found" in out
+    assert _tree(installed) == before                   # nothing written next to the package
+
+
+def test_root_option_runs_the_checkout_and_writes_its_reports(installed, tmp_path, capsys):
+    repo = _checkout(tmp_path / "checkout")
+    before = _tree(installed)
+    assert main(["experiments", "run", "fake", "--root", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert "fake experiment ran" in out and "[1/1] fake: ok" in out
+    assert (repo / "reports" / "fake.md").read_text() == "# fake report\n"
+    assert "[fake.md](fake.md)" in (repo / "reports" / "README.md").read_text()
+    assert json.loads((repo / "reports" / "runs.json").read_text())["fake"]["preset"] == "full"
+    assert _tree(installed) == before
+    assert not (Path.cwd() / "reports").exists()
+
+
+def test_environment_variable_and_current_directory(installed, tmp_path, monkeypatch, capsys):
+    repo = _checkout(tmp_path / "checkout")
+    monkeypatch.setenv(ex.ROOT_ENV, str(repo))
+    assert ex.find_root() == repo.resolve()
+    out_dir = tmp_path / "elsewhere"
+    assert main(["experiments", "run", "fake", "--out-dir", str(out_dir)]) == 0
+    assert (out_dir / "fake.md").is_file() and not (repo / "reports").exists()
+    monkeypatch.delenv(ex.ROOT_ENV)
+    monkeypatch.chdir(repo / "experiments")           # a subdirectory of the checkout
+    assert ex.find_root() == repo.resolve()
+    capsys.readouterr()
+
+
+def test_explicit_root_that_is_not_a_checkout(installed, tmp_path, monkeypatch, capsys):
+    assert main(["experiments", "run", "fake", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--root" in err and "is not a symdyn source checkout" in err and str(tmp_path) in err
+    monkeypatch.setenv(ex.ROOT_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(ex.CheckoutError, match="SYMDYN_ROOT .*nowhere"):
+        ex.find_root()
+    assert main(["experiments", "list"]) == 2          # a wrong explicit root is an error here too
+
+
+def test_source_tree_is_found_from_the_package():
+    """Running from this checkout (or an editable install): the package's parent is the root."""
+    assert ex.is_checkout(REPO) and ex._package_parent() == REPO
