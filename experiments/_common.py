@@ -176,14 +176,26 @@ def table(headers, rows) -> list[str]:
     return out
 
 
-def pyplot():
-    import matplotlib
+MATPLOTLIB_MISSING = ("this experiment draws figures with matplotlib, which is not installed; "
+                      "install the optional extra: pip install 'symdyn[plots]' (or pip install "
+                      "matplotlib)")
 
+
+def pyplot(style: bool = True):
+    """``matplotlib.pyplot`` on the Agg backend (with the reports' style unless ``style=False``).
+
+    matplotlib is an optional extra of symdyn (``plots``; ``dev`` includes it): without it the
+    script stops here with a message saying how to install it, not a traceback."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit(f"error: {MATPLOTLIB_MISSING}") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
-                         "legend.fontsize": 8, "figure.dpi": 110})
+    if style:
+        plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3,
+                             "legend.fontsize": 8, "figure.dpi": 110})
     return plt
 
 

@@ -28,9 +28,7 @@ REPORTS = os.path.join(ROOT, "reports")
 
 
 def zero_gravity(model):
-    model.gravity = np.zeros(3)
-    model._cache = {}
-    return model
+    return model.replace(gravity=np.zeros(3))
 
 
 def min_time(fn, min_total=0.3, repeats=7):
@@ -84,10 +82,9 @@ def residuals(n, trials, rng):
 
 
 def plot(results, path):
-    import matplotlib
+    from _common import pyplot  # matplotlib is optional: a clear message when it is missing
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(style=False)
 
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     for a, kind in zip(ax, ("serial", "binary")):

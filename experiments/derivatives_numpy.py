@@ -181,10 +181,9 @@ def crossover(rows, a="t_dmm", b="t_aza"):
 # --- report ----------------------------------------------------------------------------------------
 
 def plot(acc, ipr, cas, path):
-    import matplotlib
+    from _common import pyplot  # matplotlib is optional: a clear message when it is missing
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(style=False)
 
     fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
     for kind, ls in (("chain", "-"), ("binary", "--")):

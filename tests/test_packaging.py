@@ -1,0 +1,131 @@
+"""The package boundary (issue 12): what importing symdyn pulls in, where the spec parser and the
+reference derivatives live, the optional extras, and what CI installs and runs."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import symdyn as sd
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=300, cwd=REPO)
+
+
+def test_importing_symdyn_does_not_import_matplotlib():
+    """Neither ``import symdyn`` nor any of its submodules (CLI, codegen, symbolic, experiments
+    runner ...) imports matplotlib: it is the optional extra 'plots'."""
+    r = _run("""
+        import importlib, pkgutil, sys
+        import symdyn, symdyn.cli
+        assert "matplotlib" not in sys.modules, "import symdyn imported matplotlib"
+        names = [m.name for m in pkgutil.walk_packages(symdyn.__path__, "symdyn.")
+                 if not m.name.endswith("__main__")]
+        for name in names:
+            importlib.import_module(name)
+            bad = sorted(k for k in sys.modules if k == "matplotlib" or k.startswith("matplotlib."))
+            assert not bad, f"{name} imported {bad[0]}"
+        print(len(names))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) > 20        # the walk really visited the submodules
+
+
+def test_core_works_with_matplotlib_blocked():
+    """With matplotlib unimportable, the package, the CLI and a demo still work."""
+    r = _run("""
+        import sys
+        sys.modules["matplotlib"] = None      # import matplotlib -> ImportError
+        from symdyn.cli import main
+        raise SystemExit(main(["demo", "--model", "serial:2", "--backends", "numpy", "--repeat", "1"]))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "M = crba(q)" in r.stdout
+
+
+def test_experiment_figures_without_matplotlib_fail_clearly():
+    r = _run("""
+        import sys
+        sys.path.insert(0, "experiments")
+        sys.modules["matplotlib"] = None
+        import _common
+        _common.pyplot()
+    """)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "matplotlib" in r.stderr and "pip install 'symdyn[plots]'" in r.stderr
+
+
+def test_no_direct_matplotlib_imports_outside_the_helper():
+    """Scripts import matplotlib only through experiments/_common.pyplot (the clear message)."""
+    offenders = []
+    for path in [*REPO.joinpath("symdyn").rglob("*.py"), *REPO.joinpath("experiments").glob("*.py")]:
+        if path.name == "_common.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.match(r"\s*(import matplotlib|from matplotlib)", line):
+                offenders.append(f"{path.relative_to(REPO)}:{n}")
+    assert not offenders, offenders
+
+
+def test_spec_parser_lives_with_the_cli():
+    from symdyn import models
+    from symdyn.cli import specs
+
+    for name in ("from_spec", "SPEC_HELP", "SpecError", "_spec_options", "_spec_int"):
+        assert not hasattr(models, name), f"symdyn.models still defines {name}"
+    assert issubclass(specs.SpecError, ValueError)
+    assert specs.from_spec("serial:3").nv == 3
+    with pytest.raises(specs.SpecError, match="unknown model spec 'nosuch:1'"):
+        specs.from_spec("nosuch:1")
+
+
+def test_reference_derivatives_have_reference_names():
+    import numpy as np
+
+    from symdyn.algorithms.aba_derivatives import aba_derivatives
+    from symdyn.algorithms.rnea_derivatives import rnea_derivatives
+
+    assert sd.rnea_derivatives is rnea_derivatives and sd.aba_derivatives is aba_derivatives
+    with pytest.raises(ImportError):
+        __import__("symdyn.derivatives")
+    model = sd.models.serial_chain(3, seed=0)
+    q, qd, qdd = model.random_q(0), np.ones(3), np.zeros(3)
+    for X, R in zip(sd.reference_rnea_derivatives(model, q, qd, qdd, method="fd"),
+                    sd.rnea_derivatives(model, q, qd, qdd)):
+        np.testing.assert_allclose(X, R, atol=1e-6)
+
+
+def _pyproject() -> dict:
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def test_matplotlib_is_an_optional_extra():
+    proj = _pyproject()["project"]
+    assert not any(d.startswith("matplotlib") for d in proj["dependencies"])
+    extras = proj["optional-dependencies"]
+    assert any(d.startswith("matplotlib") for d in extras["plots"])
+    assert any(d.startswith("matplotlib") for d in extras["dev"])   # the suite draws figures
+    assert proj["scripts"]["symdyn"] == "symdyn.cli:main"
+
+
+def test_ci_installs_the_tested_extras_and_runs_the_readme_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    readme = (REPO / "README.md").read_text()
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    commands = [ln.strip() for ln in ci.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    install = next(c for c in commands if "pip install" in c)
+    wanted = re.search(r'"\.\[([a-z,]+)\]"', install).group(1).split(",")
+    assert "dev" in wanted and set(wanted) <= extras
+    if "docs" in extras:
+        assert "docs" in wanted
+    assert commands[-1] == "python -m pytest -q"
+    assert "\npython -m pytest -q\n" in readme
