@@ -146,20 +146,12 @@ def _quat_mul(a, b):
 
 
 def _quat_exp(B, w):
-    """Unit quaternion (x, y, z, w) of the rotation vector w (a 3-vector), smooth at w = 0."""
+    """Unit quaternion (x, y, z, w) of the rotation vector w (a 3-vector), smooth at w = 0:
+    ``[sin(t/2)/t w; cos(t/2)]`` with t = |w|, through the backend's safe helpers of t^2
+    (cos(t/2) = 1 - (t/2)^2 (1 - cos(t/2))/(t/2)^2)."""
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
-    if B.symbolic:
-        th = B.sqrt(th2 + 1e-300) if B.name == "casadi" else B.sqrt(th2)
-        half = th / 2
-        k = B.sin(half) / th
-        return [k * w[0], k * w[1], k * w[2], B.cos(half)]
-    th = math.sqrt(float(th2))
-    if th < 1e-8:
-        k = 0.5 - th2 / 48.0
-        c = 1.0 - th2 / 8.0
-    else:
-        k = math.sin(th / 2) / th
-        c = math.cos(th / 2)
+    k = B.sin_over_x(th2 / 4) / 2                                   # sin(t/2)/t
+    c = 1 - (th2 / 4) * B.one_minus_cos_over_x2(th2 / 4)            # cos(t/2)
     return [k * w[0], k * w[1], k * w[2], c]
 
 
@@ -225,18 +217,8 @@ def _se3_left_jacobian(B, w):
     """V(w) = I + (1 - cos t)/t^2 S(w) + (t - sin t)/t^3 S(w)^2, t = |w| (smooth at 0 numerically)."""
     W = skew(B, B.vector(w))
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
-    if B.symbolic:
-        # sinc forms: finite value and first derivative at w = 0 once th > 0 (CasADi tracing at 0)
-        th = B.sqrt(th2 + 1e-300) if B.name == "casadi" else B.sqrt(th2)
-        half = B.sin(th / 2) / (th / 2)
-        a = half * half / 2                      # (1 - cos t) / t^2
-        b = (1 - B.sin(th) / th) / (th * th)     # (t - sin t) / t^3
-    else:
-        th = math.sqrt(float(th2))
-        if th < 1e-6:
-            a, b = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
-        else:
-            a, b = (1 - math.cos(th)) / th2, (th - math.sin(th)) / (th2 * th)
+    a = B.one_minus_cos_over_x2(th2)
+    b = B.x_minus_sin_over_x3(th2)
     return B.eye(3) + a * W + b * (W @ W)
 
 

@@ -79,6 +79,8 @@ def evaluate(x, values=None) -> np.ndarray | list:
         return [evaluate(e, values) for e in x]
     if isinstance(x, np.ndarray) and x.dtype != object:
         return np.asarray(x, float)
+    if getattr(x, "ndim", None) == 3:  # rank-3 contract: T[:, :, k] is a native page
+        return np.stack([evaluate(x[:, :, k], values) for k in range(x.shape[2])], axis=2)
     if isinstance(x, (sp.MatrixBase, sp.Basic, sp.NDimArray)):
         return get_backend("sympy").evaluate(x, values or {})
     if isinstance(x, ca.DM):

@@ -92,7 +92,7 @@ def test_induced_form_of_maximal_coordinates(name):
 def test_body_twist_factorization():
     """Eq. (19) (pseudo-inertia form) == eq. (18) = B_(10) + I (v x); skew; omega only."""
     rng = np.random.default_rng(3)
-    _, I, _ = TREES["floating"].constants(NP)
+    I = TREES["floating"].constants(NP).I
     for Ik in I:
         v = rng.normal(size=6)
         Bb = body_twist_factorization(NP, v, Ik)

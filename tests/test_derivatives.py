@@ -141,11 +141,11 @@ def test_eq5_relation():
 def test_auto_switches_at_crossover(monkeypatch):
     model = make("serial")
     q, qd, tau, _ = state(model, 1, False)
-    monkeypatch.setitem(AUTO_CROSSOVER, "numpy", model.nv)
+    monkeypatch.setitem(AUTO_CROSSOVER, "numeric", model.nv)
     auto = aba_derivatives(model, q, qd, tau, method="auto")
     aza_ = aba_derivatives(model, q, qd, tau, method="aza")
     assert all(np.array_equal(a, b) for a, b in zip(auto, aza_))
-    monkeypatch.setitem(AUTO_CROSSOVER, "numpy", model.nv + 1)
+    monkeypatch.setitem(AUTO_CROSSOVER, "numeric", model.nv + 1)
     auto = aba_derivatives(model, q, qd, tau, method="auto")
     dmm = aba_derivatives(model, q, qd, tau, method="dmm")
     assert all(np.array_equal(a, b) for a, b in zip(auto, dmm))

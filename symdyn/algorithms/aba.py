@@ -22,7 +22,8 @@ def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
     """The three ABA passes on per-body segments; returns per-body ``qdd`` segments and the
     articulated-body quantities ``U[i] = IA_i S_i`` and ``Dinv[i] = (S_i^T U_i)^-1`` (reused by
     the ABA-Zero-Algorithm in :mod:`symdyn.algorithms.aba_derivatives`)."""
-    _, I, a_grav = model.constants(B)
+    consts = model.constants(B)
+    I, a_grav = consts.I, consts.a_grav
     N, parents = model.N, model.parents
     v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N
     for i, p in enumerate(parents):

@@ -11,7 +11,9 @@ blocks): the same arithmetic as m column-by-column passes.
 
 M^-1 itself is AZA applied to the identity (paper 004, Sec. V-A). The product with dtau/du is then
 ``"dmm"``: direct matrix multiplication (O(n^3)), or ``"aza"``: AZA on the 2n columns (O(n^2)).
-``"auto"`` picks AZA from ``AUTO_CROSSOVER[backend]`` degrees of freedom on (measured, see below).
+``"auto"`` picks AZA from ``AUTO_CROSSOVER[kind]`` degrees of freedom on, kind ``"numeric"`` (values:
+NumPy) or ``"graph"`` (expression graphs: SymPy, SymEngine, CasADi) after the backend's capability
+``B.numeric`` (measured, see below).
 """
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ METHODS = ("auto", "dmm", "aza")
 # BLAS product while AZA loops in Python over bodies on 6 x 3n blocks. CasADi SX: AZA has fewer
 # operations and evaluates faster from n = 20 on (n = 50: 0.20 M vs 0.57 M operations, 1.0 vs
 # 1.6 ms); SymPy/SymEngine expression sizes follow the same operation count.
-AUTO_CROSSOVER: dict[str, int | None] = {"numpy": None, "casadi": 20, "sympy": 20, "symengine": 20}
+# "numeric" (B.numeric: NumPy): run time is BLAS vs Python loops; "graph" (SymPy, SymEngine, CasADi):
+# the cost is the operation count of the graph.
+AUTO_CROSSOVER: dict[str, int | None] = {"numeric": None, "graph": 20}
 
 
 def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
@@ -52,7 +56,7 @@ def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
     dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
     n = model.nv
     if method == "auto":
-        cross = AUTO_CROSSOVER.get(B.name)
+        cross = AUTO_CROSSOVER["numeric" if B.numeric else "graph"]
         method = "aza" if cross is not None and n >= cross else "dmm"
     if method == "dmm":
         Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))

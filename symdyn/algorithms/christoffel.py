@@ -3,8 +3,10 @@ generalized speeds, and the eq. (4) baseline that differentiates the mass matrix
 
 Convention: ``Gamma[i, j, k]`` with ``C*[i, j] = sum_k Gamma[i, j, k] qd[k]`` (velocity index last),
 so that ``Gamma[:, :, k] = C*(q, e_k)`` with C* from :func:`~symdyn.algorithms.coriolis.coriolis_matrix`.
-Storage per backend: NumPy ndarray (nv, nv, nv); SymPy ``MutableDenseNDimArray`` indexed
-``[i, j, k]``; CasADi a list of nv SX matrices (nv x nv) with ``Gamma[k] = Gamma[:, :, k]``.
+Storage (the backends' rank-3 contract, :mod:`symdyn.backends`): NumPy returns an ndarray
+(nv, nv, nv); SymPy, SymEngine and CasADi a :class:`~symdyn.backends.Tensor3` of nv native nv x nv
+pages, ``pages[k] = Gamma[:, :, k]``. Both index as ``Gamma[i, j, k]`` (a scalar) and
+``Gamma[:, :, k]`` (the native matrix C*(q, e_k)); ``B.pages(Gamma)`` lists the pages.
 
 Derivation (differentiating eq. (18) with factorization (10) by one speed nu_k, column phi_k of
 joint K): dv_l/dnu_k = phi_k for bodies l below K, dPhidot_j/dnu_k = phi_k x Phi_j (j below K) +
@@ -129,9 +131,9 @@ def christoffel(model, q, *, backend: str | None = None):
     ``Gamma[:, :, k] = C*(q, e_k)`` for every joint type (module docstring). With generalized
     coordinates (revolute, prismatic, helical, planar joints) it is eq. (4) and symmetric in
     (j, k); spherical and floating joints (quaternion q, body-velocity speeds) give symbols that
-    are not symmetric within one joint. Returns a NumPy array (nv, nv, nv), a SymPy
-    ``MutableDenseNDimArray`` indexed [i, j, k], or for CasADi a list of nv SX matrices with
-    ``Gamma[k] = Gamma[:, :, k]``.
+    are not symmetric within one joint. Returns a NumPy array (nv, nv, nv) for numbers, otherwise
+    a :class:`~symdyn.backends.Tensor3` (SymPy, SymEngine, CasADi) with ``Gamma[i, j, k]`` a
+    scalar and ``Gamma[:, :, k]`` the native nv x nv matrix C*(q, e_k).
     """
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     nv = model.nv
@@ -189,7 +191,8 @@ def christoffel_from_mass_matrix(model, q, *, backend: str | None = None):
 
     SymPy: ``Matrix.jacobian``; CasADi SX: ``casadi.jacobian`` (q must then be distinct symbols);
     NumPy: CasADi automatic differentiation at the numbers (:mod:`symdyn.autodiff`). Same storage
-    as :func:`christoffel`. Eq. (4) needs generalized coordinates with qd = dq/dt: models with
+    as :func:`christoffel` (ndarray for NumPy, :class:`~symdyn.backends.Tensor3` otherwise),
+    ``C[i, j] = sum_k Gamma[i, j, k] qd[k]``. Eq. (4) needs generalized coordinates with qd = dq/dt: models with
     quaternion joints (spherical, floating) are refused; use :func:`christoffel` for them.
     """
     quat = [model.names[i] for i, j in enumerate(model.joints) if j.nq != j.nv]
@@ -200,7 +203,7 @@ def christoffel_from_mass_matrix(model, q, *, backend: str | None = None):
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     nv = model.nv
     qv = B.vcat(qs)
-    if B.symbolic:
+    if B.graph:  # differentiate the expression graph; numbers go through CasADi AD
         _require_symbols(B, qv, model.nq)
         M = crba(model, qv, backend=B.name)
         y = B.vector([M[i, j] for j in range(nv) for i in range(nv)])         # vec(M), column-major

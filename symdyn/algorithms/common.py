@@ -24,7 +24,7 @@ def entry(model, *args, backend: str | None = None, extra=()):
             raise TypeError(f"{name} is required (a vector of length {n})")
         xv = B.to_vector(x, n, name)
         segs = [B.rows(xv, a, b) for a, b in idx]
-        if kind == "q" and not B.symbolic:
+        if kind == "q" and B.numeric:
             _check_quaternions(model, segs, name)
         out.append(segs)
     return B, out

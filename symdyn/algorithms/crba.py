@@ -8,7 +8,7 @@ from .common import assemble_blocks, entry, joint_kinematics
 def crba(model, q, *, backend: str | None = None):
     """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend."""
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     Xup, S = joint_kinematics(B, model, q)
     IC = list(I)
     for i in reversed(range(model.N)):

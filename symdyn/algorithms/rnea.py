@@ -13,7 +13,8 @@ def rnea(model, q, qd, qdd, f_ext=None, *, backend: str | None = None):
     """
     B, (q, qd, qdd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend, extra=(f_ext,))
-    _, I, a_grav = model.constants(B)
+    consts = model.constants(B)
+    I, a_grav = consts.I, consts.a_grav
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
     v, a, f = [None] * model.N, [None] * model.N, [None] * model.N

@@ -101,7 +101,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B."""
     check_joints(model)
-    _, _, a_grav = model.constants(B)
+    a_grav = model.constants(B).a_grav
     inertia = body_inertia_parameters(B, model)
     N, parents, nv = model.N, model.parents, model.nv
     X0, S0, v, a = [None] * N, [None] * N, [None] * N, [None] * N

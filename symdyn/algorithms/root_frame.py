@@ -54,5 +54,5 @@ def root_kinematics(B, model, q, qd=None):
 
 def root_inertias(B, model, X0):
     """Body inertias in root coordinates, X0^T I X0 by their 10 parameters."""
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     return [I[i] if X0[i] is None else inertia_congruence(B, X0[i], I[i]) for i in range(model.N)]

@@ -1,19 +1,83 @@
 """Scalar backends: plain-function namespaces over native arrays.
 
-A backend module provides ``name``, ``symbolic``, ``zeros``, ``eye``, ``matrix``, ``vector``, ``const``,
-``rows``, ``cols``, ``vcat``, ``hcat``, ``block``, ``inv``, ``solve``, ``sin``, ``cos``, ``sqrt``,
-``tensor3``, ``set3``, ``skew``, ``is_symbol``, ``to_vector``, ``to_matrix``, ``to_numpy``
-(and ``jacobian`` for the symbolic ones). Arrays are the library's own
-(numpy.ndarray, sympy.Matrix, casadi.SX); ``@ + - *`` and ``.T`` are used natively.
+The backend contract. Every backend module (``numpy``, ``sympy``, ``symengine``, ``casadi``)
+provides the same names with the same meaning; algorithms and consumers use only these, and never
+branch on the backend's name or on the type of a result.
+
+Capabilities (attributes)
+    ``name``      "numpy" | "sympy" | "symengine" | "casadi" (for messages and cache keys, and to
+                  pass the backend on as ``backend=B.name``; never to branch on).
+    ``numeric``   True when values are numbers (NumPy): inputs can be checked by value (unit
+                  quaternions, loop-closure residuals, regularity) before computing.
+    ``graph``     ``not numeric``: the backend builds expressions (SymPy, SymEngine, CasADi SX) and
+                  provides ``jacobian``; per-entry work (one value per symmetric entry) pays off.
+    ``symbolic``  deprecated alias of ``graph``.
+    ``ndarray``   the native matrix type.
+
+Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere), matrices native
+2-D matrices, used with native ``@ + - *``, ``.T``, ``x[i]``/``x[i, j]`` and slicing.
+
+    zeros(n, m=None)      zero vector (m None) or n x m matrix (CasADi: structural zeros)
+    eye(n)                identity
+    matrix(rows)          matrix from a list of rows of scalars
+    vector(entries)       vector from scalars
+    const(x)              model constant (number, list, array, SymPy matrix) as a native array;
+                          SymPy/SymEngine keep integers exact
+    rows(x, a, b)         rows a..b-1 (a vector stays a vector)
+    cols(x, a, b)         columns a..b-1
+    vcat(parts), hcat(parts), block(rows_of_blocks)
+    inv(A), solve(A, b)   A^-1 and A^-1 b
+    dot(a, b)             scalar a . b of two vectors
+    skew(w)               3x3 S(w) with S(w) u = w x u
+    sin, cos, sqrt        scalar functions
+    is_zero(x)            every entry is (structurally or exactly) zero
+    is_symbol(x)          x is a pure symbol (a differentiation variable); always False for NumPy
+    jacobian(y, x)        graph backends only: d y / d x for column y, symbol column x
+    to_numpy(x)           float ndarray of a result without free symbols (Tensor3 included)
+
+Numerically safe helpers, all of ``x2 = x^2`` (a sum of squares: no square root of 0 is taken):
+
+    sin_over_x(x2)              sin(x)/x
+    one_minus_cos_over_x2(x2)   (1 - cos x)/x^2
+    x_minus_sin_over_x3(x2)     (x - sin x)/x^3
+
+NumPy evaluates a series below x2 = 0.1 (full precision, no cancellation), CasADi builds a smooth
+graph (series below 0.1, the closed form evaluated away from 0 above) whose value and derivatives
+are finite and correct at x2 = 0, SymPy/SymEngine return the exact closed forms.
+
+Rank-3 results (Christoffel symbols ``Gamma[i, j, k]`` with ``C[i, j] = sum_k Gamma[i, j, k]
+qd[k]``): NumPy returns an ndarray (n1, n2, n3); SymPy, SymEngine and CasADi return a
+:class:`Tensor3` whose ``pages[k]`` is the native matrix ``Gamma[:, :, k]``. Both support
+``T[i, j, k]`` (a scalar), ``T[:, :, k]`` (the native page), ``T[i, j, k] = v``, ``T.shape``,
+``T.ndim == 3`` and ``len(T) == T.shape[0]``; a Tensor3 refuses iteration (ambiguous between the
+two layouts). Through the backend:
+
+    tensor3(n1, n2, n3)   a zero rank-3 tensor
+    set3(T, i, j, k, v)   T[i, j, k] = v
+    page(T, k)            the native matrix T[:, :, k]
+    pages(T)              [T[:, :, k] for k in range(n3)]
+
+Input validation (the same exception types on every backend, messages naming the argument):
+
+    to_vector(x, n, what), to_matrix(x, shape, what)
+        wrong length/shape -> ValueError; NaN or inf (numbers, NaN constants inside a SymPy/
+        SymEngine expression, constant entries of a casadi.SX or casadi.DM) -> ValueError;
+        complex values (complex dtype, Python complex, SymPy/SymEngine numbers with I) ->
+        TypeError (never truncated to the real part); entries that are not numbers or
+        expressions of the backend -> TypeError.
 
 The backend is resolved once at an algorithm's entry from the types of its inputs (and the model's
-parameters), or named explicitly with ``backend="numpy" | "sympy" | "casadi"``.
+parameters), or named explicitly with ``backend="numpy" | "sympy" | "symengine" | "casadi"``.
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
 from typing import Any
+
+from .tensor import Tensor3
+
+__all__ = ["BACKENDS", "BackendError", "Tensor3", "get_backend", "kind_of", "resolve_backend"]
 
 BACKENDS = ("numpy", "sympy", "casadi", "symengine")
 _loaded: dict[str, ModuleType] = {}
@@ -36,6 +100,8 @@ def kind_of(x: Any) -> str | None:
     """'numpy', 'sympy', 'casadi' or None (no information, e.g. None or plain numbers)."""
     if x is None:
         return None
+    if isinstance(x, Tensor3):
+        return kind_of(x.pages[0]) if x.pages else None
     mod = type(x).__module__.split(".")[0]
     if mod == "casadi":
         cls = type(x).__name__

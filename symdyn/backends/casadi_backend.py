@@ -1,14 +1,23 @@
-"""CasADi SX backend: casadi.SX everywhere; vectors are (n, 1) columns.
+"""CasADi SX backend: casadi.SX everywhere; vectors are (n, 1) columns; rank-3 results are
+:class:`~symdyn.backends.tensor.Tensor3` of SX pages.
 
 Zeros are structural (casadi.SX(n, m)) so that products skip them and graphs stay small.
 """
 from __future__ import annotations
 
+import math
+
 import casadi as ca
 import numpy as np
 
+from . import tensor as _tensor
+from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
+from .tensor import page, pages, set3  # noqa: F401
+
 name = "casadi"
-symbolic = True
+numeric = False         # expressions, not values: values cannot be checked at entry
+graph = True            # builds an SX graph (``jacobian`` available)
+symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
 ndarray = ca.SX
 
 sin, cos, sqrt = ca.sin, ca.cos, ca.sqrt
@@ -76,34 +85,75 @@ def dot(a, b):
 
 
 def tensor3(n1: int, n2: int, n3: int):
-    """Gamma-like tensors are lists of n3 SX matrices (n1 x n2): T[k] = T[:, :, k]."""
-    return [ca.SX(n1, n2) for _ in range(n3)]
+    """A zero :class:`~symdyn.backends.tensor.Tensor3` (n1, n2, n3) of structurally zero SX pages."""
+    return _tensor.tensor3(ca.SX, n1, n2, n3)
 
 
-def to_vector(x, n: int, what: str):
+def _numbers(x, what: str, expect: str) -> np.ndarray:
+    """float array of a non-SX input (numbers, arrays, casadi.DM); complex is refused."""
+    if isinstance(x, ca.DM):
+        return np.array(x.full(), dtype=float)
+    if isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{what} is complex ({x!r}); symdyn works with real numbers")
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be a casadi.SX or {expect} numbers") from exc
+    if raw.dtype.kind == "c" or (raw.dtype == object and any(
+            isinstance(e, (complex, np.complexfloating)) for e in raw.ravel())):
+        raise TypeError(f"{what} is complex; symdyn works with real numbers")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be a casadi.SX or {expect} numbers, "
+                        f"got {type(x).__name__}") from exc
+
+
+def _check_constants(m, what: str, matrix: bool = False) -> None:
+    """NaN/inf in the constant entries of an SX (symbolic entries pass)."""
+    if m.is_constant():
+        arr = np.array(ca.DM(m).full(), dtype=float)
+        bad = np.argwhere(~np.isfinite(arr))
+        if bad.size:
+            i, j = bad[0]
+            raise ValueError(f"{what} contains NaN or inf at {f'[{i}, {j}]' if matrix else f'index {i}'}")
+        return
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            e = m[i, j]
+            if e.is_constant() and not math.isfinite(float(e)):
+                raise ValueError(f"{what} contains NaN or inf at "
+                                 f"{f'[{i}, {j}]' if matrix else f'index {i}'}")
+
+
+def _as_sx(x, what: str, expect: str):
     if isinstance(x, ca.MX):
         raise TypeError(f"{what} is a casadi.MX; symdyn's CasADi backend works on casadi.SX")
     if isinstance(x, ca.SX):
-        v = x
-    else:
-        try:
-            arr = np.asarray(x, dtype=float).reshape(-1, 1)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{what} must be a casadi.SX or numbers") from exc
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{what} contains NaN or inf")
-        v = ca.SX(ca.DM(arr))
+        return x
+    arr = _numbers(x, what, expect)
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2:
+        raise ValueError(f"{what} must be {expect} numbers, got an array of shape {arr.shape}")
+    return ca.SX(ca.DM(arr))
+
+
+def to_vector(x, n: int, what: str):
+    v = _as_sx(x, what, f"a vector of {n}")
     if v.shape[0] == 1 and v.shape[1] != 1:
         v = v.T
     if v.shape != (n, 1):
         raise ValueError(f"{what} must have shape ({n}, 1), got {v.shape}")
+    _check_constants(v, what)
     return v
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    m = x if isinstance(x, ca.SX) else ca.SX(ca.DM(np.asarray(x, dtype=float)))
+    m = _as_sx(x, what, f"a {shape[0]} x {shape[1]} matrix of")
     if m.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
+    _check_constants(m, what, matrix=True)
     return m
 
 
@@ -112,17 +162,15 @@ def is_zero(x) -> bool:
 
 
 def to_numpy(x):
+    """Float array of a constant SX (or Tensor3 of them)."""
+    if isinstance(x, _tensor.Tensor3):
+        return np.stack([to_numpy(p) for p in x.pages], axis=2).reshape(x.shape)
     return np.array(ca.DM(ca.evalf(x)), dtype=float)
 
 
 def jacobian(y, x):
     """d y / d x for SX columns y (m) and x (n, pure symbols): an m x n SX."""
     return ca.jacobian(y, x)
-
-
-def set3(T, i: int, j: int, k: int, value) -> None:
-    """T[i, j, k] = value for a tensor from :func:`tensor3` (pages: T[k][i, j])."""
-    T[k][i, j] = value
 
 
 def is_symbol(x) -> bool:
@@ -133,3 +181,36 @@ def is_symbol(x) -> bool:
 def skew(w):
     """3x3 cross-product matrix of a 3-vector (casadi.skew: one call instead of 9 slices)."""
     return ca.skew(w)
+
+
+def _safe(coeffs, exact, label):
+    """A smooth graph of x2 valid at 0: the series below THRESHOLD, else the closed form evaluated
+    at a point kept away from 0 (so neither branch nor its derivative is NaN/inf anywhere)."""
+    def f(x2):
+        small = x2 < THRESHOLD
+        far = ca.if_else(small, 1.0, x2)
+        return ca.if_else(small, horner(coeffs, x2), exact(far))
+    f.__name__ = label
+    f.__doc__ = (f"{label.replace('_', ' ')} of x2 = x^2 as an SX: series below x2 = {THRESHOLD}, "
+                 "the closed form above; finite value and derivatives at x2 = 0.")
+    return f
+
+
+def _sin_over_x(x2):
+    x = ca.sqrt(x2)
+    return ca.sin(x) / x
+
+
+def _one_minus_cos_over_x2(x2):
+    s = ca.sin(ca.sqrt(x2) / 2)
+    return 2 * s * s / x2                     # 2 sin^2(x/2) / x^2: no cancellation
+
+
+def _x_minus_sin_over_x3(x2):
+    x = ca.sqrt(x2)
+    return (x - ca.sin(x)) / (x2 * x)
+
+
+sin_over_x = _safe(SIN_OVER_X, _sin_over_x, "sin_over_x")
+one_minus_cos_over_x2 = _safe(ONE_MINUS_COS_OVER_X2, _one_minus_cos_over_x2, "one_minus_cos_over_x2")
+x_minus_sin_over_x3 = _safe(X_MINUS_SIN_OVER_X3, _x_minus_sin_over_x3, "x_minus_sin_over_x3")

@@ -1,10 +1,17 @@
-"""NumPy backend: float64 arrays. Vectors are 1-D arrays, matrices 2-D arrays."""
+"""NumPy backend: float64 arrays. Vectors are 1-D arrays, matrices 2-D arrays, rank-3 results
+(n1, n2, n3) arrays."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
+
 name = "numpy"
-symbolic = False
+numeric = True          # values are numbers: entries can be checked (unit quaternions, ...)
+graph = False           # builds no expression graph (no ``jacobian``)
+symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
 ndarray = np.ndarray
 
 sin, cos, sqrt = np.sin, np.cos, np.sqrt
@@ -66,15 +73,50 @@ def dot(a, b):
 
 
 def tensor3(n1: int, n2: int, n3: int):
+    """A zero (n1, n2, n3) array."""
     return np.zeros((n1, n2, n3))
+
+
+def _rank3(T, fn: str):
+    if getattr(T, "ndim", None) != 3:
+        raise TypeError(f"{fn} expects a rank-3 array from B.tensor3, got "
+                        f"{type(T).__name__} of shape {getattr(T, 'shape', '?')}")
+    return T
+
+
+def page(T, k: int):
+    """T[:, :, k] (a view)."""
+    return _rank3(T, "page")[:, :, k]
+
+
+def pages(T) -> list:
+    """[T[:, :, k] for every k] (views)."""
+    return [T[:, :, k] for k in range(_rank3(T, "pages").shape[2])]
+
+
+def _real_array(x, what: str, expect: str):
+    """float64 array of x; complex input is refused, not truncated to its real part."""
+    if isinstance(x, (complex, np.complexfloating)):
+        raise TypeError(f"{what} is complex ({x!r}); symdyn works with real numbers")
+    raw = x if isinstance(x, np.ndarray) else None
+    if raw is None:
+        try:
+            raw = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{what} must be {expect} numbers, got {type(x).__name__}") from exc
+    if raw.dtype.kind == "c":
+        raise TypeError(f"{what} is complex (dtype {raw.dtype}); symdyn works with real numbers")
+    if raw.dtype == object and any(isinstance(e, (complex, np.complexfloating)) for e in raw.ravel()):
+        raise TypeError(f"{what} has complex entries; symdyn works with real numbers")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be {expect} numbers, got {type(x).__name__}") from exc
 
 
 def to_vector(x, n: int, what: str):
     """Validate and convert a user vector of length n (list, tuple or array) to float64 1-D."""
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} must be a vector of {n} numbers, got {type(x).__name__}") from exc
+    arr = _real_array(x, what, f"a vector of {n}")
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
     if arr.shape != (n,):
@@ -86,7 +128,7 @@ def to_vector(x, n: int, what: str):
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    arr = np.asarray(x, dtype=float)
+    arr = _real_array(x, what, f"a {shape[0]} x {shape[1]} matrix of")
     if arr.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -114,3 +156,33 @@ def is_symbol(x) -> bool:
 def skew(w):
     """3x3 cross-product matrix S(w) with S(w) u = w x u."""
     return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+
+
+def _safe(coeffs, exact):
+    def f(x2):
+        x2 = float(x2)
+        return horner(coeffs, x2) if x2 < THRESHOLD else exact(x2)
+    return f
+
+
+def _sin_over_x(x2):
+    x = math.sqrt(x2)
+    return math.sin(x) / x
+
+
+def _one_minus_cos_over_x2(x2):
+    s = math.sin(math.sqrt(x2) / 2)
+    return 2 * s * s / x2                     # 2 sin^2(x/2) / x^2: no cancellation
+
+
+def _x_minus_sin_over_x3(x2):
+    x = math.sqrt(x2)
+    return (x - math.sin(x)) / (x2 * x)
+
+
+sin_over_x = _safe(SIN_OVER_X, _sin_over_x)
+sin_over_x.__doc__ = "sin(x)/x of x2 = x^2 (a float; a series below x2 = 0.1)."
+one_minus_cos_over_x2 = _safe(ONE_MINUS_COS_OVER_X2, _one_minus_cos_over_x2)
+one_minus_cos_over_x2.__doc__ = "(1 - cos x)/x^2 of x2 = x^2 (a float; a series below x2 = 0.1)."
+x_minus_sin_over_x3 = _safe(X_MINUS_SIN_OVER_X3, _x_minus_sin_over_x3)
+x_minus_sin_over_x3.__doc__ = "(x - sin x)/x^3 of x2 = x^2 (a float; a series below x2 = 0.1)."

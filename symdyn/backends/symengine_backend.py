@@ -1,19 +1,27 @@
 """SymEngine backend (optional, ``pip install symengine``): a fast SymPy-compatible core.
 
-Arrays are ``symengine.DenseMatrix``; vectors are (n, 1) columns. Results convert to SymPy with
-``sympy.Matrix(result)`` (or ``sympy.sympify``) for simplification and printing.
+Arrays are ``symengine.DenseMatrix``; vectors are (n, 1) columns; rank-3 results are
+:class:`~symdyn.backends.tensor.Tensor3` of DenseMatrix pages. Results convert to SymPy with
+``sympy.Matrix(result)`` (or ``sympy.sympify``) for simplification and printing. Code shared with
+the SymPy backend lives in :mod:`symdyn.backends._symbolic_common`.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import symengine as se
 
+from . import tensor as _tensor
+from ._symbolic_common import (as_column, check_entries, cols, dot, exact_helpers, graph,  # noqa: F401
+                               is_symbol, is_zero, numeric, page, pages, rows, set3, skew_of,
+                               solve, symbolic)
+
 name = "symengine"
-symbolic = True
 ndarray = se.DenseMatrix
 
 sin, cos, sqrt = se.sin, se.cos, se.sqrt
+sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(se.sin, se.cos, se.sqrt)
 
 
 def zeros(n: int, m: int | None = None):
@@ -39,6 +47,8 @@ def _number(x):
         return se.Integer(int(x))
     if type(x).__module__.split(".")[0] == "sympy":
         return se.sympify(x)
+    if isinstance(x, numbers.Complex) and not isinstance(x, numbers.Real):
+        return se.sympify(complex(x))          # refused by the entry check, with its index
     xf = float(x)
     return se.Integer(int(xf)) if xf.is_integer() else se.RealDouble(xf)
 
@@ -50,14 +60,6 @@ def const(x):
         x = [[x[i, j] for j in range(x.shape[1])] for i in range(x.shape[0])]
     rows_ = [list(r) if isinstance(r, (list, tuple)) else [r] for r in x]
     return se.DenseMatrix([[_number(e) for e in r] for r in rows_])
-
-
-def rows(x, a: int, b: int):
-    return x[a:b, :]
-
-
-def cols(x, a: int, b: int):
-    return x[:, a:b]
 
 
 def vcat(parts):
@@ -84,53 +86,59 @@ def inv(A):
     return A.inv()
 
 
-def solve(A, b):
-    return A.LUsolve(b)
-
-
-def dot(a, b):
-    return (a.T @ b)[0, 0]
-
-
 def tensor3(n1: int, n2: int, n3: int):
-    """Lists of n3 DenseMatrix pages (n1 x n2): T[k] = T[:, :, k]."""
-    return [se.zeros(n1, n2) for _ in range(n3)]
+    """A zero :class:`~symdyn.backends.tensor.Tensor3` (n1, n2, n3) of DenseMatrix pages."""
+    return _tensor.tensor3(se.zeros, n1, n2, n3)
+
+
+_NONFINITE = (se.nan, se.oo, -se.oo, se.zoo)
+
+
+def _problem(e) -> str | None:
+    """'complex', 'nonfinite' or None for one SymEngine entry."""
+    if any(e.has(b) for b in _NONFINITE):
+        return "nonfinite"
+    nums = e.atoms(se.Number)
+    if e.has(se.I) or any(a.is_real is False for a in nums):
+        return "complex"
+    if any(not math.isfinite(float(a)) for a in nums):      # RealDouble(nan), RealDouble(inf)
+        return "nonfinite"
+    return None
+
+
+def _as_matrix(x, what: str, expect: str):
+    if isinstance(x, se.DenseMatrix):
+        return x
+    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
+        raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
+                        "and real expressions")
+    try:
+        return const(x)
+    except (TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        raise TypeError(f"{what} must be {expect} of SymEngine expressions or numbers, "
+                        f"got {type(x).__name__}") from exc
 
 
 def to_vector(x, n: int, what: str):
-    if isinstance(x, se.DenseMatrix):
-        m = x
-    else:
-        try:
-            items = list(x) if not hasattr(x, "tolist") else list(x.tolist())
-            m = se.DenseMatrix([[_number(e)] for e in items])
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{what} must be a vector of {n} SymEngine expressions or numbers") from exc
-    if m.shape[0] == 1 and m.shape[1] != 1:
-        m = m.T
-    if m.shape != (n, 1):
-        raise ValueError(f"{what} must have {n} entries, got shape {m.shape}")
-    for k in range(n):
-        e = m[k, 0]
-        if e.has(se.nan) or e.has(se.oo) or e.has(se.zoo):
-            raise ValueError(f"{what} contains NaN or inf at index {k}")
+    m = as_column(_as_matrix(x, what, f"a vector of {n}"), n, what)
+    check_entries(m, what, _problem)
     return m
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    m = const(x)
+    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix")
     if m.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
+    check_entries(m, what, _problem, matrix=True)
     return m
 
 
-def is_zero(x) -> bool:
-    return all(x[i, j] == 0 for i in range(x.shape[0]) for j in range(x.shape[1]))
-
-
 def to_numpy(x):
+    """Float array of a DenseMatrix (or Tensor3) without free symbols."""
     import numpy as np
 
+    if isinstance(x, _tensor.Tensor3):
+        return np.stack([to_numpy(p) for p in x.pages], axis=2).reshape(x.shape)
     return np.array([[float(x[i, j]) for j in range(x.shape[1])] for i in range(x.shape[0])])
 
 
@@ -138,15 +146,6 @@ def jacobian(y, x):
     return y.jacobian(x)
 
 
-def set3(T, i: int, j: int, k: int, value) -> None:
-    """T[i, j, k] = value for a tensor from :func:`tensor3` (pages: T[k][i, j])."""
-    T[k][i, j] = value
-
-
-def is_symbol(x) -> bool:
-    return bool(getattr(x, "is_Symbol", False))
-
-
 def skew(w):
     """3x3 cross-product matrix S(w) with S(w) u = w x u."""
-    return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+    return skew_of(matrix, w)

@@ -1,15 +1,22 @@
-"""SymPy backend: sympy.Matrix everywhere; vectors are (n, 1) column matrices."""
+"""SymPy backend: sympy.Matrix everywhere; vectors are (n, 1) column matrices; rank-3 results are
+:class:`~symdyn.backends.tensor.Tensor3` of sympy.Matrix pages. Code shared with the SymEngine
+backend lives in :mod:`symdyn.backends._symbolic_common`."""
 from __future__ import annotations
 
 import numbers
 
 import sympy as sp
 
+from . import tensor as _tensor
+from ._symbolic_common import (as_column, check_entries, cols, dot, exact_helpers, graph,  # noqa: F401
+                               is_symbol, is_zero, numeric, page, pages, rows, set3, skew_of,
+                               solve, symbolic)
+
 name = "sympy"
-symbolic = True
 ndarray = sp.MatrixBase
 
 sin, cos, sqrt = sp.sin, sp.cos, sp.sqrt
+sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(sp.sin, sp.cos, sp.sqrt)
 
 
 def zeros(n: int, m: int | None = None):
@@ -45,14 +52,6 @@ def const(x):
     return m.applyfunc(_number)
 
 
-def rows(x, a: int, b: int):
-    return x[a:b, :]
-
-
-def cols(x, a: int, b: int):
-    return x[:, a:b]
-
-
 def vcat(parts):
     return sp.Matrix.vstack(*parts)
 
@@ -71,47 +70,55 @@ def inv(A):
     return A.inv()
 
 
-def solve(A, b):
-    return A.LUsolve(b)
-
-
-def dot(a, b):
-    return (a.T @ b)[0, 0]
-
-
 def tensor3(n1: int, n2: int, n3: int):
-    return sp.MutableDenseNDimArray.zeros(n1, n2, n3)
+    """A zero :class:`~symdyn.backends.tensor.Tensor3` (n1, n2, n3) of sympy.Matrix pages."""
+    return _tensor.tensor3(sp.zeros, n1, n2, n3)
+
+
+def _problem(e) -> str | None:
+    """'complex', 'nonfinite' or None for one SymPy entry."""
+    if e.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+        return "nonfinite"
+    if e.has(sp.I) or any(s.is_real is False for s in e.free_symbols):
+        return "complex"
+    return None
+
+
+def _as_matrix(x, what: str, expect: str):
+    if isinstance(x, sp.MatrixBase):
+        return x
+    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
+        raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
+                        "and real expressions")
+    try:
+        return sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
+    except (TypeError, ValueError, sp.SympifyError) as exc:
+        raise TypeError(f"{what} must be {expect} of SymPy expressions or numbers, "
+                        f"got {type(x).__name__}") from exc
 
 
 def to_vector(x, n: int, what: str):
-    try:
-        m = sp.Matrix(x) if not isinstance(x, sp.MatrixBase) else x
-    except (TypeError, ValueError, sp.SympifyError) as exc:
-        raise TypeError(f"{what} must be a vector of {n} SymPy expressions or numbers") from exc
-    if m.shape[1] != 1 and m.shape[0] == 1:
-        m = m.T
-    if m.shape != (n, 1):
-        raise ValueError(f"{what} must have {n} entries, got shape {m.shape}")
-    for k, e in enumerate(m):
-        if e.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-            raise ValueError(f"{what} contains NaN or inf at index {k}")
+    m = as_column(_as_matrix(x, what, f"a vector of {n}"), n, what)
+    check_entries(m, what, _problem)
     return m.applyfunc(_number)
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    m = sp.Matrix(x)
+    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix")
     if m.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
+    check_entries(m, what, _problem, matrix=True)
     return m.applyfunc(_number)
 
 
-def is_zero(x) -> bool:
-    return all(e == 0 for e in x)
-
-
 def to_numpy(x):
-    """Float array of a SymPy matrix without free symbols (linear in the expression DAG)."""
+    """Float array of a SymPy matrix (or Tensor3) without free symbols (linear in the DAG)."""
     return evaluate(x, {})
+
+
+def skew(w):
+    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
+    return skew_of(matrix, w)
 
 
 def jacobian(y, x):
@@ -171,6 +178,8 @@ def evaluate(x, values: dict):
             stack.pop()
         return memo[root]
 
+    if isinstance(x, _tensor.Tensor3):
+        return np.stack([evaluate(p, values) for p in x.pages], axis=2).reshape(x.shape)
     if isinstance(x, sp.MatrixBase):
         return np.array([[value(e) for e in row] for row in x.tolist()], dtype=float)
     if isinstance(x, sp.NDimArray):
@@ -181,16 +190,3 @@ def evaluate(x, values: dict):
     return np.array(value(sp.sympify(x)), dtype=float)
 
 
-def set3(T, i: int, j: int, k: int, value) -> None:
-    """T[i, j, k] = value for a tensor from :func:`tensor3`."""
-    T[i, j, k] = value
-
-
-def is_symbol(x) -> bool:
-    """True for a pure symbol (a valid differentiation variable)."""
-    return bool(getattr(x, "is_Symbol", False))
-
-
-def skew(w):
-    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
-    return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])

@@ -120,12 +120,57 @@ def read_manifest(directory: Path) -> dict:
     """The manifest of a build directory (OSError/ValueError when missing or unreadable)."""
     path = Path(directory) / MANIFEST
     try:
-        return json.loads(path.read_text())
+        manifest = json.loads(path.read_text())
     except FileNotFoundError:
         raise FileNotFoundError(f"{directory} is not a symdyn build directory (no {MANIFEST})") \
             from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} is corrupted: {exc}") from None
+    problem = manifest_problem(manifest)
+    if problem:
+        raise ValueError(f"{path} is corrupted: {problem}")
+    return manifest
+
+
+_FUNCTION_KEYS = {"algorithm": str, "fname": str, "source": str, "header": str,
+                  "input_names": list, "input_sizes": list, "output_names": list,
+                  "output_shapes": list}
+
+
+def manifest_problem(manifest) -> str:
+    """What is wrong with the shape of a parsed manifest ("" when it has every key the loader
+    and the cache use, with the right types): valid JSON of the wrong shape (``[]``,
+    ``{"files": 3}``) counts as a corrupted entry, which the cache rebuilds."""
+    if not isinstance(manifest, dict):
+        return f"expected a JSON object, got {type(manifest).__name__}"
+    if not isinstance(manifest.get("prefix"), str) or not manifest["prefix"]:
+        return "no 'prefix' string"
+    files = manifest.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in files.items()):
+        return "'files' is not a mapping of file names to checksums"
+    if not all(Path(k).name == k for k in files):
+        return "'files' names a path outside the build directory"
+    lib = manifest.get("library")
+    if lib is not None and (not isinstance(lib, str) or Path(lib).name != lib):
+        return "'library' is not a file name"
+    functions = manifest.get("functions")
+    if not isinstance(functions, list) or not functions:
+        return "no 'functions' list"
+    for k, fd in enumerate(functions):
+        if not isinstance(fd, dict):
+            return f"functions[{k}] is not an object"
+        for key, typ in _FUNCTION_KEYS.items():
+            if not isinstance(fd.get(key), typ):
+                return f"functions[{k}] has no valid {key!r}"
+        if len(fd["input_names"]) != len(fd["input_sizes"]) or \
+                len(fd["output_names"]) != len(fd["output_shapes"]):
+            return f"functions[{k}]: names and sizes disagree"
+    quats = manifest.get("quaternions", [])
+    if not isinstance(quats, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("offset"), int) for d in quats):
+        return "'quaternions' is not a list of {offset, body}"
+    return ""
 
 
 def verify(directory: Path, key: str | None = None) -> tuple[dict | None, str]:
@@ -140,7 +185,9 @@ def verify(directory: Path, key: str | None = None) -> tuple[dict | None, str]:
         return None, f"unreadable manifest ({exc})"
     if key is not None and manifest.get("key") != key:
         return None, "manifest key does not match"
-    files = manifest.get("files") or {}
+    files = manifest.get("files")
+    if not files:
+        return None, "the manifest lists no files"
     if manifest.get("library") and manifest["library"] not in files:
         return None, "library missing from the manifest"
     for name, digest in files.items():

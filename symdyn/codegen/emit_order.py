@@ -48,8 +48,8 @@ def tree_sweep_order(model) -> list[int]:
 def output_orders(model, shapes) -> list[list[int] | None]:
     """Per output of the given NumPy shapes: the emission order (see :func:`tree_sweep_order`)
     for nv x nv matrices, ``None`` (row-major) for the others."""
-    sweep = None
-    out = []
+    sweep: list[int] | None = None
+    out: list[list[int] | None] = []
     for shape in shapes:
         if tuple(shape) == (model.nv, model.nv) and model.nv > 1:
             sweep = sweep or tree_sweep_order(model)
@@ -73,11 +73,15 @@ def remap_output_writes(source: str, orders: list[list[int] | None]) -> str:
         if o not in written:
             return m.group(0)
         written[o].append(k)
-        return f"res[{o}][{orders[o][k]}]="
+        order = orders[o]
+        assert order is not None  # `written` holds only the permuted outputs
+        return f"res[{o}][{order[k]}]="
 
     new = _WRITE.sub(repl, source)
     for o, ks in written.items():
-        if sorted(ks) != list(range(len(orders[o]))):
+        order = orders[o]
+        assert order is not None
+        if sorted(ks) != list(range(len(order))):
             raise RuntimeError(f"output {o}: the generated code does not write each entry once "
-                               f"({len(ks)} writes for {len(orders[o])} entries)")
+                               f"({len(ks)} writes for {len(order)} entries)")
     return new

@@ -14,7 +14,6 @@ Inputs are dense columns in both layouts: ``q`` (nq), ``qd``/``qdd``/``tau`` (nv
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -27,33 +26,18 @@ LAYOUTS = ("casadi", "numpy")
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """How to call one algorithm: where it lives, its inputs ``(name, 'q'|'v')`` and its outputs
-    ``(name, rank)`` (rank 1 vector, 2 matrix, 3 tensor Gamma[i, j, k])."""
+    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v')`` and its
+    outputs ``(name, rank)`` (rank 1 vector, 2 matrix, 3 tensor Gamma[i, j, k])."""
 
     name: str
-    modules: tuple[str, ...]
-    attr: str
+    function: Callable
     inputs: tuple[tuple[str, str], ...]
     outputs: tuple[tuple[str, int], ...]
     doc: str = ""
 
     def resolve(self) -> Callable:
-        """The algorithm's function; a clear ImportError when its module is not installed."""
-        tried = []
-        for mod in self.modules:
-            try:
-                m = importlib.import_module(mod)
-            except ModuleNotFoundError as exc:
-                if exc.name is None or not mod.startswith(exc.name):
-                    raise
-                tried.append(mod)
-                continue
-            fn = getattr(m, self.attr, None)
-            if fn is not None:
-                return fn
-            tried.append(f"{mod}.{self.attr}")
-        raise ImportError(f"algorithm {self.name!r} is not available in this symdyn installation "
-                          f"(looked for {', '.join(tried)})")
+        """The algorithm's function (kept for callers of the former string registry)."""
+        return self.function
 
     def input_sizes(self, model) -> tuple[int, ...]:
         return tuple(model.nq if kind == "q" else model.nv for _, kind in self.inputs)
@@ -68,32 +52,40 @@ class AlgorithmSpec:
 
 
 _Q, _QD, _QDD, _TAU = ("q", "q"), ("qd", "v"), ("qdd", "v"), ("tau", "v")
-_ALG = "symdyn.algorithms"
 
-ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in [
-    AlgorithmSpec("rnea", (f"{_ALG}.rnea",), "rnea", (_Q, _QD, _QDD), (("tau", 1),),
-                  "inverse dynamics tau = M qdd + C qd + g"),
-    AlgorithmSpec("crba", (f"{_ALG}.crba",), "crba", (_Q,), (("M", 2),), "mass matrix M(q)"),
-    AlgorithmSpec("aba", (f"{_ALG}.aba",), "aba", (_Q, _QD, _TAU), (("qdd", 1),),
-                  "forward dynamics qdd = M^-1 (tau - C qd - g)"),
-    AlgorithmSpec("nonlinear_effects", (f"{_ALG}.rnea",), "nonlinear_effects", (_Q, _QD),
-                  (("h", 1),), "C(q, qd) qd + g(q)"),
-    AlgorithmSpec("gravity_vector", (f"{_ALG}.rnea",), "gravity_vector", (_Q,), (("g", 1),),
-                  "gravity torques g(q)"),
-    AlgorithmSpec("coriolis_matrix", (f"{_ALG}.coriolis",), "coriolis_matrix", (_Q, _QD),
-                  (("M", 2), ("Mdot", 2), ("C", 2)), "M, dM/dt and the Coriolis matrix C(q, qd)"),
-    AlgorithmSpec("christoffel", (f"{_ALG}.christoffel",), "christoffel", (_Q,), (("Gamma", 3),),
-                  "Christoffel symbols Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] qd[k]"),
-    AlgorithmSpec("christoffel_from_mass_matrix", (f"{_ALG}.christoffel", f"{_ALG}.coriolis"),
-                  "christoffel_from_mass_matrix", (_Q,), (("Gamma", 3),),
-                  "Christoffel symbols by differentiating M (eq. (4) baseline)"),
-    AlgorithmSpec("rnea_derivatives", (f"{_ALG}.rnea_derivatives",), "rnea_derivatives",
-                  (_Q, _QD, _QDD), (("dtau_dq", 2), ("dtau_dqd", 2)),
-                  "partial derivatives of inverse dynamics (IDSVA)"),
-    AlgorithmSpec("aba_derivatives", (f"{_ALG}.aba_derivatives",), "aba_derivatives",
-                  (_Q, _QD, _TAU), (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
-                  "partial derivatives of forward dynamics and M^-1"),
-]}
+
+def _registry() -> dict[str, AlgorithmSpec]:
+    """The algorithms the code generator knows, as callables (imported here, not by name)."""
+    from .. import algorithms as alg
+
+    return {s.name: s for s in [
+        AlgorithmSpec("rnea", alg.rnea, (_Q, _QD, _QDD), (("tau", 1),),
+                      "inverse dynamics tau = M qdd + C qd + g"),
+        AlgorithmSpec("crba", alg.crba, (_Q,), (("M", 2),), "mass matrix M(q)"),
+        AlgorithmSpec("aba", alg.aba, (_Q, _QD, _TAU), (("qdd", 1),),
+                      "forward dynamics qdd = M^-1 (tau - C qd - g)"),
+        AlgorithmSpec("nonlinear_effects", alg.nonlinear_effects, (_Q, _QD), (("h", 1),),
+                      "C(q, qd) qd + g(q)"),
+        AlgorithmSpec("gravity_vector", alg.gravity_vector, (_Q,), (("g", 1),),
+                      "gravity torques g(q)"),
+        AlgorithmSpec("coriolis_matrix", alg.coriolis_matrix, (_Q, _QD),
+                      (("M", 2), ("Mdot", 2), ("C", 2)),
+                      "M, dM/dt and the Coriolis matrix C(q, qd)"),
+        AlgorithmSpec("christoffel", alg.christoffel, (_Q,), (("Gamma", 3),),
+                      "Christoffel symbols Gamma[i, j, k], C[i, j] = sum_k Gamma[i, j, k] qd[k]"),
+        AlgorithmSpec("christoffel_from_mass_matrix", alg.christoffel_from_mass_matrix, (_Q,),
+                      (("Gamma", 3),),
+                      "Christoffel symbols by differentiating M (eq. (4) baseline)"),
+        AlgorithmSpec("rnea_derivatives", alg.rnea_derivatives, (_Q, _QD, _QDD),
+                      (("dtau_dq", 2), ("dtau_dqd", 2)),
+                      "partial derivatives of inverse dynamics (IDSVA)"),
+        AlgorithmSpec("aba_derivatives", alg.aba_derivatives, (_Q, _QD, _TAU),
+                      (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
+                      "partial derivatives of forward dynamics and M^-1"),
+    ]}
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = _registry()
 
 # parameters of the algorithm functions that are inputs or fixed by the code generator
 _NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "backend", "f_ext"}
@@ -108,20 +100,13 @@ def algorithm_spec(algorithm: str) -> AlgorithmSpec:
 
 
 def available_algorithms() -> list[str]:
-    """Names of the registered algorithms whose modules are installed."""
-    out = []
-    for name, spec in ALGORITHMS.items():
-        try:
-            spec.resolve()
-        except ImportError:
-            continue
-        out.append(name)
-    return out
+    """Names of the registered algorithms."""
+    return list(ALGORITHMS)
 
 
 def algorithm_options(algorithm: str) -> dict[str, Any]:
     """Keyword options the algorithm accepts (name -> default), e.g. ``factorization``."""
-    fn = algorithm_spec(algorithm).resolve()
+    fn = algorithm_spec(algorithm).function
     return {p.name: p.default for p in inspect.signature(fn).parameters.values()
             if p.name not in _NOT_OPTIONS and p.default is not inspect.Parameter.empty}
 
@@ -169,9 +154,14 @@ def _shape_and_layouts(name: str, rank: int, value):
     import casadi as ca
 
     if rank == 3:
-        if not isinstance(value, (list, tuple)) or not value:
-            raise RuntimeError(f"output {name}: expected a list of SX matrices Gamma[k] = "
-                               f"Gamma[:, :, k], got {type(value).__name__}")
+        from ..backends import get_backend
+
+        try:
+            value = get_backend("casadi").pages(value)        # [Gamma[:, :, k] for every k]
+        except TypeError as exc:
+            raise RuntimeError(f"output {name}: {exc}") from None
+        if not value:
+            raise RuntimeError(f"output {name}: a rank-3 result without pages")
         r, c = value[0].shape
         shape = (r, c, len(value))
         natural = ca.horzcat(*value)
@@ -207,8 +197,6 @@ def exact_rotations(model):
     (robot:panda: coriolis_matrix 5.1k -> 3.7k SX instructions, crba 1.5k -> 1.0k). The change is
     below one rounding of a rotation entry, so results agree with the model's to rounding.
     """
-    import copy
-
     import numpy as np
 
     from ..spatial import Transform
@@ -223,10 +211,7 @@ def exact_rotations(model):
     Es = [snap(X.E) for X in model.Xtree]
     if all(np.array_equal(E, X.E) for E, X in zip(Es, model.Xtree)):
         return model
-    m = copy.copy(model)
-    m.Xtree = [Transform(E, X.r) for E, X in zip(Es, model.Xtree)]
-    m._cache = {}
-    return m
+    return model.replace(Xtree=[Transform(E, X.r) for E, X in zip(Es, model.Xtree)])
 
 
 def casadi_function(model, algorithm: str, *, name: str | None = None, layout: str = "casadi",
@@ -262,7 +247,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
         raise ValueError(f"model {model.name!r} has SymPy parameters; substitute numbers with "
                          "model.subs(...) before generating CasADi functions")
     spec = algorithm_spec(algorithm)
-    fn = spec.resolve()
+    fn = spec.function
     frames = [None]
     if "frame" in algorithm_options(algorithm) and options.get("frame", "auto") == "auto":
         options.pop("frame", None)

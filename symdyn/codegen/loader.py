@@ -12,15 +12,29 @@ or, when both sets are still held by the caller, into internal buffers that are 
 of the right shape (converted to float64).
 
 NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
-the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``).
+the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``). The unit
+quaternions of floating and spherical joints are checked in C as well (``|norm - 1| > 1e-6``,
+like :func:`symdyn.rnea`): ``ValueError`` naming the input slice and the body (``.batch``: the
+state too), whatever ``nan`` says.
 
-A :class:`CompiledFunction` is not re-entrant: do not call one object from several Python
-threads at once (use :meth:`CompiledFunction.copy` per thread, or ``.batch(..., threads=n)``).
+Threads: a :class:`CompiledFunction` may be called from many Python threads at once. The thread
+that created it uses its buffers directly (one ``threading.get_ident()`` comparison per call);
+any other thread gets its own copy with its own context, work and result buffers, created on its
+first call and kept in a ``threading.local``. ``.batch(..., threads=n)`` splits one batch over C
+threads (the GIL is released there).
+
+Result reuse (``load(..., reuse_results=True)``, the default, or ``build(...)`` with the same
+option): single calls return the output buffers themselves when no reference to them is left
+(see :func:`_specialize`), and ``.batch`` without ``out=`` reuses the arrays of an earlier batch
+of the same size that the caller has dropped (a fresh multi-MB array costs page faults
+comparable to the computation). ``reuse_results=False`` copies every result into a new array
+(the plain path; both give equal results and neither ever overwrites a result still referenced).
 """
 from __future__ import annotations
 
 import ctypes
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +46,9 @@ _ndarray = np.ndarray
 _copyto = np.copyto
 _F64 = np.dtype(np.float64)
 _NAN_MODES = ("raise", "propagate")
+_get_ident = threading.get_ident
+_BAD_QUAT = -100          # C status of quaternion j: _BAD_QUAT - j (see csource)
+_BATCH_POOL = 2           # dropped batch result sets kept per function for reuse
 
 
 class CompiledFunction:
@@ -43,10 +60,18 @@ class CompiledFunction:
     while referenced; see the module docstring) unless ``out=`` is given.
     """
 
-    def __init__(self, meta: dict, single_lib, batch_lib):
+    def __init__(self, meta: dict, single_lib, batch_lib, *, reuse_results: bool = True,
+                 quaternions=()):
         self.meta = meta
         self.algorithm = meta["algorithm"]
-        self.name = meta["fname"]
+        self.name = meta.get("name", meta["fname"])     # public name (may exceed 48 characters)
+        self.symbol = meta["fname"]                     # C symbol (at most 48 characters)
+        self.reuse_results = bool(reuse_results)
+        self.quaternions = tuple((int(d["offset"]), str(d["body"])) for d in quaternions)
+        self._qin = list(meta["input_names"]).index("q") if "q" in meta["input_names"] else -1
+        self._tls = threading.local()       # per-thread copies (shared with copies of self)
+        self._bpool: list = []              # batch result sets: (arrays, baseline refcounts)
+        self._block = threading.Lock()
         self.input_names = tuple(meta["input_names"])
         self.input_shapes = tuple((int(n),) for n in meta["input_sizes"])
         self.output_names = tuple(meta["output_names"])
@@ -56,25 +81,25 @@ class CompiledFunction:
                                            "source_bytes")
                       if k in meta}
         self._single_lib, self._batch_lib = single_lib, batch_lib
-        work = getattr(single_lib, f"{self.name}_work")
+        work = getattr(single_lib, f"{self.symbol}_work")
         ll = ctypes.c_longlong
         work.argtypes = [ctypes.POINTER(ll)] * 4
         work.restype = ctypes.c_int
         sizes = [ll() for _ in range(4)]
         work(*[ctypes.byref(s) for s in sizes])
         self._sz_arg, self._sz_res, self._sz_iw, self._sz_w = (int(s.value) for s in sizes)
-        n_in = getattr(single_lib, f"{self.name}_n_in")
+        n_in = getattr(single_lib, f"{self.symbol}_n_in")
         n_in.restype = ll
-        n_out = getattr(single_lib, f"{self.name}_n_out")
+        n_out = getattr(single_lib, f"{self.symbol}_n_out")
         n_out.restype = ll
         if (n_in(), n_out()) != (len(self.input_names), len(self.output_names)):
             raise RuntimeError(f"{self.name}: the library does not match its manifest")
-        self._call = getattr(single_lib, f"{self.name}_call_inputs")
+        self._call = getattr(single_lib, f"{self.symbol}_call_inputs")
         # no argtypes: every argument is a bytes object (char*) or the c_void_p context, which
         # ctypes passes as is; skipping the per-argument from_param conversion saves ~70 ns a call
         self._call.argtypes = None
         self._call.restype = ctypes.c_int
-        self._batch = getattr(batch_lib, f"{self.name}_batch")
+        self._batch = getattr(batch_lib, f"{self.symbol}_batch")
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
                                 ctypes.POINTER(ctypes.c_longlong)]
         self._batch.restype = ctypes.c_int
@@ -97,20 +122,45 @@ class CompiledFunction:
         # result pool: output buffers handed to the caller as the results themselves, reused
         # once nothing references them any more (see _specialize)
         self._pool = []
-        if _POOL and hasattr(sys, "getrefcount"):
+        if _POOL and self.reuse_results and hasattr(sys, "getrefcount"):
             for _ in range(_POOL):
                 outs = tuple(np.zeros(s) for s in self.output_shapes)
                 self._pool.append((outs, *self._context(outs)))
         self._n_in = len(self.input_names)
         self._single = len(self._out) == 1
+        self._owner = _get_ident()
         self.__class__ = _specialize(self)
 
     def copy(self) -> "CompiledFunction":
-        """The same function with its own buffers (for use from another thread)."""
+        """The same function with its own buffers, owned by the calling thread (calls from other
+        threads make per-thread copies by themselves; see the module docstring)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
+        new._bpool, new._block = [], threading.Lock()
         new._allocate()
         return new
+
+    def _threaded(self, args, out, nan):
+        """A call from a thread other than the owner: run it on that thread's own copy."""
+        fn = getattr(self._tls, "fn", None)
+        if fn is None:
+            fn = self._tls.fn = self.copy()
+        return fn(*args, out=out, nan=nan)
+
+    @staticmethod
+    def _check_nan(nan) -> None:
+        if nan not in _NAN_MODES:
+            raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
+
+    def _quaternion_error(self, j: int, q, where: str = "") -> ValueError:
+        off, body = self.quaternions[j]
+        try:
+            e = np.asarray(q, dtype=float).reshape(-1)[off:off + 4]
+            norm = f"{float(np.sqrt(e @ e)):.6g}"
+        except (TypeError, ValueError):  # pragma: no cover - q was validated already
+            norm = "not 1"
+        return ValueError(f"{self.name}{where}: input q[{off}:{off + 4}] (joint of body "
+                          f"{body!r}) must be a unit quaternion (x, y, z, w); its norm is {norm}")
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{n}{list(s)}" for n, s in zip(self.input_names, self.input_shapes))
@@ -126,9 +176,12 @@ class CompiledFunction:
         if len(args) != self._n_in:
             raise TypeError(f"{self.name}() takes {self._n_in} inputs "
                             f"({', '.join(self.input_names)}), got {len(args)}")
+        if _get_ident() != self._owner:
+            return self._threaded(args, out, nan)
+        self._check_nan(nan)
         status = self._call(*self._input_bytes(args), self._pctx)
         if status:
-            self._status(status, nan, self._out)
+            self._status(status, nan, self._out, args)
         if out is None:
             if self._single:
                 return self._out[0].copy()
@@ -159,7 +212,9 @@ class CompiledFunction:
             raise ValueError(f"{self.name}: input {name} must have shape {shape}, got {a.shape}")
         return a.astype(np.float64)
 
-    def _status(self, status: int, nan: str, bufs) -> None:
+    def _status(self, status: int, nan: str, bufs, args=()) -> None:
+        if status <= _BAD_QUAT:
+            raise self._quaternion_error(_BAD_QUAT - status, args[self._qin])
         if status > 0:
             if nan == "propagate":
                 for b in bufs:
@@ -230,8 +285,11 @@ class CompiledFunction:
                 raise ValueError(f"{self.name}.batch: {name} has {a.shape[0]} states but "
                                  f"{self.input_names[0]} has {nstates}")
             ins.append(np.ascontiguousarray(a, dtype=np.float64))
+        entry = None
         if out is None:
-            outs = [np.empty((nstates, *s)) for s in self.output_shapes]
+            entry = self._batch_outputs(nstates)
+            outs = list(entry[0]) if entry is not None else [np.empty((nstates, *s))
+                                                            for s in self.output_shapes]
         else:
             outs = [out] if self._single else list(out) if isinstance(out, (tuple, list)) else None
             if outs is None or len(outs) != len(self._out):
@@ -242,10 +300,21 @@ class CompiledFunction:
                 self._check_out(k, o, (nstates, *self.output_shapes[k]), contiguous=True)
         pin = (ctypes.c_void_p * self._n_in)(*[a.ctypes.data for a in ins])
         pout = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
-        bad = ctypes.c_longlong(-1)
-        status = self._batch(pin, pout, nstates, int(threads), ctypes.byref(bad))
+        bad = (ctypes.c_longlong * 2)(-1, -1)
+        try:
+            status = self._batch(pin, pout, nstates, int(threads), bad)
+        finally:
+            if entry is not None:
+                with self._block:
+                    self._bpool.append(entry)
+        if status == 2:
+            q = ins[self._qin][bad[1]]
+            j = next(j for j, (o, _) in enumerate(self.quaternions)
+                     if abs(float(np.sqrt(q[o:o + 4] @ q[o:o + 4])) - 1.0) > 1e-6
+                     or not np.isfinite(q[o:o + 4]).all())
+            raise self._quaternion_error(j, q, where=f".batch: state {bad[1]}")
         if status == 1 and nan == "raise":
-            raise ValueError(f"{self.name}.batch: state {bad.value} has NaN or inf inputs "
+            raise ValueError(f"{self.name}.batch: state {bad[0]} has NaN or inf inputs "
                              "(pass nan='propagate' to get NaN outputs for such states)")
         if status < 0:
             what = "out of memory" if status == -2 else f"status {status}"
@@ -254,11 +323,45 @@ class CompiledFunction:
             return out
         return outs[0] if self._single else tuple(outs)
 
+    def _batch_outputs(self, nstates: int):
+        """A set of batch output arrays (arrays, baseline refcounts) taken out of the pool: one the
+        caller has dropped (CPython reference counts back at the pool's own), else a new one;
+        ``None`` without result reuse. The caller puts it back after the C call."""
+        if not self.reuse_results or not hasattr(sys, "getrefcount") or nstates == 0:
+            return None
+        with self._block:
+            for k, entry in enumerate(self._bpool):
+                if entry[0][0].shape[0] == nstates and _refcounts(entry[0]) == entry[1]:
+                    return self._bpool.pop(k)
+            # no free set of this size: drop a free set of another size, keep at most _BATCH_POOL
+            for k, entry in enumerate(self._bpool):
+                if _refcounts(entry[0]) == entry[1]:
+                    del self._bpool[k]
+                    break
+            if len(self._bpool) >= _BATCH_POOL:
+                return None
+        arrays = tuple(np.empty((nstates, *s)) for s in self.output_shapes)
+        return arrays, _refcounts(arrays)
+
+    def release(self) -> None:
+        """Drop the batch result sets kept for reuse (their memory is freed once the caller holds
+        none of their arrays)."""
+        with self._block:
+            self._bpool.clear()
+
 
 _POOL = 2   # result buffers per function that single calls return without copying
 
+def _refcounts(arrays) -> tuple:
+    return tuple(sys.getrefcount(a) for a in arrays)
+
+
 _CALL_TEMPLATE = """
 def {fname}(self, {params}, *, out=None, nan="raise"):
+    if _ident() != _owner:
+        return self._threaded(({params},), out, nan)
+    if nan is not _RAISE and nan != "propagate":
+        self._check_nan(nan)
     if out is not None:
         ctx, res = _ctx, None
 {pool_select}    else:
@@ -271,7 +374,7 @@ def {fname}(self, {params}, *, out=None, nan="raise"):
     except AttributeError:
         status = _call(*self._input_bytes(({params},)), ctx)
     if status:
-        self._status(status, nan, _out if res is None else res)
+        self._status(status, nan, _out if res is None else res, ({params},))
     if res is not None:
         return {pool_result}
     if out is None:
@@ -287,6 +390,8 @@ def _specialize(fn: CompiledFunction) -> type:
     """A subclass of CompiledFunction whose ``__call__`` is unrolled for ``fn``'s inputs, with its
     output buffers and C entry point bound as constants (~0.5 us less per call than the generic
     method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users.
+    A call from a thread other than ``fn``'s owner goes to that thread's own copy (module
+    docstring); ``nan`` is validated on every call (an identity test when it is the default).
 
     Results without ``out=``: copying the outputs cost 0.2-0.25 us per array (0.75 us for the
     three 20 x 20 matrices of coriolis_matrix), so the C code writes straight into one of
@@ -297,7 +402,7 @@ def _specialize(fn: CompiledFunction) -> type:
     names = fn.input_names
     n_out = len(fn._out)
     ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64, "_out": fn._out,
-          "_rc": sys.getrefcount}
+          "_rc": sys.getrefcount, "_ident": _get_ident, "_owner": fn._owner, "_RAISE": "raise"}
     for k, s in enumerate(fn.input_shapes):
         ns[f"_s{k}"] = s
     ns.update({f"_o{k}": o for k, o in enumerate(fn._out)})
@@ -335,7 +440,8 @@ class CompiledModule:
     ``stats`` (SX sizes, trace/generate/compile times, flags, compiler), ``cache_hit``.
     """
 
-    def __init__(self, directory: Path, manifest: dict, cache_hit: bool):
+    def __init__(self, directory: Path, manifest: dict, cache_hit: bool,
+                 reuse_results: bool = True):
         self.path = Path(directory)
         self.manifest = manifest
         self.prefix = manifest["prefix"]
@@ -350,7 +456,8 @@ class CompiledModule:
             raise RuntimeError(f"{path}: wrapper API version {version()} != {API_VERSION}")
         self.functions = {}
         for fd in manifest["functions"]:
-            f = CompiledFunction(fd, single, batch)
+            f = CompiledFunction(fd, single, batch, reuse_results=reuse_results,
+                                 quaternions=manifest.get("quaternions", ()))
             self.functions[fd["algorithm"]] = f
             setattr(self, fd["algorithm"], f)
         self.algorithms = tuple(self.functions)
@@ -372,9 +479,12 @@ class CompiledModule:
                 f"{self.path}{hit}>")
 
 
-def load(directory, *, cache_hit: bool = False, verified: bool = False) -> CompiledModule:
+def load(directory, *, cache_hit: bool = False, verified: bool = False,
+         reuse_results: bool = True) -> CompiledModule:
     """Load a build directory written by :func:`symdyn.codegen.build` (or ``symdyn codegen
-    --compile``), after checking its manifest checksums."""
+    --compile``), after checking its manifest checksums. ``reuse_results`` (default True) lets
+    single calls and ``.batch`` return buffers that the caller has dropped instead of fresh
+    copies (never one still referenced; see the module docstring); False copies every result."""
     directory = Path(directory)
     if verified:
         manifest = _cache.read_manifest(directory)
@@ -385,4 +495,4 @@ def load(directory, *, cache_hit: bool = False, verified: bool = False) -> Compi
     if not manifest.get("library"):
         raise ValueError(f"{directory} holds sources only; compile them first (symdyn codegen "
                          "--compile, or symdyn.codegen.build)")
-    return CompiledModule(directory, manifest, cache_hit)
+    return CompiledModule(directory, manifest, cache_hit, reuse_results=reuse_results)

@@ -235,7 +235,7 @@ class ClusterTree:
             dep = [t for t in cl.speeds if t not in set(cl.independent)]
             Ki = B.hcat([B.cols(K, col[t], col[t] + 1) for t in cl.independent])
             Kd = B.hcat([B.cols(K, col[t], col[t] + 1) for t in dep])
-            if check and not B.symbolic:  # before solving: a clear error, not a LinAlgError
+            if check and B.numeric:  # before solving: a clear error, not a LinAlgError
                 self._check(B, qs, cl, residual, Kd, dep)
             D = -B.solve(Kd, Ki)
             pos_i = {t: n for n, t in enumerate(cl.independent)}
@@ -375,7 +375,7 @@ class ClusterTree:
         blocks of Cbar(q, e_k), so the velocity part of Algorithm 1 runs over that set: the
         cluster analogue of paper 000 Algorithm 2's cost (sum over K of ``|subtree(K)| + depth(K)``
         cluster blocks per speed). Storage as :func:`symdyn.algorithms.christoffel.christoffel`
-        (NumPy (ny, ny, ny), SymPy NDimArray, CasADi/SymEngine list of pages)."""
+        (NumPy (ny, ny, ny); SymPy, SymEngine, CasADi a :class:`~symdyn.backends.Tensor3`)."""
         B, qs, _ = self._entry(q, backend=backend)
         P = self._positions(B, qs)
         IC = self._composite_inertias(B, P)

@@ -351,7 +351,7 @@ class LoopModel:
         terms = self._closure_terms(B, qs, qds)
         K = B.vcat([t[1] for t in terms])
         Ki, Kd = self._split(B, K)
-        if not B.symbolic:
+        if B.numeric:
             from .numeric import check_closed, check_regular
 
             check_closed(self, qv, B.vector([e for t in terms for e in t[0]]), "q")
@@ -417,8 +417,8 @@ class LoopModel:
     def christoffel(self, q, *, backend: str | None = None):
         """Generalized Christoffel symbols of the constrained mechanism in the minimal speeds,
         ``Gamma[:, :, k] = Cbar(q, e_k)`` (Cbar is linear in y; ny calls of :meth:`dynamics`).
-        Storage as :func:`symdyn.algorithms.christoffel.christoffel`: NumPy (ny, ny, ny),
-        SymPy NDimArray, CasADi list of pages."""
+        Storage as :func:`symdyn.algorithms.christoffel.christoffel`: NumPy (ny, ny, ny);
+        SymPy, SymEngine, CasADi a :class:`~symdyn.backends.Tensor3`."""
         B, _ = self._entry(q, backend=backend)
         n = self.ny
         Gam = B.tensor3(n, n, n)

@@ -143,7 +143,7 @@ def maximal_coordinates(model, q, qd, factorization: str = "christoffel", *,
     ``M = J^T M_max J`` and ``C = J^T C_max J + J^T M_max Jring`` (paper 001 eqs. (17), (20))."""
     _check(factorization)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     d = _jacobians(B, model, q, qd)
     N = model.N
     Z = B.zeros(6, 6)
@@ -166,7 +166,7 @@ def coriolis_maximal(model, q, qd, factorization: str = "christoffel", form: str
     """
     _check(factorization, form)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     d = _jacobians(B, model, q, qd)
     nv = model.nv
     M, Mdot, C = B.zeros(nv, nv), B.zeros(nv, nv), B.zeros(nv, nv)

@@ -179,12 +179,6 @@ def coriolis_matrix(model, simplify: bool = True, engine: str | None = None,
                    progress, seconds, measure)
 
 
-def _gamma_entry(Gamma, i, j, k):
-    if isinstance(Gamma, list):  # pages (CasADi/SymEngine layout): Gamma[k][i, j]
-        return Gamma[k][i, j]
-    return Gamma[i, j, k]
-
-
 def _symmetric_jk(model) -> bool:
     """Gamma is symmetric in (j, k) for generalized coordinates of 1-DoF joints with constant S."""
     return all(j.nv == 1 and j.S_constant for j in model.joints)
@@ -216,7 +210,7 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
     for i in range(n):
         for j in range(n):
             for k in range(j if sym else 0, n):
-                e = _gamma_entry(Gamma, i, j, k)
+                e = Gamma[i, j, k]      # the backends' rank-3 contract (a Tensor3 here)
                 if e != 0:
                     raw[i, j, k] = conv(e)
     seconds = {"algorithm": time.perf_counter() - t0}

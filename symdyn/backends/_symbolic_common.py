@@ -1,0 +1,89 @@
+"""What the SymPy and SymEngine backends share: both store (n, 1) column vectors and mutable
+dense matrices with the same methods (``[i, j]``, slicing, ``.T``, ``@``, ``LUsolve``,
+``jacobian``, ``inv``), so everything here works on either library's objects. The backend modules
+hold only what differs (constructors, number conversion, the check of one scalar, evaluation).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .tensor import page, pages, set3  # noqa: F401  (re-exported by both backends)
+
+graph = True            # expressions, not values: values cannot be checked at entry
+numeric = False
+symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
+
+
+def rows(x, a: int, b: int):
+    return x[a:b, :]
+
+
+def cols(x, a: int, b: int):
+    return x[:, a:b]
+
+
+def solve(A, b):
+    return A.LUsolve(b)
+
+
+def dot(a, b):
+    return (a.T @ b)[0, 0]
+
+
+def entries(x) -> list:
+    """All entries, row by row."""
+    return [x[i, j] for i in range(x.shape[0]) for j in range(x.shape[1])]
+
+
+def is_zero(x) -> bool:
+    return all(e == 0 for e in entries(x))
+
+
+def is_symbol(x) -> bool:
+    """True for a pure symbol (a valid differentiation variable)."""
+    return bool(getattr(x, "is_Symbol", False))
+
+
+def check_entries(m, what: str, problem: Callable[[Any], str | None], matrix: bool = False):
+    """Raise for the first entry of m for which ``problem(e)`` names a problem: TypeError for
+    complex values, ValueError for NaN/inf (the same exception types as the other backends)."""
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            p = problem(m[i, j])
+            if p is None:
+                continue
+            at = f"[{i}, {j}]" if matrix else f"index {i}"
+            if p == "complex":
+                raise TypeError(f"{what} has a complex entry at {at} ({m[i, j]}); "
+                                "symdyn works with real numbers and real expressions")
+            raise ValueError(f"{what} contains NaN or inf at {at}")
+
+
+def as_column(m, n: int, what: str):
+    if m.shape[0] == 1 and m.shape[1] != 1:
+        m = m.T
+    if m.shape != (n, 1):
+        raise ValueError(f"{what} must have {n} entries, got shape {tuple(m.shape)}")
+    return m
+
+
+def exact_helpers(sin, cos, sqrt):
+    """Closed forms of ``sin_over_x``, ``one_minus_cos_over_x2``, ``x_minus_sin_over_x3`` (of
+    x2 = x^2): exact expressions for printing and simplification (undefined at x2 = 0 exactly)."""
+    def sin_over_x(x2):
+        x = sqrt(x2)
+        return sin(x) / x
+
+    def one_minus_cos_over_x2(x2):
+        return (1 - cos(sqrt(x2))) / x2
+
+    def x_minus_sin_over_x3(x2):
+        x = sqrt(x2)
+        return (x - sin(x)) / (x2 * x)
+
+    return sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3
+
+
+def skew_of(matrix, w):
+    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
+    return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])

@@ -1,0 +1,236 @@
+"""Compiler driver: find the C compiler, choose flags, run compiler jobs in parallel, link.
+
+Flags (``opt="auto"``), chosen by measurement (``experiments/bench_fastpath.py``,
+``reports/fastpath.md``): ``-O2`` for functions whose size (SX instructions plus output entries,
+each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og``
+above it, plus ``-march=native`` by default. gcc spends its time on straight-line CasADi code in
+register allocation and per-basic-block passes, which grow faster than linearly with function size
+at -O1/-O2 (Gamma of a 20-DoF chain, 81k instructions: -Og 7 s CPU, -O1 10 s, -O2 > 90 s; talos
+Coriolis matrix, 38k: -Og 2.9 s, -O2 27 s), while -Og code is at most ~25 % slower than -O2 code
+there. Splitting big functions into chunks was measured too (own emitter from CasADi's
+instruction list): it did not reduce compile time much and made the code slower, so functions
+are not split. The threshold was raised from 20k to 32k after measuring the functions between
+(gcc CPU -Og -> -O2 / time per call, 2-core AMD EPYC): talos coriolis_matrix (29.8k) 2 -> 9-13 s /
+8.8 -> 7.0 us, serial:20 rnea_derivatives (28.4k) 4.8 -> 11.7 s / 8.0 -> 6.2 us, biped:20
+rnea_derivatives (20.9k) 3.3 -> 4.9 s / 6.1 -> 5.2 us, binary:20 christoffel (20.3k) 1.7 ->
+7.6 s / 5.9 -> 5.1 us, biped:20 christoffel (30.8k) 2.2 -> 8.5 s / 7.3 -> 6.0 us: 12-22 % faster
+code for a few seconds more per build; Gamma of serial:20 (77k) stays -Og (the 30 s target).
+
+The compiler is ``cc=`` if given, else ``$CC``, else the first of cc, gcc, clang on ``PATH``;
+without one, :class:`BuildError` names what was looked for (only the compiled path needs a
+compiler: CasADi functions and exported sources do not).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Sequence
+
+from .progress import Progress
+
+AUTO_O2_MAX_SIZE = 32000
+AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
+OPT_LEVELS = ("auto", "-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
+DEFAULT_COMPILERS = ("cc", "gcc", "clang")
+
+
+class BuildError(RuntimeError):
+    """Code generation or compilation failed, or no C compiler was found (the message includes
+    the compiler's output or what was looked for)."""
+
+
+_CC_INFO: dict[str, tuple[str, str]] = {}
+
+
+def compiler_info(cc: str | None = None) -> tuple[str, str]:
+    """(path, version line) of the C compiler: ``cc`` argument, else ``$CC``, else the first of
+    :data:`DEFAULT_COMPILERS` on ``PATH``. :class:`BuildError` naming what was looked for when
+    none is found or it does not run."""
+    if cc:
+        candidates, origin = [cc], "cc="
+    elif os.environ.get("CC"):
+        candidates, origin = [os.environ["CC"]], "$CC"
+    else:
+        candidates, origin = list(DEFAULT_COMPILERS), "PATH"
+    for c in candidates:
+        words = c.split()
+        path = shutil.which(words[0]) if words else None
+        if path:
+            break
+    else:
+        where = (f"{origin} = {candidates[0]!r}, which is not an executable" if origin != "PATH"
+                 else f"looked for {', '.join(candidates)} on PATH")
+        raise BuildError(f"no C compiler found ({where}); the compiled path (symdyn.codegen."
+                         "build) needs one: install gcc or clang, or set $CC to a compiler")
+    if path not in _CC_INFO:
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+            version = (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError) as exc:
+            raise BuildError(f"C compiler {path} does not run: {exc}") from None
+        _CC_INFO[path] = (path, version)
+    return _CC_INFO[path]
+
+
+_NATIVE: dict[str, tuple[list[str], str]] = {}
+
+
+def native_target(cc: str | None = None) -> tuple[list[str], str]:
+    """(``["-march=native"]``, digest of the CPU features it enables) if the compiler accepts
+    ``-march=native``, else ``([], "")``. The digest (of the predefined macros, e.g. __AVX2__,
+    __FMA__) goes into the cache key, so a cache shared by different CPUs never serves code built
+    for another instruction set."""
+    path, _ = compiler_info(cc)
+    if path not in _NATIVE:
+        flags, digest = [], ""
+        try:
+            res = subprocess.run([path, "-march=native", "-E", "-dM", "-x", "c", os.devnull],
+                                 capture_output=True, text=True, timeout=60)
+            if res.returncode == 0:
+                flags = ["-march=native"]
+                digest = hashlib.sha256(res.stdout.encode()).hexdigest()[:16]
+        except (OSError, subprocess.SubprocessError):
+            pass
+        _NATIVE[path] = (flags, digest)
+    return _NATIVE[path]
+
+
+def choose_opt(n_instructions: int, n_outputs: int = 0, opt: str = "auto") -> str:
+    """The optimization flag for a function of ``n_instructions`` SX instructions writing
+    ``n_outputs`` output entries."""
+    if opt != "auto":
+        return opt
+    small, limit, big = AUTO_POLICY
+    return small if n_instructions + n_outputs <= limit else big
+
+
+def check_opt(opt: str) -> None:
+    if opt not in OPT_LEVELS:
+        raise ValueError(f"unknown opt {opt!r}; choose from {', '.join(OPT_LEVELS)}")
+
+
+def _cpu_children() -> float:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return float("nan")
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _reap(p: subprocess.Popen, job: dict) -> bool:
+    """True once ``p`` has exited; records the compiler's own CPU time (``cpu_compile``) where
+    ``os.wait4`` exists (wall times mean little on a loaded machine)."""
+    if not hasattr(os, "wait4"):  # pragma: no cover - Windows
+        return p.poll() is not None
+    if p.returncode is not None:
+        return True
+    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+    if pid == 0:
+        return False
+    p.returncode = os.waitstatus_to_exitcode(status)
+    job["cpu_compile"] = ru.ru_utime + ru.ru_stime
+    return True
+
+
+def run_compilers(jobs_list: list[dict], cc: str, directory: Path, jobs: int,
+                   progress: Progress) -> None:
+    """Compile each ``{"source", "object", "flags", "label"}`` in ``directory``, ``jobs`` at a
+    time; records ``t_compile`` (wall) per unit; ``still compiling`` lines every
+    ``progress.heartbeat`` seconds while waiting (5 s on a terminal, 10 s in a log)."""
+    pending = sorted(jobs_list, key=lambda j: -j.get("weight", 0))
+    running: list[tuple[subprocess.Popen, dict, float, Any]] = []
+    last_beat = time.perf_counter()
+    failed = []
+    while pending or running:
+        while pending and len(running) < jobs:
+            j = pending.pop(0)
+            logf = open(directory / (j["object"] + ".log"), "w")
+            cmd = [cc, *j["flags"], "-fPIC", "-c", j["source"], "-o", j["object"]]
+            j["command"] = " ".join(cmd)
+            progress(f"compiling {j['source']} ({j['label']}) with {' '.join(j['flags'])}",
+                     slow=j.get("weight", 0) > 20000)
+            p = subprocess.Popen(cmd, cwd=directory, stdout=logf, stderr=subprocess.STDOUT)
+            running.append((p, j, time.perf_counter(), logf))
+        time.sleep(0.02)
+        still = []
+        for p, j, t0, logf in running:
+            if not _reap(p, j):
+                still.append((p, j, t0, logf))
+                continue
+            logf.close()
+            j["t_compile"] = time.perf_counter() - t0
+            if p.returncode != 0:
+                failed.append((j, (directory / (j["object"] + ".log")).read_text()[-4000:]))
+            else:
+                cpu = f", {j['cpu_compile']:.1f}s CPU" if "cpu_compile" in j else ""
+                progress(f"compiled {j['source']} in {j['t_compile']:.1f}s{cpu}")
+        running = still
+        if running and time.perf_counter() - last_beat > progress.heartbeat:
+            last_beat = time.perf_counter()
+            names = ", ".join(f"{j['source']} ({time.perf_counter() - t0:.0f}s)"
+                              for _, j, t0, _ in running)
+            progress(f"still compiling {names}", slow=True)
+    if failed:
+        j, text = failed[0]
+        raise BuildError(f"compilation failed: {j['command']}\n{text}")
+
+
+
+def compile_library(directory, manifest: dict, *, opt: str = "auto",
+                    cflags: Sequence[str] = (), native: bool = False, cc: str | None = None,
+                    jobs: int | None = None,
+                    progress: bool | None | Callable = None) -> dict:
+    """Compile the sources described by ``manifest`` in ``directory`` into a shared library
+    (a fresh file name per build, so a process never gets a stale ``dlopen`` handle). ``native``
+    adds ``-march=native`` when the compiler supports it. Updates and returns the manifest
+    (flags, wall and CPU compile times)."""
+    check_opt(opt)
+    directory = Path(directory)
+    cc_path, cc_version = compiler_info(cc)
+    prefix = manifest["prefix"]
+    prog = progress if isinstance(progress, Progress) else Progress(progress, prefix)
+    extra = (native_target(cc_path)[0] if native else []) + list(cflags)
+    units = []
+    for fd in manifest["functions"]:
+        n_out = sum(math.prod(sh) for sh in fd["output_shapes"])
+        o = choose_opt(fd["n_instructions"], n_out, opt)
+        fd["cflags"] = [o, *extra]
+        units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
+                      "flags": fd["cflags"], "label": f"{fd['n_instructions']} instructions",
+                      "weight": fd["n_instructions"], "fd": fd})
+    api = f"{prefix}_api.c"
+    units.append({"source": api, "object": f"{prefix}_api.o", "flags": ["-O2", "-pthread", *extra],
+                  "label": "wrapper", "weight": 0})
+    jobs = jobs or max(1, min(len(units), os.cpu_count() or 1))
+    cpu0, t0 = _cpu_children(), time.perf_counter()
+    run_compilers(units, cc_path, directory, jobs, prog)
+    for u in units:
+        if "fd" in u:
+            u["fd"]["t_compile"] = u["t_compile"]
+            if "cpu_compile" in u:
+                u["fd"]["cpu_compile"] = u["cpu_compile"]
+    libname = f"lib{prefix}-{uuid.uuid4().hex[:8]}.so"
+    objs = [u["object"] for u in units]
+    link = [cc_path, "-shared", "-pthread", *extra, "-o", libname, *objs, "-lm"]
+    res = subprocess.run(link, cwd=directory, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise BuildError(f"linking failed: {' '.join(link)}\n{res.stderr[-4000:]}")
+    for old in directory.glob(f"lib{prefix}-*.so"):
+        if old.name != libname:
+            old.unlink()
+    for u in units:
+        for p in (directory / u["object"], directory / (u["object"] + ".log")):
+            p.unlink(missing_ok=True)
+    manifest.update(library=libname, cc=cc_path, cc_version=cc_version, opt=opt,
+                    cflags=extra, t_compile_wall=time.perf_counter() - t0,
+                    t_compile_cpu=_cpu_children() - cpu0, jobs=jobs)
+    prog(f"linked {libname} (compile {manifest['t_compile_wall']:.1f}s wall, "
+         f"{manifest['t_compile_cpu']:.1f}s CPU)")
+    return manifest

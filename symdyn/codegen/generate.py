@@ -1,0 +1,254 @@
+"""Generation: trace an algorithm into a ``casadi.Function``, let CasADi's ``CodeGenerator``
+write C, then run an explicit, ordered list of passes over the C text (:data:`PASSES`), and write
+the call/batch wrapper, an example ``main.c`` and a Makefile next to it.
+
+Passes (each ``pass(text, ctx) -> text``; ``ctx`` holds the trace's facts and collects
+statistics):
+
+1. ``emit_order``: outputs are traced in the algorithms' sweep order and the ``res[o][k]=``
+   writes are sent back to their row-major positions (:mod:`symdyn.codegen.emit_order`).
+2. ``fast_trig``: libm sin/cos become branch-free inline versions (:mod:`symdyn.codegen.trig`;
+   skipped with ``fast_trig=False``).
+
+A change in CasADi's output or in a pass shows as a diff of the golden files in
+``tests/golden`` (see :mod:`symdyn.codegen.golden`).
+
+C symbol names: CasADi (and the C wrapper) need every generated function name to be an
+identifier of at most 48 characters. The public name of a function is ``<prefix>_<algorithm>``;
+when that is longer, its C symbol is cut and suffixed with a hash (:func:`function_symbol`), and
+the manifest keeps both (``name`` and ``fname``).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from . import cache as _cache
+from .csource import API_VERSION, api_sources, example_main, makefile
+from .emit_order import remap_output_writes
+from .functions import algorithm_options, algorithm_spec, casadi_function
+from .names import MAX_LEN, c_identifier
+from .progress import Progress
+from .trig import use_fast_trig
+
+FORMAT = 2   # layout of generated files / manifest (part of the cache key); 2: name + fname
+
+
+def function_symbol(prefix: str, algorithm: str) -> str:
+    """The C symbol of ``algorithm`` in a build with C prefix ``prefix``: ``<prefix>_<algorithm>``,
+    or, when that exceeds CasADi's 48 characters, its first characters plus a hash of the whole
+    name (distinct public names keep distinct symbols)."""
+    full = f"{prefix}_{algorithm}"
+    if len(full) <= MAX_LEN:
+        return full
+    digest = hashlib.sha256(full.encode()).hexdigest()[:8]
+    return full[:MAX_LEN - 9].rstrip("_") + "_" + digest
+
+
+# --- passes over the generated C --------------------------------------------------------------------
+
+def pass_emit_order(text: str, ctx: dict) -> str:
+    """Send each permuted output write back to its row-major position."""
+    return remap_output_writes(text, ctx["orders"])
+
+
+def pass_fast_trig(text: str, ctx: dict) -> str:
+    """Inline branch-free sin/cos (only when ``ctx["fast_trig"]``); counts ``n_fast_trig``."""
+    if not ctx.get("fast_trig", True):
+        ctx["n_fast_trig"] = 0
+        return text
+    text, ctx["n_fast_trig"] = use_fast_trig(text)
+    return text
+
+
+PASSES: tuple[tuple[str, Callable[[str, dict], str]], ...] = (
+    ("emit_order", pass_emit_order),
+    ("fast_trig", pass_fast_trig),
+)
+
+
+def apply_passes(text: str, ctx: dict, passes=None) -> str:
+    """Run ``passes`` (default :data:`PASSES`) over CasADi's C ``text`` in order."""
+    for _, fn in (PASSES if passes is None else passes):
+        text = fn(text, ctx)
+    return text
+
+
+# --- algorithms and options --------------------------------------------------------------------------
+
+def normalize_algorithms(algorithms, options: Mapping[str, Any]) -> list[tuple[str, dict]]:
+    """``[(name, options)]`` from a name, a comma-separated string, a sequence of names or a dict
+    ``{name: options}``. Shared ``options`` go to every algorithm that accepts them (an option no
+    selected algorithm accepts is an error)."""
+    if isinstance(algorithms, str):
+        names = [a.strip() for a in algorithms.split(",") if a.strip()]
+        per = {n: {} for n in names}
+    elif isinstance(algorithms, Mapping):
+        per = {n: dict(o or {}) for n, o in algorithms.items()}
+        names = list(per)
+    elif isinstance(algorithms, Iterable):
+        names = list(algorithms)
+        per = {n: {} for n in names}
+    else:
+        raise TypeError(f"algorithms must be names (a list or 'rnea,crba'), got "
+                        f"{type(algorithms).__name__}")
+    if not names:
+        raise ValueError("no algorithm given")
+    if len(set(names)) != len(names):
+        raise ValueError(f"algorithm listed twice in {names}")
+    out = []
+    used = set()
+    for n in names:
+        algorithm_spec(n)
+        accepted = algorithm_options(n)
+        opts = {k: v for k, v in options.items() if k in accepted}
+        used |= set(opts)
+        bad = set(per[n]) - set(accepted)
+        if bad:
+            raise TypeError(f"{n}: unknown option(s) {', '.join(sorted(bad))}; accepted: "
+                            f"{', '.join(accepted) or 'none'}")
+        out.append((n, {**opts, **per[n]}))
+    unused = sorted(set(options) - used)
+    if unused:
+        raise TypeError(f"option(s) {', '.join(unused)} are accepted by none of "
+                        f"{', '.join(names)}")
+    return out
+
+
+# --- source generation ------------------------------------------------------------------------------
+
+def _versions() -> dict:
+    import casadi
+
+    from .. import __version__
+
+    return {"symdyn": __version__, "symdyn_source": _source_digest(), "casadi": casadi.__version__}
+
+
+_SOURCE_DIGEST: list[str] = []
+# The symdyn sources that decide generated code (relative to the package; folders: every .py
+# below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
+# elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
+CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
+                   "types.py",
+                   *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
+                                                  "csource", "emit_order", "functions",
+                                                  "generate", "loader", "names", "progress",
+                                                  "trig")))
+
+
+def codegen_source_files() -> list[Path]:
+    """The files of :data:`CODEGEN_SOURCES`, sorted."""
+    root = Path(__file__).resolve().parents[1]
+    files = []
+    for entry in CODEGEN_SOURCES:
+        path = root / entry
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return sorted(files)
+
+
+def _source_digest() -> str:
+    """SHA-256 of the symdyn sources that generate code (:data:`CODEGEN_SOURCES`): a cache entry
+    built by other code (an edited algorithm, a development checkout between releases) is never
+    reused."""
+    if not _SOURCE_DIGEST:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for f in codegen_source_files():
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _SOURCE_DIGEST.append(h.hexdigest()[:16])
+    return _SOURCE_DIGEST[0]
+
+
+def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
+                     fast_trig: bool = True, progress: bool | None | Callable = None,
+                     **options) -> dict:
+    """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
+    call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
+    ``out_dir``.
+
+    Returns the manifest dict (function signatures, SX node and instruction counts, timings).
+    ``name`` (default: the model's name) becomes the C prefix after sanitizing. ``options`` are
+    algorithm options (see :func:`normalize_algorithms`). ``fast_trig`` replaces libm's sin/cos
+    by branch-free inline versions (:mod:`symdyn.codegen.trig`).
+    """
+    import casadi as ca
+    import numpy as np
+
+    algs = normalize_algorithms(algorithms, options)
+    prefix = c_identifier(name if name is not None else model.name)
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    prog = progress if isinstance(progress, Progress) else Progress(progress, prefix)
+    versions = _versions()
+    functions = []
+    for alg, opts in algs:
+        spec = algorithm_spec(alg)
+        fname = function_symbol(prefix, alg)
+        info: dict = {}
+        with prog.step(f"tracing {alg} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15):
+            f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
+                                emit_order=True, **opts)
+        if f.name() != fname:
+            raise RuntimeError(f"CasADi named the function {f.name()!r}, expected {fname!r}")
+        tr = info["trace"]
+        frame = f", {info['frame']} frame" if "frame" in info else ""
+        prog(f"{alg}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions{frame} "
+             f"(trace {tr.t_trace:.2f}s, Function {tr.t_function:.2f}s)")
+        t0 = time.perf_counter()
+        with prog.step(f"generating C for {alg}", slow=tr.n_instructions > 20000):
+            cg = ca.CodeGenerator(f"{fname}.c", {"with_header": True,
+                                                  "casadi_int": "long long int",
+                                                  "casadi_real": "double"})
+            cg.add(f)
+            cg.generate(str(directory) + os.sep)
+            src = directory / f"{fname}.c"
+            ctx: dict[str, Any] = {"orders": info["orders"], "fast_trig": fast_trig}
+            src.write_text(apply_passes(src.read_text(), ctx))
+        t_gen = time.perf_counter() - t0
+        functions.append({
+            "algorithm": alg, "name": f"{prefix}_{alg}", "fname": fname, "options": opts,
+            "frame": info.get("frame"), "source": f"{fname}.c", "header": f"{fname}.h",
+            "input_names": list(spec.input_names), "input_sizes": list(spec.input_sizes(model)),
+            "output_names": list(spec.output_names),
+            "output_shapes": [list(tr.output_shapes[o]) for o in spec.output_names],
+            "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
+            "n_fast_trig": ctx["n_fast_trig"],
+            "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
+            "source_bytes": src.stat().st_size,
+        })
+    quaternions = quaternion_slices(model)
+    header, body = api_sources(prefix, functions, model, versions["symdyn"], quaternions)
+    (directory / f"{prefix}_api.h").write_text(header)
+    (directory / f"{prefix}_api.c").write_text(body)
+    rng = np.random.default_rng(0)
+    example_inputs = {"q": model.random_q(rng)}
+    for n in ("qd", "qdd", "tau"):
+        example_inputs[n] = rng.uniform(-1, 1, model.nv)
+    (directory / "main.c").write_text(example_main(prefix, functions, example_inputs,
+                                                   versions["symdyn"]))
+    sources = [fd["source"] for fd in functions] + [f"{prefix}_api.c"]
+    (directory / "Makefile").write_text(makefile(prefix, sources, f"lib{prefix}.so"))
+    return {
+        "format": FORMAT, "api_version": API_VERSION, "prefix": prefix, "versions": versions,
+        "model": {"name": model.name, "nq": model.nq, "nv": model.nv, "N": model.N,
+                  "fingerprint": _cache.model_fingerprint(model)},
+        "functions": functions, "cse": bool(cse), "fast_trig": bool(fast_trig), "library": None,
+        "quaternions": quaternions,
+        "example_inputs": {k: [float(x) for x in v] for k, v in example_inputs.items()},
+    }
+
+
+def quaternion_slices(model) -> list[dict]:
+    """``[{"offset", "body"}]``: where each unit quaternion (x, y, z, w) of a spherical or
+    floating joint sits in ``q`` (``q[offset:offset + 4]``) and the name of its body; the
+    compiled wrapper checks their norms like :func:`symdyn.rnea` does."""
+    out = []
+    for i, j in enumerate(model.joints):
+        if getattr(j, "type", None) in ("spherical", "floating"):
+            out.append({"offset": int(model.q_idx[i][1] - 4), "body": str(model.names[i])})
+    return out
