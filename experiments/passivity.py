@@ -16,7 +16,6 @@ Writes passivity.md and passivity_*.png.
 """
 from __future__ import annotations
 
-import copy
 import itertools
 import re
 import time
@@ -26,6 +25,7 @@ from _common import command, header, log, out_dir, parser, pyplot, save, table, 
 
 import numpy as np  # noqa: E402
 
+from symdyn.backends import get_backend  # noqa: E402
 from symdyn.joints import Prismatic  # noqa: E402
 from symdyn.model import Body, Model  # noqa: E402
 
@@ -210,13 +210,8 @@ def point_mass_model(m: float, name: str = "point_mass") -> Model:
 
 def scaled_model(model, factor: float, name: str):
     """A copy with every mass and rotational inertia multiplied by ``factor`` (the estimate)."""
-    m = copy.copy(model)
-    m.I = [factor * np.asarray(I) for I in model.I]
-    m.body_params = [None if p is None else (factor * p[0], p[1], factor * np.asarray(p[2]))
-                     for p in model.body_params]
-    m.name = name
-    m._cache = {}
-    return m
+    params = model.constants(get_backend("numpy")).inertia_params
+    return model.replace(inertias=[(factor * m, c, factor * Ic) for m, c, Ic in params], name=name)
 
 
 def panda_arm():

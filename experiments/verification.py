@@ -55,9 +55,7 @@ def _talos():
 
 
 def zero_gravity(model):
-    model.gravity = np.zeros(3)
-    model._cache = {}
-    return model
+    return model.replace(gravity=np.zeros(3))
 
 
 def residuals(model, trials: int, rng):

@@ -214,7 +214,8 @@ class Floating(Joint):
 
 
 def _se3_left_jacobian(B, w):
-    """V(w) = I + (1 - cos t)/t^2 S(w) + (t - sin t)/t^3 S(w)^2, t = |w| (smooth at 0 numerically)."""
+    """V(w) = I + (1 - cos t)/t^2 S(w) + (t - sin t)/t^3 S(w)^2, t = |w| (the backend's safe
+    helpers of t^2: exact near 0 in NumPy, finite derivatives at 0 in CasADi)."""
     W = skew(B, B.vector(w))
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
     a = B.one_minus_cos_over_x2(th2)
@@ -263,14 +264,23 @@ JOINT_TYPES = {
 }
 
 
-def make_joint(kind: str, axis="z", **kw) -> Joint:
-    """Joint by type name ('revolute', 'continuous', 'prismatic', 'helical', 'spherical',
-    'floating', 'planar', 'fixed')."""
-    cls = JOINT_TYPES.get(kind)
+def make_joint(kind: str, axis="z", pitch: float | None = None) -> Joint:
+    """The one joint factory: a joint by type name (:data:`JOINT_TYPES`: 'revolute', 'continuous'
+    (= revolute), 'prismatic', 'helical', 'spherical', 'floating', 'free' (= floating), 'planar',
+    'fixed').
+
+    ``axis`` ('x', 'y', 'z' or a nonzero 3-vector, normalized) is used by revolute, prismatic
+    and helical joints; ``pitch`` (translation per radian, default 0.1) only by helical joints.
+    Builders, :func:`symdyn.models.random_joint` and the URDF loader construct joints here.
+    Raises ValueError naming an unknown type, or a ``pitch`` given to a joint without one.
+    """
+    cls = JOINT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown joint type {kind!r}; known: {', '.join(sorted(JOINT_TYPES))}")
+    if pitch is not None and cls is not Helical:
+        raise ValueError(f"joint type {kind!r} takes no pitch (only 'helical' does)")
+    if cls is Helical:
+        return Helical(axis) if pitch is None else Helical(axis, pitch=pitch)
     if cls in (Revolute, Prismatic):
         return cls(axis)
-    if cls is Helical:
-        return cls(axis, **kw)
     return cls()

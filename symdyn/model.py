@@ -4,20 +4,33 @@ Bodies are numbered 0..N-1 with parents before children; ``parents[i] == -1`` me
 from the world (fixed base). Paper indices are 1-based with 0 the base: body i here is body i+1
 there. Each body i carries
 
-* ``joints[i]``: its joint to the parent (see :mod:`symdyn.joints`),
+* ``joints[i]``: its joint to the parent (see :mod:`symdyn.joints`), named ``joint_names[i]``,
 * ``Xtree[i]``: the constant transform from the parent body frame to joint i's predecessor frame,
   so that ``Xup[i] = XJ(q_i) Xtree[i]`` maps parent coordinates to body i coordinates,
 * ``I[i]``: its 6x6 spatial inertia in body coordinates (from mass, CoM and inertia about the CoM).
 
-Constants are floats (NumPy arrays) or, for models with symbolic parameters, SymPy expressions.
-Derived once: ``nq``, ``nv``, ``q_idx``/``v_idx`` (index ranges), ``children``, ``ancestors``
-(path from a body to the root), ``subtree``, ``depth`` and ``d`` (tree depth).
+Constants are floats (read-only NumPy arrays) or, for models with symbolic parameters, SymPy
+expressions (``ImmutableMatrix``). Derived once: ``nq``, ``nv``, ``q_idx``/``v_idx`` (index
+ranges), ``children``, ``ancestors`` (path from a body to the root), ``subtree``, ``depth`` and
+``d`` (tree depth).
+
+A :class:`Model` is immutable: every field is set at construction (sequences are tuples, arrays
+read-only) and assigning an attribute raises ``AttributeError``. Variants come from
+:meth:`Model.replace` (``name``, ``gravity``, ``Xtree``, ``inertias``, ``joints``,
+``joint_names``) and :meth:`Model.subs` (numbers for a symbolic model's symbols); both validate
+the result with the same checks as the constructor. Per-backend constants come from
+:meth:`Model.constants` as a :class:`ModelConstants` named tuple, computed once per backend.
+
+Sizes are limited to :data:`MAX_BODIES` bodies (override with ``max_bodies=`` or the environment
+variable ``SYMDYN_MAX_BODIES``) so that a typo such as ``serial_chain(1_000_000_000)`` fails at once
+instead of exhausting memory.
 """
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -27,12 +40,62 @@ from .joints import Fixed, Joint
 from .spatial import Transform
 from .types import Array, Backend, Seed
 
+__all__ = ["Body", "Frame", "MAX_BODIES", "Model", "ModelConstants", "ModelError",
+           "UnsupportedParameterError", "check_inertia", "check_size", "max_bodies_limit"]
+
+#: Default largest number of bodies a model (or a URDF file's links) may have; override per call
+#: with ``max_bodies=`` or for the process with the environment variable ``SYMDYN_MAX_BODIES``.
+MAX_BODIES = 10_000
+
 
 class ModelError(ValueError):
-    """An invalid model: bad topology, non-physical inertia, non-finite constants."""
+    """An invalid model: bad topology, non-physical inertia, non-finite constants.
+
+    ``body`` (the body's name), ``problem`` (the message without the body) and ``merged`` (names
+    of fixed bodies merged into it) are set when the error concerns one body's inertia, so that
+    loaders can restate it in their own terms."""
+
+    def __init__(self, message: str, *, body: str | None = None, problem: str | None = None,
+                 merged: Sequence[str] = ()):
+        super().__init__(message)
+        self.body, self.problem, self.merged = body, problem, tuple(merged)
 
 
-@dataclass
+class UnsupportedParameterError(ModelError, TypeError):
+    """A model parameter of an unsupported kind (e.g. a CasADi SX/MX symbol)."""
+
+
+def max_bodies_limit(max_bodies: int | None = None) -> int:
+    """The body-count limit in force: ``max_bodies`` if given, else the environment variable
+    ``SYMDYN_MAX_BODIES``, else :data:`MAX_BODIES`."""
+    if max_bodies is not None:
+        if isinstance(max_bodies, bool) or not isinstance(max_bodies, (int, np.integer)) or max_bodies < 1:
+            raise ValueError(f"max_bodies must be a positive integer, got {max_bodies!r}")
+        return int(max_bodies)
+    env = os.environ.get("SYMDYN_MAX_BODIES")
+    if env is not None and env.strip():
+        try:
+            v = int(env)
+        except ValueError:
+            v = 0
+        if v < 1:
+            raise ValueError(f"the environment variable SYMDYN_MAX_BODIES must be a positive integer, "
+                             f"got {env!r}")
+        return v
+    return MAX_BODIES
+
+
+def check_size(n: int, what: str = "model", max_bodies: int | None = None) -> None:
+    """Refuse ``n`` bodies (before anything is allocated) when ``n`` exceeds the limit of
+    :func:`max_bodies_limit`; the error says how to raise the limit."""
+    limit = max_bodies_limit(max_bodies)
+    if n > limit:
+        raise ModelError(f"{what}: {n} bodies requested, more than the limit of {limit} bodies; "
+                         f"pass max_bodies={n} (or larger) or set the environment variable "
+                         f"SYMDYN_MAX_BODIES to raise it (default symdyn.model.MAX_BODIES = {MAX_BODIES})")
+
+
+@dataclass(frozen=True)
 class Body:
     """One body of a model description, before fixed joints are merged.
 
@@ -40,6 +103,11 @@ class Body:
     ``(E, r)``: rotation from parent to joint frame coordinates and joint origin in parent
     coordinates (see :class:`~symdyn.spatial.Transform`). ``com`` is in body coordinates and
     ``inertia`` is the 3x3 rotational inertia about the CoM in body coordinates.
+    ``joint_name`` names the joint to the parent (default ``f"{name}_joint"``, the name
+    :func:`symdyn.pinocchio_bridge.to_pinocchio` gives it; URDF import uses the file's names).
+
+    Parameters are numbers (floats, ints, NumPy arrays) or SymPy expressions (a symbolic model,
+    for closed forms on the sympy backend). CasADi SX/MX symbols are refused.
     """
 
     name: str
@@ -49,6 +117,7 @@ class Body:
     com: Any = (0.0, 0.0, 0.0)
     inertia: Any = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     X_tree: Transform | None = None
+    joint_name: str | None = None
 
 
 def _is_sym(x) -> bool:
@@ -65,20 +134,65 @@ def _has_symbols(x) -> bool:
     return False
 
 
+def _casadi_symbolic(x) -> str | None:
+    """The CasADi type name if ``x`` is (or holds) a CasADi SX/MX expression, else None."""
+    t = type(x)
+    if t.__module__.split(".")[0] == "casadi" and t.__name__ in ("SX", "MX"):
+        return t.__name__
+    if isinstance(x, (list, tuple)):
+        for e in x:
+            k = _casadi_symbolic(e)
+            if k:
+                return k
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        for e in x.ravel():
+            k = _casadi_symbolic(e)
+            if k:
+                return k
+    return None
+
+
+def _refuse_casadi(x, what: str) -> None:
+    kind = _casadi_symbolic(x)
+    if kind:
+        raise UnsupportedParameterError(
+            f"{what} is a CasADi {kind} expression: model parameters must be numbers (floats, ints, "
+            "NumPy arrays) or SymPy expressions (symbolic models for closed forms on the sympy "
+            "backend). CasADi-symbolic parameters are not supported; compiled functions that take "
+            "the inertial parameters as inputs are planned in symdyn.codegen. For now use numbers, "
+            "or SymPy symbols and model.subs(...)")
+
+
+def _freeze(x):
+    """A read-only NumPy array, or an ImmutableMatrix for SymPy values."""
+    if isinstance(x, np.ndarray):
+        x.flags.writeable = False
+        return x
+    if _is_sym(x) and hasattr(x, "shape"):
+        import sympy as sp
+
+        return sp.ImmutableMatrix(x)
+    return x
+
+
 def _const(x, shape, what, symbolic):
-    """Constant as a float array, or a sympy Matrix when the model is symbolic."""
+    """Constant as a read-only float array, or a SymPy ImmutableMatrix when the model is symbolic."""
+    _refuse_casadi(x, what)
     if symbolic:
         import sympy as sp
 
-        m = sp.Matrix(x) if not isinstance(x, sp.MatrixBase) else x
+        try:
+            m = sp.Matrix(x) if not isinstance(x, sp.MatrixBase) else x
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{what} must be numbers or SymPy expressions of shape {shape}") from exc
         if len(shape) == 1:
-            m = m.reshape(shape[0], 1) if m.shape != (shape[0], 1) else m
+            m = m.reshape(shape[0], 1) if m.shape != (shape[0], 1) and len(m) == shape[0] else m
         if m.shape != (shape if len(shape) == 2 else (shape[0], 1)):
             raise ModelError(f"{what} must have shape {shape}, got {m.shape}")
         for e in m:
-            if e.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            if sp.sympify(e).has(sp.nan, sp.zoo, sp.oo, -sp.oo):
                 raise ModelError(f"{what} contains NaN or inf")
-        return get_backend("sympy").const(m)
+        return sp.ImmutableMatrix(get_backend("sympy").const(m))
     try:
         arr = np.array(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -87,156 +201,429 @@ def _const(x, shape, what, symbolic):
         raise ModelError(f"{what} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ModelError(f"{what} contains NaN or inf")
-    return arr
+    return _freeze(arr)
 
 
 def check_inertia(mass, Ic, what: str) -> None:
     """Physical consistency of (mass, rotational inertia about the CoM): mass > 0, Ic symmetric
-    positive definite and satisfying the triangle inequalities of its principal moments."""
+    positive definite and satisfying the triangle inequalities of its principal moments.
+    Raises :class:`ModelError` starting with ``what``."""
+    problem = _strict_problem(mass, Ic)
+    if problem:
+        raise ModelError(f"{what}: {problem}", problem=problem)
+
+
+def _strict_problem(mass, Ic) -> str | None:
     if not mass > 0:
-        raise ModelError(f"{what}: mass must be positive, got {mass}")
+        return f"mass must be positive, got {mass}"
     Ic = np.asarray(Ic, dtype=float)
     scale = max(1.0, float(np.abs(Ic).max()))
     if not np.allclose(Ic, Ic.T, atol=1e-9 * scale):
-        raise ModelError(f"{what}: rotational inertia is not symmetric")
+        return "rotational inertia is not symmetric"
     ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
     if ev[0] <= 0:
-        raise ModelError(f"{what}: rotational inertia is not positive definite "
-                         f"(principal moments {ev.tolist()})")
+        return f"rotational inertia is not positive definite (principal moments {ev.tolist()})"
     if ev[0] + ev[1] < ev[2] * (1 - 1e-9) - 1e-12:
-        raise ModelError(f"{what}: principal moments {ev.tolist()} violate the triangle "
-                         "inequality (no rigid body has this inertia)")
+        return (f"principal moments {ev.tolist()} violate the triangle inequality "
+                "(no rigid body has this inertia)")
+    return None
 
 
-@dataclass
+def physical_inertia_problem(mass: float, Ic, scale: float | None = None) -> str | None:
+    """Why (mass, Ic about the CoM) is not a rigid body's inertia, or None if it is one.
+
+    Accepts the physical limits point mass (Ic = 0) and thin rod (one zero principal moment):
+    mass > 0, Ic symmetric positive semidefinite with principal moments satisfying the triangle
+    inequalities, to a tolerance of 1e-9 ``scale`` (default: the largest moment).
+    """
+    Ic = np.asarray(Ic, dtype=float)
+    if not mass > 0:
+        return f"mass must be positive, got {mass}"
+    ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
+    tol = 1e-9 * (scale if scale is not None else max(abs(ev[-1]), 1e-300))
+    if not np.allclose(Ic, Ic.T, rtol=0, atol=tol):
+        return "rotational inertia is not symmetric"
+    if ev[0] < -tol:
+        return f"rotational inertia has a negative principal moment (moments {ev.tolist()})"
+    if ev[0] + ev[1] < ev[2] - tol:
+        return (f"principal moments {ev.tolist()} violate the triangle inequality "
+                "(no rigid body has this inertia)")
+    return None
+
+
+def mass_com_inertia(I6) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, CoM, rotational inertia about the CoM) of a numeric 6x6 spatial inertia."""
+    I6 = np.asarray(I6, dtype=float)
+    m = float(I6[3, 3])
+    if m == 0:
+        return 0.0, np.zeros(3), I6[:3, :3].copy()
+    c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m  # m S(c) block
+    C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+    return m, c, I6[:3, :3] - m * C @ C.T
+
+
+@dataclass(frozen=True)
 class Frame:
-    """A named frame rigidly attached to body ``body`` (``X``: body coordinates -> frame)."""
+    """A named frame rigidly attached to body ``body`` (``X``: body coordinates -> frame);
+    ``body == -1`` is the world (a fixed root link)."""
 
     body: int
     X: Transform
 
 
+class _ReadOnlyDict(dict):
+    """A dict that refuses changes (picklable, unlike ``types.MappingProxyType``)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("model.frames is read-only (the Model is immutable)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (_ReadOnlyDict, (dict(self),))
+
+
+class ModelConstants(NamedTuple):
+    """A model's constants in one backend's native types (:meth:`Model.constants`).
+
+    ``Xtree``: per body, the tree transform ``Transform(E, r)`` (``r`` a 3-vector);
+    ``I``: per body, the 6x6 spatial inertia in body coordinates;
+    ``a_grav``: the 6-vector ``[0; -g]``, the base acceleration that produces gravity;
+    ``inertia_params``: per body, ``(m, c, Ic)``: mass, CoM (3-vector, body coordinates) and the
+    rotational inertia about the CoM, read back from ``I`` (a massless body gives ``c = 0`` and
+    ``Ic`` = the rotational block of ``I``)."""
+
+    Xtree: tuple
+    I: tuple
+    a_grav: Any
+    inertia_params: tuple
+
+
+#: Fields that :meth:`Model.replace` accepts.
+REPLACEABLE = ("name", "gravity", "Xtree", "inertias", "joints", "joint_names")
+
+_INERTIA_POLICIES = (True, False, "semidefinite")
+
+
 class Model:
-    """A rigid-body tree; see the module docstring for conventions."""
+    """A rigid-body tree; see the module docstring for conventions. Immutable after construction.
+
+    Fields: ``name``, ``gravity`` (3-vector), ``names``, ``parents``, ``joints``, ``joint_names``,
+    ``Xtree``, ``I`` (tuples with one entry per moving body), ``body_params`` (per body the
+    ``(mass, com, Ic)`` it was given, or None where fixed bodies were merged into it), ``frames``
+    (read-only mapping name -> :class:`Frame`, every body given, fixed ones included),
+    ``is_symbolic``, ``check_inertias``/``allow_massless`` (the inertia policy that
+    :meth:`replace` and :meth:`subs` re-apply), and the derived topology (``N``, ``nq``, ``nv``,
+    ``q_idx``, ``v_idx``, ``children``, ``ancestors``, ``subtree``, ``depth``, ``d``,
+    ``is_floating``).
+    """
+
+    # Declared fields (set once by _setup/_derive through object.__setattr__; read-only after).
+    name: str
+    gravity: Any
+    names: tuple[str, ...]
+    parents: tuple[int, ...]
+    joints: tuple[Joint, ...]
+    joint_names: tuple[str, ...]
+    Xtree: tuple[Transform, ...]
+    I: tuple[Any, ...]
+    body_params: tuple[tuple[Any, Any, Any] | None, ...]
+    frames: dict[str, Frame]
+    is_symbolic: bool
+    check_inertias: bool | str
+    allow_massless: bool
+    _constants_cache: dict[str, ModelConstants]
+    N: int
+    nq: int
+    nv: int
+    q_idx: tuple[tuple[int, int], ...]
+    v_idx: tuple[tuple[int, int], ...]
+    children: tuple[tuple[int, ...], ...]
+    ancestors: tuple[tuple[int, ...], ...]
+    subtree: tuple[tuple[int, ...], ...]
+    depth: tuple[int, ...]
+    d: int
+    is_floating: bool
 
     def __init__(self, bodies: Sequence[Body], gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
-                 check_inertias: bool = True, allow_massless: bool = False) -> None:
-        """``check_inertias=False`` skips the physical-consistency check of each body (needed for
-        symbolic parameters). ``allow_massless=True`` accepts bodies of mass exactly 0 (massless
-        frames and links, as URDF files contain; their inertia is taken as given) when
-        ``check_inertias`` is False; the caller then answers for a regular mass matrix."""
-        self.name = str(name)
-        if len(bodies) == 0:
+                 check_inertias: bool | str = True, allow_massless: bool = False,
+                 max_bodies: int | None = None) -> None:
+        """``check_inertias``: ``True`` checks each body (mass > 0, rotational inertia positive
+        definite with the triangle inequalities); ``"semidefinite"`` checks each moving body after
+        fixed bodies are merged into it, accepting point masses and thin rods and exactly
+        massless bodies with mass below them (the URDF policy); ``False`` skips the inertia
+        check (needed for symbolic parameters; mass must still be > 0). ``allow_massless=True``
+        accepts bodies of mass exactly 0 (massless frames and links, as URDF files contain; their
+        inertia is taken as given) when ``check_inertias`` is not True; the caller then answers
+        for a regular mass matrix. ``max_bodies``: see :func:`check_size`."""
+        try:
+            n = len(bodies)
+        except TypeError:
+            raise ModelError(f"bodies must be a sequence of Body, got {type(bodies).__name__}") from None
+        check_size(n, f"model {name!r}", max_bodies)
+        if n == 0:
             raise ModelError("a model needs at least one body")
-        self.is_symbolic = any(
+        if check_inertias not in _INERTIA_POLICIES:
+            raise ValueError(f"check_inertias must be True, False or 'semidefinite', got {check_inertias!r}")
+        _refuse_casadi(gravity, "gravity")
+        is_symbolic = any(
             _has_symbols(b.mass) or _has_symbols(b.com) or _has_symbols(b.inertia)
             or (b.X_tree is not None and (_has_symbols(b.X_tree.E) or _has_symbols(b.X_tree.r)))
-            for b in bodies) or _has_symbols(gravity)
-        self.gravity = _const(gravity, (3,), "gravity", self.is_symbolic)
+            for b in bodies if isinstance(b, Body)) or _has_symbols(gravity)
         ordered = _topological(bodies)
-        self.frames: dict[str, Frame] = {}
-        self._build(ordered, check_inertias, allow_massless)
+        fields = _build(ordered, is_symbolic, check_inertias is True, allow_massless)
+        self._setup(name=name, gravity=gravity, check_inertias=check_inertias,
+                    allow_massless=allow_massless, is_symbolic=is_symbolic, **fields)
+
+    # -- immutability ----------------------------------------------------------------------------
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"Model is immutable: cannot set {key!r}; use model.replace(...) for a "
+                             f"variant (replaceable fields: {', '.join(REPLACEABLE)})")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"Model is immutable: cannot delete {key!r}; use model.replace(...)")
+
+    def _set(self, **fields: Any) -> None:
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+    def _setup(self, *, name, gravity, names, parents, joints, joint_names, Xtree, I, body_params,
+               frames, check_inertias, allow_massless, is_symbolic=None) -> None:
+        """Validate, convert and freeze every field, derive the topology and check the inertias
+        (shared by the constructor, :meth:`replace` and :meth:`subs`)."""
+        names, parents, joints = tuple(names), tuple(int(p) for p in parents), tuple(joints)
+        N = len(names)
+        for what, seq in (("joints", joints), ("joint_names", joint_names), ("Xtree", Xtree),
+                          ("inertias", I)):
+            if len(seq) != N:
+                raise ModelError(f"{what} has {len(seq)} entries but the model has {N} bodies")
+        for i, j in enumerate(joints):
+            if not isinstance(j, Joint) or isinstance(j, Fixed):
+                raise ModelError(f"body {names[i]!r}: joint must be a moving symdyn Joint, got {j!r}")
+        joint_names = tuple(joint_names)
+        for jn in joint_names:
+            if not isinstance(jn, str) or not jn:
+                raise ModelError(f"joint names must be non-empty strings, got {jn!r}")
+        if len(set(joint_names)) != N:
+            dup = sorted({jn for jn in joint_names if joint_names.count(jn) > 1})
+            raise ModelError(f"duplicate joint names {dup}")
+        for i, X in enumerate(Xtree):
+            _refuse_casadi(X, f"body {names[i]!r} Xtree")
+        if is_symbolic is None:
+            is_symbolic = (_has_symbols(gravity) or any(_has_symbols(list(X)) for X in Xtree)
+                           or any(_has_symbols(Ii) for Ii in I))
+        sym = bool(is_symbolic)
+        Xt = []
+        for i, X in enumerate(Xtree):
+            if not (isinstance(X, tuple) and len(X) == 2):
+                raise ModelError(f"body {names[i]!r}: Xtree entries must be Transform(E, r), got "
+                                 f"{type(X).__name__}")
+            Xt.append(Transform(_const(X[0], (3, 3), f"body {names[i]!r} X_tree rotation", sym),
+                                _const(X[1], (3,), f"body {names[i]!r} X_tree translation", sym)))
+        Is = tuple(_const(Ii, (6, 6), f"body {names[i]!r} spatial inertia", sym)
+                   for i, Ii in enumerate(I))
+        params = tuple(None if p is None else
+                       (p[0] if _is_sym(p[0]) else float(p[0]), _freeze(p[1]), _freeze(p[2]))
+                       for p in body_params)
+        self._set(name=str(name), is_symbolic=sym,
+                  gravity=_const(gravity, (3,), "gravity", sym),
+                  names=names, parents=parents, joints=joints, joint_names=joint_names,
+                  Xtree=tuple(Xt), I=Is, body_params=params,
+                  frames=_ReadOnlyDict(frames), check_inertias=check_inertias,
+                  allow_massless=bool(allow_massless), _constants_cache={})
         self._derive()
-        self._cache: dict[str, Any] = {}
+        self._check_inertias()
 
     # -- construction ---------------------------------------------------------------------------
-    def _build(self, ordered: list[Body], check_inertias: bool, allow_massless: bool = False) -> None:
-        sym = self.is_symbolic
-        Bk = get_backend("sympy" if sym else "numpy")
-        eye = Bk.eye(3)
-        names: list[str] = []
-        parents: list[int] = []
-        joints: list[Joint] = []
-        Xtree: list[Transform] = []
-        I: list[Any] = []
-        params: list[tuple[Any, Any, Any] | None] = []
-        where: dict[str, tuple[int, Transform | None]] = {}  # body name -> (model body index, X body<-that)
-        for b in ordered:
-            what = f"body {b.name!r}"
-            if not isinstance(b.joint, Joint):
-                raise ModelError(f"{what}: joint must be a symdyn Joint, got {type(b.joint).__name__}")
-            mass = b.mass if sym and _is_sym(b.mass) else _scalar(b.mass, f"{what} mass", sym)
-            com = _const(b.com, (3,), f"{what} com", sym)
-            Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym)
-            if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
-                check_inertia(float(mass), np.array(Ic, dtype=float), what)
-            elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
-                raise ModelError(f"{what}: mass must be positive, got {mass}")
-            X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
-            X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym),
-                          _const(X.r, (3,), f"{what} X_tree translation", sym))
-            Ibody = spatial.mcI(Bk, mass, com, Ic)
-            if b.parent is None:
-                parent, Xp = -1, None
-            else:
-                parent, Xp = where[b.parent]
-            if Xp is not None:  # parent was merged into body `parent`: Xtree composes
-                X = spatial.compose(Bk, X, Xp)
-            if isinstance(b.joint, Fixed):
-                # merge into the parent (paper-style trees have no fixed joints)
-                if parent >= 0:
-                    I[parent] = I[parent] + spatial.congruence(Bk, X, Ibody)
-                    params[parent] = None
-                where[b.name] = (parent, X)
-                self.frames[b.name] = Frame(parent, X)
-                continue
-            where[b.name] = (len(names), None)
-            names.append(b.name)
-            parents.append(parent)
-            joints.append(b.joint)
-            Xtree.append(X)
-            I.append(Ibody)
-            params.append((mass, com, Ic))
-            self.frames[b.name] = Frame(len(names) - 1, Transform(eye, Bk.zeros(3)))
-        if not names:
-            raise ModelError("the model has no moving bodies (all joints are fixed)")
-        self.names, self.parents, self.joints = names, parents, joints
-        self.Xtree, self.I = Xtree, I
-        self.body_params = params  # (mass, com, Ic) or None where fixed bodies were merged in
-
     def _derive(self) -> None:
-        N = self.N = len(self.names)
-        self.q_idx, self.v_idx = [], []
+        N = len(self.names)
+        q_idx, v_idx = [], []
         nq = nv = 0
         for jt in self.joints:
-            self.q_idx.append((nq, nq + jt.nq))
-            self.v_idx.append((nv, nv + jt.nv))
+            q_idx.append((nq, nq + jt.nq))
+            v_idx.append((nv, nv + jt.nv))
             nq, nv = nq + jt.nq, nv + jt.nv
-        self.nq, self.nv = nq, nv
-        self.children: list[list[int]] = [[] for _ in range(N)]
+        children: list[list[int]] = [[] for _ in range(N)]
         for i, p in enumerate(self.parents):
             if p >= 0:
-                self.children[p].append(i)
-        self.ancestors = []  # ancestors[i] = [i, p(i), p(p(i)), ...]
+                children[p].append(i)
+        ancestors: list[tuple[int, ...]] = []  # ancestors[i] = (i, p(i), p(p(i)), ...)
         for i in range(N):
             chain, j = [], i
             while j >= 0:
                 chain.append(j)
                 j = self.parents[j]
-            self.ancestors.append(chain)
-        self.depth = [len(a) for a in self.ancestors]
-        self.d = max(self.depth)
-        self.subtree: list[list[int]] = [[] for _ in range(N)]
+            ancestors.append(tuple(chain))
+        depth = tuple(len(a) for a in ancestors)
+        subtree: list[list[int]] = [[] for _ in range(N)]
         for i in range(N):
-            for a in self.ancestors[i]:
-                self.subtree[a].append(i)
-        self.is_floating = self.joints[0].type == "floating" and self.parents[0] == -1
+            for a in ancestors[i]:
+                subtree[a].append(i)
+        self._set(N=N, q_idx=tuple(q_idx), v_idx=tuple(v_idx), nq=nq, nv=nv,
+                  children=tuple(tuple(c) for c in children), ancestors=tuple(ancestors),
+                  depth=depth, d=max(depth), subtree=tuple(tuple(s) for s in subtree),
+                  is_floating=self.joints[0].type == "floating" and self.parents[0] == -1)
+
+    def _merged(self, i: int) -> list[str]:
+        return [f for f, fr in self.frames.items() if fr.body == i and f != self.names[i]]
+
+    def _check_inertias(self) -> None:
+        """The inertia policy (``check_inertias``, ``allow_massless``) on each moving body after
+        fixed bodies are merged (numeric bodies only)."""
+        policy = self.check_inertias
+        subtree_mass = None
+        for i, I6 in enumerate(self.I):
+            if self.is_symbolic and _has_symbols(I6):
+                continue
+            I6 = np.asarray(I6, dtype=float)
+            m, _, Ic = mass_com_inertia(I6)
+            if policy is True:
+                problem = _strict_problem(m, Ic)
+            elif policy == "semidefinite":
+                if not np.any(I6):
+                    if subtree_mass is None:
+                        masses = [float(np.asarray(Ik, dtype=float)[3, 3]) if not _has_symbols(Ik) else 1.0
+                                  for Ik in self.I]
+                        subtree_mass = [sum(masses[k] for k in self.subtree[j]) for j in range(self.N)]
+                    if subtree_mass[i] == 0:
+                        problem = (f"joint {self.joint_names[i]!r} moves only massless links, so the "
+                                   "mass matrix would be singular")
+                    else:
+                        problem = None
+                else:
+                    problem = physical_inertia_problem(m, Ic, scale=float(np.abs(I6[:3, :3]).max()))
+            elif m < 0 or (m == 0 and not self.allow_massless):
+                problem = f"mass must be positive, got {m}"
+            else:
+                problem = None
+            if problem:
+                merged = self._merged(i)
+                label = f"body {self.names[i]!r}" + (f" (with fixed bodies {merged} merged)" if merged else "")
+                raise ModelError(f"{label}: {problem}", body=self.names[i], problem=problem,
+                                 merged=merged)
+
+    def _fields(self) -> dict:
+        return dict(name=self.name, gravity=self.gravity, names=self.names, parents=self.parents,
+                    joints=self.joints, joint_names=self.joint_names, Xtree=self.Xtree, I=self.I,
+                    body_params=self.body_params, frames=dict(self.frames),
+                    check_inertias=self.check_inertias, allow_massless=self.allow_massless)
+
+    # -- variants ---------------------------------------------------------------------------------
+    def replace(self, **changes: Any) -> "Model":
+        """A new, fully validated model with some fields replaced (the original is unchanged).
+
+        Replaceable fields (:data:`REPLACEABLE`): ``name`` (str), ``gravity`` (3-vector),
+        ``Xtree`` (N :class:`~symdyn.spatial.Transform`), ``inertias`` (N ``(mass, com, Ic)``
+        triples: mass, CoM in body coordinates, rotational inertia about the CoM; they replace
+        ``I`` and ``body_params``), ``joints`` (N moving joints) and ``joint_names`` (N unique
+        strings). Topology, body names and frames stay. The inertia policy the model was built
+        with (``check_inertias``, ``allow_massless``) is applied again; a violation raises
+        :class:`ModelError` naming the body.
+        """
+        unknown = sorted(set(changes) - set(REPLACEABLE))
+        if unknown:
+            raise TypeError(f"Model.replace: unknown field(s) {unknown}; replaceable fields: "
+                            f"{', '.join(REPLACEABLE)}")
+        fields = self._fields()
+        if "inertias" in changes:
+            fields["I"], fields["body_params"] = self._inertias(changes.pop("inertias"))
+        for key in ("Xtree", "joints", "joint_names"):
+            if key in changes:
+                try:
+                    changes[key] = tuple(changes[key])
+                except TypeError:
+                    raise ModelError(f"Model.replace: {key} must be a sequence of {self.N} entries") from None
+        fields.update(changes)
+        new = Model.__new__(Model)
+        new._setup(**fields)
+        return new
+
+    def _inertias(self, inertias: Iterable) -> tuple[list, list]:
+        try:
+            triples = list(inertias)
+        except TypeError:
+            raise ModelError("inertias must be a sequence of (mass, com, Ic) triples") from None
+        if len(triples) != self.N:
+            raise ModelError(f"inertias has {len(triples)} entries but the model has {self.N} bodies")
+        sym = any(_has_symbols(list(t)) if isinstance(t, (tuple, list)) else False for t in triples) \
+            or self.is_symbolic
+        Bk = get_backend("sympy" if sym else "numpy")
+        I, params = [], []
+        for i, t in enumerate(triples):
+            what = f"body {self.names[i]!r}"
+            if not (isinstance(t, (tuple, list)) and len(t) == 3):
+                raise ModelError(f"{what}: inertias entries must be (mass, com, Ic) triples")
+            mass = _scalar(t[0], f"{what} mass", sym)
+            com = _const(t[1], (3,), f"{what} com", sym)
+            Ic = _const(t[2], (3, 3), f"{what} inertia", sym)
+            if not sym:
+                com = com.reshape(3)
+            I.append(spatial.mcI(Bk, mass, com if sym else np.array(com), Ic if sym else np.array(Ic)))
+            params.append((mass, com, Ic))
+        return I, params
+
+    def subs(self, values: dict[Any, Any]) -> "Model":
+        """A numeric copy of a symbolic model with ``values`` (symbol -> number) substituted,
+        validated like the constructor (NaN/inf, mass, the inertia policy: a symbolic model
+        built with the default ``check_inertias=True`` gets the full physical check)."""
+        if not self.is_symbolic:
+            return self
+        import sympy as sp
+
+        def num(M, what):
+            M = sp.Matrix(M).subs(values)
+            if M.free_symbols:
+                raise ModelError(f"model {self.name!r}: no value given for {sorted(map(str, M.free_symbols))}")
+            try:
+                return np.array(M.evalf(), dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"model {self.name!r}: {what} is not a real number after "
+                                 f"substitution ({exc})") from None
+
+        fields = self._fields()
+        fields["gravity"] = num(self.gravity, "gravity").reshape(3)
+        fields["Xtree"] = [Transform(num(X.E, f"body {n!r} X_tree"), num(X.r, f"body {n!r} X_tree").reshape(3))
+                           for n, X in zip(self.names, self.Xtree)]
+        fields["I"] = [num(Ii, f"body {n!r} inertia") for n, Ii in zip(self.names, self.I)]
+        fields["body_params"] = [
+            None if p is None else (float(num(sp.Matrix([p[0]]), f"body {n!r} mass")[0, 0]),
+                                    num(p[1], f"body {n!r} com").reshape(3), num(p[2], f"body {n!r} inertia"))
+            for n, p in zip(self.names, self.body_params)]
+        fields["is_symbolic"] = False
+        new = Model.__new__(Model)
+        new._setup(**fields)
+        return new
 
     # -- helpers ----------------------------------------------------------------------------------
-    def constants(self, B: Backend) -> tuple[list[Transform], list[Array], Array]:
-        """(Xtree, I, gravity) converted to backend ``B``'s native arrays (cached per backend)."""
-        c = self._cache.get(B.name)
+    def constants(self, B: Backend) -> ModelConstants:
+        """The constants in backend ``B``'s native types (:class:`ModelConstants`), computed once
+        per backend and cached inside the model."""
+        c = self._constants_cache.get(B.name)
         if c is None:
-            Xtree = [Transform(B.const(X.E), B.const(X.r)) for X in self.Xtree]
-            if B.name == "numpy":
-                Xtree = [Transform(X.E, X.r.reshape(3)) for X in Xtree]
-            I = [B.const(Ii) for Ii in self.I]
-            g = B.const(self.gravity)
-            if B.name == "numpy":
-                g = g.reshape(3)
-            a_grav = B.vcat([B.zeros(3), -g])
-            c = self._cache[B.name] = (Xtree, I, a_grav)
+            c = self._constants_cache[B.name] = self._make_constants(B)
         return c
+
+    def _make_constants(self, B) -> ModelConstants:
+        def native(x):  # SymPy ImmutableMatrix -> nested lists, so that B.const gives its own type
+            return x.tolist() if _is_sym(x) else x
+
+        def vec(x):  # a 3-vector as a flat list: each backend's const makes its own vector
+            return B.const([x[k] for k in range(3)])
+
+        Xtree = tuple(Transform(B.const(native(X.E)), vec(X.r)) for X in self.Xtree)
+        I = tuple(B.const(native(Ii)) for Ii in self.I)
+        a_grav = B.vcat([B.zeros(3), -vec(self.gravity)])
+        params = []
+        for Ii in I:
+            m, I11 = Ii[3, 3], B.rows(B.cols(Ii, 0, 3), 0, 3)
+            if B.is_zero(B.vector([m])):  # massless body (URDF frames): rotational inertia only
+                params.append((m, B.zeros(3), I11))
+                continue
+            h = B.vector([Ii[2, 4], Ii[0, 5], Ii[1, 3]])
+            H = spatial.skew(B, h)
+            params.append((m, h / m, I11 - (H @ H.T) / m))
+        return ModelConstants(Xtree, I, a_grav, tuple(params))
 
     def neutral(self) -> np.ndarray:
         return np.concatenate([np.asarray(j.neutral(), float) for j in self.joints])
@@ -252,30 +639,6 @@ class Model:
 
         B, (qs, vs) = entry(self, ("q", q, "q"), ("v", v, "v"), backend=backend)
         return B.vcat([j.integrate(B, qs[i], vs[i], dt) for i, j in enumerate(self.joints)])
-
-    def subs(self, values: dict[Any, Any]) -> "Model":
-        """A numeric copy of a symbolic model with ``values`` (symbol -> number) substituted."""
-        if not self.is_symbolic:
-            return self
-        import copy
-
-        import sympy as sp
-
-        def num(M):
-            M = sp.Matrix(M).subs(values)
-            if M.free_symbols:
-                raise ModelError(f"model {self.name!r}: no value given for {sorted(map(str, M.free_symbols))}")
-            return np.array(M.evalf(), dtype=float)
-
-        m = copy.copy(self)
-        m.is_symbolic = False
-        m.gravity = num(self.gravity).reshape(3)
-        m.Xtree = [Transform(num(X.E), num(X.r).reshape(3)) for X in self.Xtree]
-        m.I = [num(Ii) for Ii in self.I]
-        m.body_params = [None if p is None else (float(sp.sympify(p[0]).subs(values)), num(p[1]).reshape(3), num(p[2]))
-                         for p in self.body_params]
-        m._cache = {}
-        return m
 
     def parameters(self) -> list:
         """The SymPy symbols the model's constants depend on (sorted by name)."""
@@ -303,11 +666,15 @@ class Model:
     def from_parent_array(cls, parents: Sequence[int], joints: Sequence[Joint],
                           Xtree: Sequence[Transform], inertias: Sequence[tuple],
                           gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
-                          names: Sequence[str] | None = None, check_inertias: bool = True) -> "Model":
+                          names: Sequence[str] | None = None, check_inertias: bool = True,
+                          joint_names: Sequence[str] | None = None,
+                          max_bodies: int | None = None) -> "Model":
         """Build from a parent array (-1 = world, parents before children), joints, tree
         transforms and (mass, com, Ic) triples."""
         N = len(parents)
-        for what, seq in (("joints", joints), ("Xtree", Xtree), ("inertias", inertias)):
+        check_size(N, f"model {name!r}", max_bodies)
+        for what, seq in (("joints", joints), ("Xtree", Xtree), ("inertias", inertias)) + \
+                (() if joint_names is None else (("joint_names", joint_names),)):
             if len(seq) != N:
                 raise ModelError(f"{what} has {len(seq)} entries but parents has {N}")
         for i, p in enumerate(parents):
@@ -318,11 +685,82 @@ class Model:
                                  "(a parent index >= its child means a cycle or a wrong order)")
         names = list(names) if names is not None else [f"body{i + 1}" for i in range(N)]
         bodies = [Body(names[i], None if p < 0 else names[p], joints[i], inertias[i][0],
-                       inertias[i][1], inertias[i][2], Xtree[i]) for i, p in enumerate(parents)]
-        return cls(bodies, gravity=gravity, name=name, check_inertias=check_inertias)
+                       inertias[i][1], inertias[i][2], Xtree[i],
+                       None if joint_names is None else joint_names[i]) for i, p in enumerate(parents)]
+        return cls(bodies, gravity=gravity, name=name, check_inertias=check_inertias,
+                   max_bodies=max_bodies)
+
+
+def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless: bool) -> dict:
+    """Merge fixed bodies into their parents; per-body checks with the names the caller gave."""
+    Bk = get_backend("sympy" if sym else "numpy")
+    eye = Bk.eye(3)
+    names: list[str] = []
+    parents: list[int] = []
+    joints: list[Joint] = []
+    jnames: list[str] = []
+    Xtree: list[Transform] = []
+    I: list[Any] = []
+    params: list[tuple[Any, Any, Any] | None] = []
+    frames: dict[str, Frame] = {}
+    where: dict[str, tuple[int, Transform | None]] = {}  # body name -> (model body index, X body<-that)
+    for b in ordered:
+        what = f"body {b.name!r}"
+        if not isinstance(b.joint, Joint):
+            raise ModelError(f"{what}: joint must be a symdyn Joint, got {type(b.joint).__name__}")
+        _refuse_casadi(b.mass, f"{what} mass")
+        mass = b.mass if sym and _is_sym(b.mass) else _scalar(b.mass, f"{what} mass", sym)
+        com = _const(b.com, (3,), f"{what} com", sym)
+        Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym)
+        if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
+            check_inertia(float(mass), np.array(Ic, dtype=float), what)
+        elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
+            raise ModelError(f"{what}: mass must be positive, got {mass}")
+        if b.X_tree is not None:
+            _refuse_casadi(list(b.X_tree), f"{what} X_tree")
+        X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
+        X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym),
+                      _const(X.r, (3,), f"{what} X_tree translation", sym))
+        if not sym:
+            X = Transform(np.array(X.E), np.array(X.r))
+            com, Ic = np.array(com), np.array(Ic)
+        else:
+            import sympy as sp
+
+            X = Transform(sp.Matrix(X.E), sp.Matrix(X.r))
+            com, Ic = sp.Matrix(com), sp.Matrix(Ic)
+        Ibody = spatial.mcI(Bk, mass, com, Ic)
+        if b.parent is None:
+            parent, Xp = -1, None
+        else:
+            parent, Xp = where[b.parent]
+        if Xp is not None:  # parent was merged into body `parent`: Xtree composes
+            X = spatial.compose(Bk, X, Xp)
+        if isinstance(b.joint, Fixed):
+            # merge into the parent (paper-style trees have no fixed joints)
+            if parent >= 0:
+                I[parent] = I[parent] + spatial.congruence(Bk, X, Ibody)
+                params[parent] = None
+            where[b.name] = (parent, X)
+            frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)))
+            continue
+        where[b.name] = (len(names), None)
+        names.append(b.name)
+        parents.append(parent)
+        joints.append(b.joint)
+        jnames.append(b.joint_name if b.joint_name is not None else f"{b.name}_joint")
+        Xtree.append(X)
+        I.append(Ibody)
+        params.append((mass, com, Ic))
+        frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))))
+    if not names:
+        raise ModelError("the model has no moving bodies (all joints are fixed)")
+    return dict(names=names, parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
+                body_params=params, frames=frames)
 
 
 def _scalar(x, what, sym):
+    _refuse_casadi(x, what)
     if sym and _is_sym(x):
         return x
     try:

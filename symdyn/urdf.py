@@ -41,11 +41,12 @@ from xml.parsers import expat
 
 import numpy as np
 
-from .joints import Fixed, Floating, Planar, Prismatic, Revolute
-from .model import Body, Model, ModelError
+from .joints import make_joint
+from .model import (Body, Model, ModelError, check_size, mass_com_inertia,
+                    physical_inertia_problem)
 from .spatial import Transform
 
-__all__ = ["URDFError", "load_urdf", "rpy_to_rot"]
+__all__ = ["URDFError", "load_urdf", "mass_com_inertia", "physical_inertia_problem", "rpy_to_rot"]
 
 URDF_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
@@ -175,25 +176,23 @@ def _make_joint(ctx: _Ctx, j, jname: str):
     if kind not in URDF_JOINT_TYPES:
         raise ctx.error(owner, j, f"unknown joint type {kind!r}; URDF joint types are "
                                   f"{', '.join(URDF_JOINT_TYPES)}")
-    if kind == "fixed":
-        return Fixed()
-    if kind == "floating":
-        return Floating()
+    if kind in ("fixed", "floating"):
+        return make_joint(kind)
     axis_el = j.find("axis")
     axis = ctx.numbers(owner, axis_el, "xyz", 3, (1.0, 0.0, 0.0)) if axis_el is not None \
         else np.array([1.0, 0.0, 0.0])
-    n = float(np.linalg.norm(axis))
-    if n < 1e-12:
+    big = float(np.abs(axis).max())
+    if big < 1e-12:
         raise ctx.error(owner, axis_el, "<axis xyz='0 0 0'>: the joint axis must be nonzero")
-    axis = axis / n
+    axis = axis / big  # scaled first: a norm of huge entries would overflow
+    axis = axis / float(np.linalg.norm(axis))
     if kind == "planar":
         if not np.allclose(axis, (0.0, 0.0, 1.0), atol=1e-12):
             raise ctx.error(owner, j, f"planar joint with axis {axis.tolist()}: symdyn's Planar joint "
                                       "moves in the x-y plane, so the URDF axis (plane normal) must be "
                                       "'0 0 1' (rotate the joint origin instead)")
-        return Planar()
-    spec = _axis_spec(axis)
-    return Revolute(spec) if kind in ("revolute", "continuous") else Prismatic(spec)
+        return make_joint("planar")
+    return make_joint(kind, _axis_spec(axis))  # revolute, continuous (= revolute), prismatic
 
 
 def _axis_spec(axis: np.ndarray):
@@ -221,7 +220,8 @@ def _read(source) -> tuple[bytes | str, str]:
 # --- loader ---------------------------------------------------------------------------------------
 
 def load_urdf(source, floating_base: bool = False, name: str | None = None,
-              gravity=(0.0, 0.0, -9.81), check_inertias: bool = True) -> Model:
+              gravity=(0.0, 0.0, -9.81), check_inertias: bool = True,
+              max_bodies: int | None = None) -> Model:
     """Build a :class:`~symdyn.model.Model` from a URDF file path or XML string.
 
     Bodies are the non-fixed links in depth-first order from the root (children in document
@@ -229,16 +229,25 @@ def load_urdf(source, floating_base: bool = False, name: str | None = None,
     (``"root_joint"`` for the floating base). Every link, fixed ones included, is a frame in
     ``model.frames``. See the module docstring for the conventions and the inertia policy.
 
-    Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem)
-    and ``FileNotFoundError`` for a missing path.
+    ``max_bodies``: refuse files with more ``<link>`` elements than this, right after parsing
+    (default :data:`symdyn.model.MAX_BODIES` or the environment variable ``SYMDYN_MAX_BODIES``).
+
+    Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem;
+    values that overflow floating point name their link or joint) and ``FileNotFoundError`` for a
+    missing path.
     """
     data, label = _read(source)
     root_el, lines = _parse_xml(data, label)
     ctx = _Ctx(label, lines)
     if root_el.tag != "robot":
         raise ctx.error(f"<{root_el.tag}>", root_el, "the root element must be <robot>")
+    link_els = root_el.findall("link")
+    try:
+        check_size(len(link_els), f"{label}: {len(link_els)} <link> elements", max_bodies)
+    except ModelError as exc:
+        raise URDFError(str(exc)) from None
     links: dict[str, ET.Element] = {}
-    for link in root_el.findall("link"):
+    for link in link_els:
         lname = link.get("name")
         if not lname:
             raise ctx.error("<link>", link, "no 'name' attribute")
@@ -295,78 +304,26 @@ def load_urdf(source, floating_base: bool = False, name: str | None = None,
         raise ctx.error("<robot>", root_el, f"links {lost} are not reachable from the root link "
                                             f"{roots[0]!r}: their joints form a cycle")
 
-    bodies, jnames = [], {}
+    bodies = []
     for lname in order:
         mass, com, Ic = _link_inertia(ctx, links[lname])
         if lname == roots[0]:
-            joint = Floating() if floating_base else Fixed()
-            bodies.append(Body(lname, None, joint, mass, com, Ic))
-            jnames[lname] = "root_joint"
+            joint = make_joint("floating" if floating_base else "fixed")
+            bodies.append(Body(lname, None, joint, mass, com, Ic, joint_name="root_joint"))
             continue
         jname, parent, j = parent_joint[lname]
         R, xyz = ctx.origin(f"joint {jname!r}", j)
         bodies.append(Body(lname, parent, _make_joint(ctx, j, jname), mass, com, Ic,
-                           Transform(R.T.copy(), xyz)))
-        jnames[lname] = jname
+                           Transform(R.T.copy(), xyz), joint_name=jname))
     mname = name if name is not None else (root_el.get("name") or "urdf")
     try:
-        model = Model(bodies, gravity=gravity, name=mname, check_inertias=False, allow_massless=True)
+        # "semidefinite": the inertia policy of the module docstring, on the merged bodies
+        return Model(bodies, gravity=gravity, name=mname,
+                     check_inertias="semidefinite" if check_inertias else False,
+                     allow_massless=True, max_bodies=max_bodies)
     except ModelError as exc:
-        raise URDFError(f"{label}: {exc}") from exc
-    model.joint_names = [jnames[n] for n in model.names]
-    if check_inertias:
-        _check_bodies(model, label)
-    return model
-
-
-def mass_com_inertia(I6) -> tuple[float, np.ndarray, np.ndarray]:
-    """(mass, CoM, rotational inertia about the CoM) of a numeric 6x6 spatial inertia."""
-    I6 = np.asarray(I6, dtype=float)
-    m = float(I6[3, 3])
-    if m == 0:
-        return 0.0, np.zeros(3), I6[:3, :3].copy()
-    c = np.array([I6[2, 4], I6[0, 5], I6[1, 3]]) / m  # m S(c) block
-    C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
-    return m, c, I6[:3, :3] - m * C @ C.T
-
-
-def physical_inertia_problem(mass: float, Ic, scale: float | None = None) -> str | None:
-    """Why (mass, Ic about the CoM) is not a rigid body's inertia, or None if it is one.
-
-    Accepts the physical limits point mass (Ic = 0) and thin rod (one zero principal moment):
-    mass > 0, Ic symmetric positive semidefinite with principal moments satisfying the triangle
-    inequalities, to a tolerance of 1e-9 ``scale`` (default: the largest moment).
-    """
-    Ic = np.asarray(Ic, dtype=float)
-    if not mass > 0:
-        return f"mass must be positive, got {mass}"
-    ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
-    tol = 1e-9 * (scale if scale is not None else max(abs(ev[-1]), 1e-300))
-    if not np.allclose(Ic, Ic.T, rtol=0, atol=tol):
-        return "rotational inertia is not symmetric"
-    if ev[0] < -tol:
-        return f"rotational inertia has a negative principal moment (moments {ev.tolist()})"
-    if ev[0] + ev[1] < ev[2] - tol:
-        return (f"principal moments {ev.tolist()} violate the triangle inequality "
-                "(no rigid body has this inertia)")
-    return None
-
-
-def _check_bodies(model: Model, label: str) -> None:
-    """The inertia policy of the module docstring, on the bodies after fixed links are merged."""
-    subtree_mass = [sum(float(np.asarray(model.I[k])[3, 3]) for k in model.subtree[i])
-                    for i in range(model.N)]
-    for i, lname in enumerate(model.names):
-        merged = [f for f, fr in model.frames.items() if fr.body == i and f != lname]
-        what = f"link {lname!r}" + (f" (with fixed links {merged} merged)" if merged else "")
-        hint = "; pass check_inertias=False to load the file's values unchecked"
-        I6 = np.asarray(model.I[i], dtype=float)
-        if not np.any(I6):
-            if subtree_mass[i] == 0:
-                raise URDFError(f"{label}: {what}: joint {model.joint_names[i]!r} moves only massless "
-                                f"links, so the mass matrix would be singular{hint}")
-            continue
-        m, _, Ic = mass_com_inertia(I6)
-        problem = physical_inertia_problem(m, Ic, scale=float(np.abs(I6[:3, :3]).max()))
-        if problem:
-            raise URDFError(f"{label}: {what}: {problem}{hint}")
+        if exc.body is None or exc.problem is None:
+            raise URDFError(f"{label}: {exc}") from exc
+        merged = f" (with fixed links {list(exc.merged)} merged)" if exc.merged else ""
+        hint = "; pass check_inertias=False to load the file's values unchecked" if check_inertias else ""
+        raise URDFError(f"{label}: link {exc.body!r}{merged}: {exc.problem}{hint}") from exc

@@ -58,7 +58,7 @@ def test_empty_and_all_fixed_models_are_rejected():
 
 def test_bodies_out_of_order_are_sorted_parents_first():
     m = Model([body("c", "b"), body("b", "a"), body("a", None)])
-    assert m.names == ["a", "b", "c"] and m.parents == [-1, 0, 1]
+    assert list(m.names) == ["a", "b", "c"] and list(m.parents) == [-1, 0, 1]
 
 
 @pytest.mark.parametrize("parents,msg", [

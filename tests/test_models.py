@@ -20,7 +20,7 @@ from symdyn.models import (biped, binary_tree, branched_parents, branched_tree, 
 def test_serial_chain(n):
     m = serial_chain(n)
     assert (m.N, m.nq, m.nv, m.d) == (n, n, n, n)
-    assert m.parents == [-1] + list(range(n - 1))
+    assert list(m.parents) == [-1] + list(range(n - 1))
     assert [j.axis_spec for j in m.joints] == [("z", "y", "x")[i % 3] for i in range(n)]
 
 
@@ -41,8 +41,8 @@ def test_serial_chain_seed_and_joint_kinds():
 @pytest.mark.parametrize("n,bf", [(15, 2), (20, 2), (20, 5), (31, 2), (7, 3)])
 def test_branched_tree_topology(n, bf):
     m = branched_tree(n, bf)
-    assert m.parents == [-1] + [(i - 1) // bf for i in range(1, n)]
-    assert m.parents == branched_parents(n, bf)
+    assert list(m.parents) == [-1] + [(i - 1) // bf for i in range(1, n)]
+    assert list(m.parents) == branched_parents(n, bf)
     assert all(len(c) <= bf for c in m.children)
     # a complete bf-ary tree: depth = number of levels
     levels = 1 + math.floor(math.log(n * (bf - 1) + 1, bf) - 1e-12)

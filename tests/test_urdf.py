@@ -110,7 +110,7 @@ def arm_dynamics(q, qd, qdd, g=(0.0, 0.0, -9.81)):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_two_link_arm_matches_closed_form(backend):
     model = load_urdf(DATA / "two_link_arm.urdf", gravity=(0, -9.81, 0))
-    assert model.names == ["link1", "link2"] and model.joint_names == ["shoulder", "elbow"]
+    assert list(model.names) == ["link1", "link2"] and list(model.joint_names) == ["shoulder", "elbow"]
     assert model.name == "two_link_arm" and model.nq == model.nv == 2
     rng = np.random.default_rng(1)
     for _ in range(3):
@@ -167,7 +167,7 @@ def _hand_built_rpy_tree():
 def test_rpy_tree_equals_hand_built_model():
     model = load_urdf(DATA / "rpy_tree.urdf")
     hand = _hand_built_rpy_tree()
-    assert model.names == ["a", "b", "c", "d"] == hand.names
+    assert list(model.names) == ["a", "b", "c", "d"] == list(hand.names)
     assert [j.type for j in model.joints] == ["revolute", "revolute", "prismatic", "revolute"]
     assert model.joints[0].axis_spec == "x" and model.joints[1].axis_spec == "y"
     assert model.joints[3].axis_spec == (0.0, -1.0, 0.0)  # negative axis: a general unit vector
@@ -185,7 +185,7 @@ def test_rpy_tree_matches_pinocchio():
     model = load_urdf(DATA / "rpy_tree.urdf")
     pm = pin.buildModelFromUrdf(str(DATA / "rpy_tree.urdf"))
     pd = pm.createData()
-    assert [pm.names[j] for j in range(1, pm.njoints)] == model.joint_names  # same depth-first order
+    assert [pm.names[j] for j in range(1, pm.njoints)] == list(model.joint_names)  # same depth-first order
     rng = np.random.default_rng(3)
     for _ in range(3):
         q = model.random_q(rng)  # j_b is continuous: Pinocchio stores (cos, sin)
@@ -245,7 +245,7 @@ def test_fixed_link_is_merged_like_a_hand_merged_inertia():
     Istr = fmt(repr(float(v)) for v in (Ic[0, 0], Ic[0, 1], Ic[0, 2], Ic[1, 1], Ic[1, 2], Ic[2, 2]))
     merged = robot(*base, link("link1", m, xyz=fmt(repr(float(v)) for v in c), I=Istr))
     a, b = load_urdf(with_tool), load_urdf(merged)
-    assert a.N == b.N == 2 and a.names == ["link1", "link2"]
+    assert a.N == b.N == 2 and list(a.names) == ["link1", "link2"]
     assert a.frames["tool"].body == 0
     assert np.allclose(a.frames["tool"].X.E, Rt.T) and np.allclose(a.frames["tool"].X.r, pt)
     rng = np.random.default_rng(4)
@@ -263,7 +263,7 @@ def test_chain_of_fixed_links_to_world_and_between_bodies():
                 joint("j1", "revolute", "flange", "l1", xyz="0.1 0 0", axis="0 0 1"),
                 joint("j2", "continuous", "l1", "l2", xyz="0.5 0 0", axis="1 0 0"))
     m = load_urdf(xml)
-    assert m.names == ["l1", "l2"] and m.parents == [-1, 0]
+    assert list(m.names) == ["l1", "l2"] and list(m.parents) == [-1, 0]
     E, r = m.Xtree[0]  # world -> stand -> flange -> l1 composes into one tree transform
     assert np.allclose(E, Rz(0.5).T) and np.allclose(r, [0, 0, 1] + Rz(0.5) @ [0.1, 0, 0])
     R, p, _ = sd.forward_kinematics(m, np.zeros(2))
@@ -302,7 +302,7 @@ def test_default_axis_is_x():
 
 def test_floating_base_root_counts_and_is_named_root_joint():
     m = load_urdf(DATA / "two_link_arm.urdf", floating_base=True)
-    assert m.names == ["base", "link1", "link2"] and m.joint_names[0] == "root_joint"
+    assert list(m.names) == ["base", "link1", "link2"] and m.joint_names[0] == "root_joint"
     assert m.joints[0].type == "floating" and m.nq == 9 and m.nv == 8 and m.is_floating
     q = m.random_q(np.random.default_rng(6))
     M = sd.crba(m, q)
@@ -341,7 +341,7 @@ def test_massless_frames_and_intermediate_links():
                 joint("t", "fixed", "l", "tip", xyz="0 0 -1"),
                 joint("t2", "fixed", "tip", "tip2"))
     m = load_urdf(xml)
-    assert m.names == ["u", "l"] and not np.any(m.I[0])
+    assert list(m.names) == ["u", "l"] and not np.any(m.I[0])
     assert m.frames["tip"].body == 1 and np.allclose(m.frames["tip"].X.r, [0, 0, -1])
     q = np.array([0.4, -0.3])
     assert np.all(np.linalg.eigvalsh(sd.crba(m, q)) > 0)
