@@ -6,7 +6,7 @@ Configuration derivatives can be taken in the tangent space (``q (+) dq`` throug
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import casadi as ca
 import numpy as np
@@ -21,7 +21,9 @@ def ad_jacobians(model, fn: Callable, args: Sequence, kinds: Sequence[str], wrt:
     argument is differentiated along ``q (+) dq`` at dq = 0 (nv columns).
     Returns the value and one numpy array per entry of ``wrt``.
     """
-    syms, inputs, vals = [], [], []
+    syms: list[tuple[Any, ...]] = []
+    inputs: list[Any] = []
+    vals: list[tuple[Any, ...]] = []
     for k, (a, kind) in enumerate(zip(args, kinds)):
         n = model.nq if kind == "q" else model.nv
         x0 = np.asarray(a, dtype=float).reshape(-1)

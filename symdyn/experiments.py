@@ -389,7 +389,7 @@ def write_index(directory: Path) -> Path:
          "regenerates one report. This index is rewritten after every run.", "",
          "| report | reproduces | command | last generated (UTC) | preset | duration |",
          "|---|---|---|---|---|---|"]
-    machines = {}
+    machines: dict[str, list[str]] = {}
     for exp in EXPERIMENTS.values():
         r = runs.get(exp.name)
         files = [f for f in exp.reports if (directory / f).is_file()]

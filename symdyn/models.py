@@ -11,6 +11,8 @@ Bodies are numbered parents first; ``seed`` makes random geometry reproducible.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .joints import Joint, make_joint
@@ -131,12 +133,12 @@ def _tree(parents, kinds, seed, name, link=1.0, max_bodies=None) -> Model:
             bodies.append(Body(f"link{i + 1}", None if p < 0 else f"link{p + 1}", joint, m, c, Ic, X))
         return Model(bodies, name=name, max_bodies=max_bodies)
     nchild = [0] * len(parents)
-    bodies = []
+    placed: list[tuple[Body, int]] = []  # (body, depth)
     for i, p in enumerate(parents):
         k = 0 if p < 0 else nchild[p]
         if p >= 0:
             nchild[p] += 1
-        depth = 0 if p < 0 else bodies[p][1] + 1
+        depth = 0 if p < 0 else placed[p][1] + 1
         joint = _deterministic_joint(kinds[i % len(kinds)], depth)
         # child k of a parent sits at the parent's link tip, siblings fanned out along y
         r = np.zeros(3) if p < 0 else np.array([link, 0.3 * k, 0.0])
@@ -145,8 +147,8 @@ def _tree(parents, kinds, seed, name, link=1.0, max_bodies=None) -> Model:
         Ic = _box_inertia(mass, (link, 0.1, 0.1))
         body = Body(f"link{i + 1}", None if p < 0 else f"link{p + 1}", joint, mass, com, Ic,
                     Transform(np.eye(3), r))
-        bodies.append((body, depth))
-    return Model([b for b, _ in bodies], name=name, max_bodies=max_bodies)
+        placed.append((body, depth))
+    return Model([b for b, _ in placed], name=name, max_bodies=max_bodies)
 
 
 def serial_chain(n: int, joint="revolute", seed=None, name: str | None = None,
@@ -218,6 +220,7 @@ def _legged(n: int, hips, floating: bool, seed, name: str, max_bodies=None) -> M
         parent = "torso"
         for j in range(count):
             seg = 0.05 if j < 2 else 0.3  # hip yaw/roll are short; thigh, shank, feet longer
+            c: Any
             if rng is None:
                 m, c, Ic = 1.0, (0.0, 0.0, -seg / 2), _box_inertia(1.0, (0.05, 0.05, max(seg, 0.05)))
             else:

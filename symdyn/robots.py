@@ -107,7 +107,7 @@ def _candidates():
         yield Path(env)
     try:
         dist = importlib.metadata.distribution("example-robot-data")
-        yield Path(dist.locate_file(_SHARE))
+        yield Path(str(dist.locate_file(_SHARE)))
     except importlib.metadata.PackageNotFoundError:
         pass
     dirs = list(getattr(site, "getsitepackages", list)())

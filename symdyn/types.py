@@ -7,7 +7,7 @@ return are the libraries' own types and are annotated with the aliases below (wh
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, TypeAlias, Union
+from typing import Any, Optional, Sequence, TypeAlias, Union
 
 #: A native array of the backend: ``numpy.ndarray``, ``sympy.Matrix`` (or a SymEngine matrix),
 #: ``casadi.SX``. Inputs may also be plain sequences of numbers or symbols.
@@ -20,4 +20,8 @@ Backend: TypeAlias = ModuleType
 #: A random source accepted by ``Model.random_q``: a seed, a ``numpy.random.Generator`` or None.
 Seed: TypeAlias = Union[int, Any, None]
 
-__all__ = ["Array", "Backend", "Seed"]
+#: External forces: None, or one spatial force ``[n; f]`` per body in body coordinates (None
+#: entries for bodies without one).
+ExternalForces: TypeAlias = Optional[Sequence[Optional[Array]]]
+
+__all__ = ["Array", "Backend", "ExternalForces", "Seed"]

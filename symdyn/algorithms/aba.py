@@ -1,11 +1,18 @@
 """Articulated-Body Algorithm (Featherstone 2008, Table 7.1), multi-DoF joints included."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xform_motion
 from .common import entry, external_forces, joint_kinematics
+from ..types import Array, ExternalForces
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
-def aba(model, q, qd, tau, f_ext=None, *, backend: str | None = None):
+def aba(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = None, *,
+        backend: str | None = None) -> Array:
     """Forward dynamics qdd = M^-1 (tau - C qd - g + sum J^T f_ext).
 
     ``f_ext[i]`` is an external force [n; f] on body i in body coordinates.
@@ -37,7 +44,9 @@ def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
         pA[i] = cross_force(B, v[i], I[i] @ v[i])
         if f_ext[i] is not None:
             pA[i] = pA[i] - f_ext[i]
-    U, Dinv, u = [None] * N, [None] * N, [None] * N
+    U: list[Any] = [None] * N
+    Dinv: list[Any] = [None] * N
+    u: list[Any] = [None] * N
     for i in reversed(range(N)):
         p = parents[i]
         U[i] = IA[i] @ S[i]

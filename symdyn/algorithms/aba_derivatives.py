@@ -17,10 +17,16 @@ NumPy) or ``"graph"`` (expression graphs: SymPy, SymEngine, CasADi) after the ba
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..spatial import xform_force_T, xform_motion
 from .aba import aba_pass
 from .common import entry, external_forces, joint_kinematics
 from .rnea_derivatives import check_joints, idsva
+from ..types import Array, ExternalForces
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 METHODS = ("auto", "dmm", "aza")
 
@@ -36,8 +42,9 @@ METHODS = ("auto", "dmm", "aza")
 AUTO_CROSSOVER: dict[str, int | None] = {"numeric": None, "graph": 20}
 
 
-def aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "auto", *,
-                    backend: str | None = None):
+def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = None,
+                    method: str = "auto", *,
+                    backend: str | None = None) -> tuple[Array, Array, Array]:
     """``(dqdd_dq, dqdd_dqd, Minv)``: partial derivatives of ``qdd = aba(model, q, qd, tau, f_ext)``.
 
     ``Minv = M(q)^-1 = dqdd/dtau``. q-derivatives are in the tangent space (``q (+) delta`` through the

@@ -22,10 +22,16 @@ symbols of eq. (4); planar joints (generalized coordinates with Phiring != 0) ar
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorization_B,
                        inertia_congruence, xform_force_T)
 from .common import entry, joint_kinematics
 from .crba import crba
+from ..types import Array
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
 def _col(A, c):
@@ -50,8 +56,9 @@ def _christoffel_blocks(B, model, q, emit):
     N, parents, idx = model.N, model.parents, model.v_idx
     n = [b - a for a, b in idx]
     # dPhiring_i / dnu (per column of joint i); Phiring is linear in the joint's own speeds
-    dSring = [None if j.S_constant else [j.Sring(B, q[i], _unit(B, n[i], c)) for c in range(n[i])]
-              for i, j in enumerate(model.joints)]
+    dSring: list[Any] = [
+        None if j.S_constant else [j.Sring(B, q[i], _unit(B, n[i], c)) for c in range(n[i])]
+        for i, j in enumerate(model.joints)]
     IC = list(I)                                                              # lines 1-3
     for k in reversed(range(N)):                                              # line 4
         for b in range(n[k]):                                                 # speeds of joint k
@@ -124,7 +131,7 @@ def _dense_writer(B, G):
     return emit
 
 
-def christoffel(model, q, *, backend: str | None = None):
+def christoffel(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Generalized Christoffel symbols of the first kind, O(N d^2) (paper 000 Algorithm 2).
 
     ``Gamma[i, j, k]`` with ``C*[i, j] = sum_k Gamma[i, j, k] qd[k]`` for the model's speeds qd, so
@@ -142,7 +149,8 @@ def christoffel(model, q, *, backend: str | None = None):
     return G
 
 
-def christoffel_nonzero(model, q, *, backend: str | None = None) -> dict:
+def christoffel_nonzero(model: Model, q: Array, *,
+                        backend: str | None = None) -> dict[tuple[int, int, int], Any]:
     """The structurally nonzero, unique Christoffel symbols as a dict ``{(i, j, k): value}``.
 
     Only mutually related (i, j, k) (speeds of joints on one root-to-leaf path) appear. Where
@@ -185,7 +193,7 @@ def _require_symbols(B, qv, nq):
                          "numbers (NumPy, differentiated by CasADi AD) for numeric symbols")
 
 
-def christoffel_from_mass_matrix(model, q, *, backend: str | None = None):
+def christoffel_from_mass_matrix(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Christoffel symbols by eq. (4), ``Gamma[i,j,k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i)``,
     differentiating ``M = crba(model, q)`` (the baseline of paper 000 Table 2).
 

@@ -1,11 +1,17 @@
 """Composite-Rigid-Body Algorithm (Featherstone 2008, Table 6.2; paper 000 eqs. (15), (17), (19))."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..spatial import inertia_congruence_sym, xform_force_T
 from .common import assemble_blocks, entry, joint_kinematics
+from ..types import Array
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
-def crba(model, q, *, backend: str | None = None):
+def crba(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend."""
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     I = model.constants(B).I

@@ -1,11 +1,18 @@
 """Forward kinematics and body Jacobians."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..spatial import compose, xform_motion
 from .common import entry, joint_kinematics
+from ..types import Array
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
-def forward_kinematics(model, q, qd=None, *, backend: str | None = None):
+def forward_kinematics(model: Model, q: Array, qd: Array | None = None, *,
+                       backend: str | None = None) -> tuple[list[Array], list[Array], list[Array]]:
     """Body poses in the world frame and, if qd is given, body velocities.
 
     Returns ``(R, p, v)``: ``R[i]`` rotates body-i coordinates into world coordinates, ``p[i]``
@@ -16,7 +23,8 @@ def forward_kinematics(model, q, qd=None, *, backend: str | None = None):
     B, segs = entry(model, *args, backend=backend)
     q = segs[0]
     Xup, S = joint_kinematics(B, model, q)
-    X0, v = [None] * model.N, [None] * model.N
+    X0: list[Any] = [None] * model.N
+    v: list[Any] = [None] * model.N
     for i, p in enumerate(model.parents):
         X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])
         if qd is not None:
@@ -25,11 +33,12 @@ def forward_kinematics(model, q, qd=None, *, backend: str | None = None):
     return [X.E.T for X in X0], [X.r for X in X0], v
 
 
-def body_jacobians(model, q, *, backend: str | None = None):
+def body_jacobians(model: Model, q: Array, *, backend: str | None = None) -> list[Array]:
     """Body Jacobians J[k] (6 x nv, body-k coordinates) with v_k = J[k] qd (paper 000 Remark 4)."""
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     Xup, S = joint_kinematics(B, model, q)
-    cols = [None] * model.N  # cols[k][j] = X_{k<-j} S_j for ancestors j of k
+    # cols[k][j] = X_{k<-j} S_j for ancestors j of k
+    cols: list[dict[int, Any]] = [{} for _ in range(model.N)]
     for k, p in enumerate(model.parents):
         cols[k] = {} if p < 0 else {j: xform_motion(B, Xup[k], Sj) for j, Sj in cols[p].items()}
         cols[k][k] = S[k]

@@ -1,11 +1,18 @@
 """Recursive Newton-Euler Algorithm (Featherstone 2008, Table 5.1; paper 000 eqs. (5), (7), (12), (13))."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..spatial import cross_force, cross_motion, xform_force_T, xform_motion
 from .common import entry, external_forces, joint_kinematics
+from ..types import Array, ExternalForces
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 
-def rnea(model, q, qd, qdd, f_ext=None, *, backend: str | None = None):
+def rnea(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = None, *,
+         backend: str | None = None) -> Array:
     """Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) - sum J^T f_ext.
 
     ``f_ext[i]`` is an external spatial force [n; f] on body i in body-i coordinates. Gravity comes
@@ -17,7 +24,9 @@ def rnea(model, q, qd, qdd, f_ext=None, *, backend: str | None = None):
     I, a_grav = consts.I, consts.a_grav
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
-    v, a, f = [None] * model.N, [None] * model.N, [None] * model.N
+    v: list[Any] = [None] * model.N
+    a: list[Any] = [None] * model.N
+    f: list[Any] = [None] * model.N
     for i, p in enumerate(model.parents):
         vJ = S[i] @ qd[i]
         cJ = model.joints[i].Sring(B, q[i], qd[i])
@@ -38,12 +47,13 @@ def rnea(model, q, qd, qdd, f_ext=None, *, backend: str | None = None):
     return B.vcat(tau)
 
 
-def nonlinear_effects(model, q, qd, f_ext=None, *, backend: str | None = None):
+def nonlinear_effects(model: Model, q: Array, qd: Array, f_ext: ExternalForces = None, *,
+                      backend: str | None = None) -> Array:
     """C(q, qd) qd + g(q) (- external forces): rnea with qdd = 0."""
     return rnea(model, q, qd, [0.0] * model.nv, f_ext, backend=backend)
 
 
-def gravity_vector(model, q, *, backend: str | None = None):
+def gravity_vector(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """g(q): rnea with qd = qdd = 0."""
     zero = [0.0] * model.nv
     return rnea(model, q, zero, zero, backend=backend)

@@ -14,6 +14,8 @@ any coordinates (eq. (12)), with Phiring_i transformed from body-i coordinates.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..spatial import compose, cross_motion, inertia_congruence, xform_motion_inv
 from .common import joint_kinematics
 
@@ -21,7 +23,7 @@ from .common import joint_kinematics
 def root_transforms(B, model, Xup):
     """X0[i]: compact transform from the coordinates of body i's tree root to body-i
     coordinates; ``None`` for the roots themselves (the identity)."""
-    X0 = [None] * model.N
+    X0: list[Any] = [None] * model.N
     for i, p in enumerate(model.parents):
         if p >= 0:
             X0[i] = Xup[i] if X0[p] is None else compose(B, Xup[i], X0[p])

@@ -42,7 +42,7 @@ Generic over the backends (no NumPy/SymPy/CasADi imports); NumPy inputs are chec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..algorithms.coriolis import (Sweep, algorithm1, check_factorization, composite_inertias,
                                    mass_matrix_rate)
@@ -211,7 +211,9 @@ class ClusterTree:
         Xup, S = joint_kinematics(B, tree, qs)
         N = tree.N
         Xa, J = [None] * N, [None] * N
-        G, Kds, residual = [None] * len(self.clusters), [None] * len(self.clusters), {}
+        G: list[Any] = [None] * len(self.clusters)
+        Kds: list[Any] = [None] * len(self.clusters)
+        residual = {}
         for k, cl in enumerate(self.clusters):
             for b in cl.bodies:
                 p = tree.parents[b]
@@ -290,7 +292,7 @@ class ClusterTree:
                 (b,) = cl.bodies
                 SdK[b] = Phid[b]
                 continue
-            Jd = {}
+            Jd: dict[int, Any] = {}
             for b in cl.bodies:
                 p = tree.parents[b]
                 Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}

@@ -46,7 +46,7 @@ Jacobian ``K_d`` raises :class:`SingularConfigurationError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ..algorithms.common import entry, joint_kinematics
 from ..algorithms.coriolis import coriolis_matrix
@@ -95,13 +95,13 @@ class LoopClosure:
 class LoopDynamics(NamedTuple):
     """Induced dynamics in the minimal speeds y (paper 001 eq. (17)); ``qd = G y``."""
 
-    M: object
-    Mdot: object
-    C: object
-    g: object
-    G: object
-    Gdot: object
-    qd: object
+    M: Any
+    Mdot: Any
+    C: Any
+    g: Any
+    G: Any
+    Gdot: Any
+    qd: Any
 
 
 class LoopModel:
@@ -127,7 +127,10 @@ class LoopModel:
         closures = list(closures)
         if not closures:
             raise ClosureError("a LoopModel needs at least one LoopClosure (otherwise use the tree)")
-        self.closures, self._frames, self._rows, self._cache = [], [], [], {}
+        self.closures: list[LoopClosure] = []
+        self._frames: list[tuple[Any, ...]] = []   # (pred, succ, X_pred, X_succ) per closure
+        self._rows: list[list[int]] = []
+        self._cache: dict[str, Any] = {}
         m = 0
         for c, cl in enumerate(closures):
             self._add_closure(c, cl)
@@ -203,7 +206,8 @@ class LoopModel:
             raise ClosureError(str(exc)) from None
 
     def _speed_indices(self, independent):
-        tree, out = self.tree, []
+        tree = self.tree
+        out: list[int] = []
         if isinstance(independent, (str, int)):
             independent = [independent]
         for s in independent:
@@ -238,7 +242,7 @@ class LoopModel:
         K needs ``jacobian``, Kdot needs the tree speeds ``qds``."""
         tree = self.tree
         Xup, S = joint_kinematics(B, tree, qs)
-        X0 = [None] * tree.N
+        X0: list[Any] = [None] * tree.N
         for k, p in enumerate(tree.parents):
             X0[k] = Xup[k] if p < 0 else compose(B, Xup[k], X0[p])
         d = _jacobians(B, tree, qs, qds, Xup, S) if (jacobian or qds is not None) else None

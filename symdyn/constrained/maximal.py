@@ -27,7 +27,7 @@ of paper 000 Algorithm 1.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..algorithms.common import entry, joint_kinematics
 from ..spatial import crf, crm, cross_motion, factorization_B, skew, xform_motion
@@ -73,10 +73,10 @@ class JacobianDerivatives(NamedTuple):
     """Per body k (body-k coordinates): velocity ``v[k]``, Jacobian ``J[k]`` (6 x nv) with
     ``v_k = J_k qd``, coordinate-free derivative ``Jdot[k]`` and apparent derivative ``Jring[k]``."""
 
-    v: list
+    v: list | None       # None when no speeds were given
     J: list
-    Jdot: list
-    Jring: list
+    Jdot: list | None
+    Jring: list | None
 
 
 def _jacobians(B, model, q, qd, Xup=None, S=None):
@@ -85,13 +85,15 @@ def _jacobians(B, model, q, qd, Xup=None, S=None):
         Xup, S = joint_kinematics(B, model, q)
     N = model.N
     if qd is None:
-        cols = [None] * N
+        cols: list[Any] = [None] * N
         for k, p in enumerate(model.parents):
             cols[k] = {} if p < 0 else {j: xform_motion(B, Xup[k], c) for j, c in cols[p].items()}
             cols[k][k] = S[k]
         return JacobianDerivatives(None, [_dense(B, model, c) for c in cols], None, None)
-    v, Sdot = [None] * N, [None] * N
-    cols, dcols = [None] * N, [None] * N  # {j: X_{k<-j} Phi_j}, {j: X_{k<-j} Phidot_j}
+    v: list[Any] = [None] * N
+    Sdot: list[Any] = [None] * N
+    cols = [None] * N                    # {j: X_{k<-j} Phi_j}
+    dcols: list[Any] = [None] * N        # {j: X_{k<-j} Phidot_j}
     for k, p in enumerate(model.parents):
         vJ = S[k] @ qd[k]
         v[k] = vJ if p < 0 else xform_motion(B, Xup[k], v[p]) + vJ           # (5)

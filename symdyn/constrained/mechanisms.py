@@ -63,9 +63,9 @@ def four_bar(ground: float = 0.55, crank: float = 0.2, coupler: float = 0.6, roc
     ``theta_ref``.
     """
     lengths = {"crank": crank, "coupler": coupler, "rocker": rocker}
-    for k, v in list(lengths.items()) + [("ground", ground)]:
+    for key, v in list(lengths.items()) + [("ground", ground)]:
         if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
-            raise ValueError(f"{k} length must be a positive number, got {v!r}")
+            raise ValueError(f"{key} length must be a positive number, got {v!r}")
     names = ("crank", "coupler", "rocker")
     bodies = []
     for k, name in enumerate(names):
@@ -199,7 +199,8 @@ def _world_poses(tree: Model, q) -> list:
 def _dependent_columns(K: np.ndarray) -> list:
     """The m columns of K (m x n, full row rank) picked by greedy column pivoting (largest
     residual norm first): a well-conditioned K_d."""
-    R, dep = np.array(K, float), []
+    R = np.array(K, float)
+    dep: list[int] = []
     for _ in range(R.shape[0]):
         norms = np.linalg.norm(R, axis=0)
         norms[dep] = -1.0

@@ -12,7 +12,7 @@ c cos q3 + d cos(q2 + q3)), and it costs only polynomial expansion, no search.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import sympy as sp
 
@@ -34,7 +34,8 @@ def _fourier_1d(a: int, b: int) -> dict:
 
 def _split_term(term, index):
     """term = rest * prod s_i^a_i c_i^b_i; returns (rest, {i: (a_i, b_i)})."""
-    rest, powers = [], {}
+    rest: list[Any] = []
+    powers: dict[int, tuple[int, int]] = {}
     for f in sp.Mul.make_args(term):
         base, exp = f.as_base_exp()
         hit = index.get(base)
@@ -233,9 +234,10 @@ def _trig_normal_form_expand(expr, q):
     acc: dict = {}
     for term in sp.Add.make_args(sp.expand(expr.xreplace(fwd))):
         rest, powers = _split_term(term, index)
-        series = {(): (sp.Integer(1), sp.Integer(0))}
+        series: dict[tuple[tuple[int, int], ...], tuple[Any, Any]] = {
+            (): (sp.Integer(1), sp.Integer(0))}
         for i, (a, b) in sorted(powers.items()):
-            new = {}
+            new: dict[tuple[tuple[int, int], ...], tuple[Any, Any]] = {}
             for kv, (r0, i0) in series.items():
                 for k, (r1, i1) in _fourier_1d(a, b).items():
                     key = kv + ((i, k),) if k else kv
