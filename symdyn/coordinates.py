@@ -8,12 +8,16 @@ admissible C maps to an admissible Cbar (Prop. 3).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .algorithms.coriolis import coriolis_matrix
 from .algorithms.kinematics import forward_kinematics
 from .backends import resolve_backend
 from .spatial import skew
+from .types import Array
+
+if TYPE_CHECKING:
+    from .model import Model
 
 
 def _shape(x, what):
@@ -28,7 +32,8 @@ def _shape(x, what):
     return tuple(int(s) for s in shape)
 
 
-def change_coordinates(M, C, g, tau, A, Adot):
+def change_coordinates(M: Array, C: Array, g: Array | None, tau: Array | None, A: Array,
+                       Adot: Array) -> tuple[Array, Array, Array | None, Array | None]:
     """Transform (M, C, g, tau) to new coordinates/speeds, paper 000 eqs. (23)-(26).
 
     ``Mbar = A^T M A``, ``Cbar = A^T C A + A^T M Adot``, ``gbar = A^T g``, ``taubar = A^T tau``.
@@ -62,15 +67,16 @@ class CoMCoordinates(NamedTuple):
     """Result of :func:`com_coordinates`: new speeds ``nu_bar = [pdot_CoM; omega; qd_joints]``,
     ``nu = A nu_bar``, ``Adot``, and the transformed ``M = blkdiag(m 1_3, M22)`` and C*."""
 
-    A: object
-    Adot: object
-    M: object
-    C: object
-    nu: object
-    mass: object
+    A: Any
+    Adot: Any
+    M: Any
+    C: Any
+    nu: Any
+    mass: Any
 
 
-def com_coordinates(model, q, nu, *, backend: str | None = None) -> CoMCoordinates:
+def com_coordinates(model: Model, q: Array, nu: Array, *,
+                    backend: str | None = None) -> CoMCoordinates:
     """Floating-base dynamics in CoM speeds (paper 000 Remark 6).
 
     The model's speeds are ``nu = [omega; v_O; qd_J]`` (base body twist in base coordinates, then

@@ -20,6 +20,8 @@ import numpy as np
 
 from .algorithms.aba import aba
 from .algorithms.rnea import rnea
+from .model import Model
+from .types import Array, ExternalForces
 
 __all__ = ["METHODS", "H_DEFAULT", "reference_aba_derivatives", "reference_mass_matrix_rate",
            "reference_rnea_derivatives"]
@@ -28,8 +30,9 @@ METHODS = ("ad", "fd")
 H_DEFAULT = float(np.finfo(float).eps) ** (1 / 3)
 
 
-def reference_rnea_derivatives(model, q, qd, qdd, f_ext=None, method: str = "ad", *,
-                               h: float = H_DEFAULT):
+def reference_rnea_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
+                               f_ext: ExternalForces = None, method: str = "ad", *,
+                               h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray]:
     """Reference ``(dtau_dq, dtau_dqd)`` of ``rnea(model, q, qd, qdd, f_ext)`` (NumPy, nv x nv
     each) by automatic differentiation (``method="ad"``) or central differences (``"fd"``)."""
     _method(method, "symdyn.rnea_derivatives (IDSVA)")
@@ -43,8 +46,9 @@ def reference_rnea_derivatives(model, q, qd, qdd, f_ext=None, method: str = "ad"
     return _fd(model, fn, (q, qd, qdd), 2, h)
 
 
-def reference_aba_derivatives(model, q, qd, tau, f_ext=None, method: str = "ad", *,
-                              h: float = H_DEFAULT):
+def reference_aba_derivatives(model: Model, q: Array, qd: Array, tau: Array,
+                              f_ext: ExternalForces = None, method: str = "ad", *,
+                              h: float = H_DEFAULT) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Reference ``(dqdd_dq, dqdd_dqd, Minv)`` of ``aba(model, q, qd, tau, f_ext)`` (NumPy;
     ``Minv = dqdd/dtau``) by automatic differentiation (``method="ad"``) or central differences
     (``"fd"``)."""
@@ -107,7 +111,7 @@ def _fd(model, fn, args, n_wrt, h):
     return tuple(out)
 
 
-def reference_mass_matrix_rate(model, q, qd) -> np.ndarray:
+def reference_mass_matrix_rate(model: Model, q: Array, qd: Array) -> np.ndarray:
     """Reference ``Mdot(q, qd) = d/dt M(q(t))`` (NumPy) by forward-mode automatic differentiation
     of CRBA along the motion: ``d/de crba(q (+) e qd)`` at e = 0 (tangent space, so quaternion
     joints move by their body velocities). Independent of Algorithm 1, which forms Mdot as

@@ -19,7 +19,10 @@ import site
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .model import Model
 
 __all__ = ["ROBOTS", "available_robots", "load_robot", "robot_urdf", "robots_dir"]
 
@@ -157,7 +160,7 @@ def robot_urdf(name: str) -> Path:
     return path
 
 
-def load_robot(name: str, floating_base: bool | None = None, **kwargs):
+def load_robot(name: str, floating_base: bool | None = None, **kwargs: Any) -> Model:
     """Load robot ``name`` as a :class:`~symdyn.model.Model`.
 
     ``floating_base=None`` uses the robot's default (True for legged robots, humanoids and drones).

@@ -45,6 +45,7 @@ from .joints import make_joint
 from .model import (Body, Model, ModelError, check_size, mass_com_inertia,
                     physical_inertia_problem)
 from .spatial import Transform
+from .types import Array
 
 __all__ = ["URDFError", "load_urdf", "mass_com_inertia", "physical_inertia_problem", "rpy_to_rot"]
 
@@ -219,8 +220,8 @@ def _read(source) -> tuple[bytes | str, str]:
 
 # --- loader ---------------------------------------------------------------------------------------
 
-def load_urdf(source, floating_base: bool = False, name: str | None = None,
-              gravity=(0.0, 0.0, -9.81), check_inertias: bool = True,
+def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name: str | None = None,
+              gravity: Array = (0.0, 0.0, -9.81), check_inertias: bool = True,
               max_bodies: int | None = None) -> Model:
     """Build a :class:`~symdyn.model.Model` from a URDF file path or XML string.
 
