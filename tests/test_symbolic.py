@@ -210,3 +210,149 @@ def test_cli_errors(capsys):
 def test_bad_method():
     with pytest.raises(ValueError, match="unknown method"):
         S.christoffel(planar_chain(2, symbolic_params=True), method="magic")
+
+
+# --- bad input and progress (issue 12) -------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", [S.christoffel, S.coriolis_matrix, S.mass_matrix, S.symbolize_inertias])
+@pytest.mark.parametrize("bad", [None, 42, ["planar", 2]])
+def test_non_model_is_a_clear_type_error(fn, bad):
+    with pytest.raises(TypeError, match=r"expected a symdyn Model .* or a model spec string"):
+        fn(bad)
+
+
+def test_spec_string_is_accepted_as_a_model(two_link):
+    by_spec = S.mass_matrix("planar:2:symbolic")
+    assert by_spec.entries == S.mass_matrix(two_link).entries
+    assert by_spec.model_name == two_link.name
+    from symdyn.cli.specs import SpecError
+
+    with pytest.raises(SpecError, match="unknown model spec 'nosuch:2'"):
+        S.christoffel("nosuch:2")
+
+
+@pytest.mark.parametrize("fn", [S.to_latex, S.to_python, S.to_c, S.lambdify,
+                                S.coriolis_from_christoffel])
+def test_exporters_need_a_symbolic_result(fn, two_link):
+    with pytest.raises(TypeError, match="expected a SymbolicResult"):
+        fn(two_link)
+    with pytest.raises(TypeError, match="expected a SymbolicResult .* got NoneType"):
+        fn(None)
+
+
+def test_lambdify_checks_its_arguments(planar3_results):
+    model, G, C = planar3_results
+    p = np.ones(len(G.params))
+    q = np.array([0.1, 0.2, 0.3])
+    g, c = S.lambdify(G), S.lambdify(C)
+    assert g(q, p).shape == (3, 3, 3) and c(q, q, p).shape == (3, 3)
+    assert np.allclose(g(q.reshape(3, 1), list(p)), g(q, p))       # any array-like of 3 numbers
+    with pytest.raises(ValueError, match=r"q must hold 3 values \(the joint coordinates\), got 4"):
+        g(np.zeros(4), p)          # used to ignore the 4th value silently
+    with pytest.raises(ValueError, match="q must hold 3 values .* got 2"):
+        g(np.zeros(2), p)
+    with pytest.raises(ValueError, match=rf"p must hold {len(p)} values \(the parameters I1"):
+        g(q, p[:-1])
+    with pytest.raises(ValueError, match="qd must hold 3 values .* got 1"):
+        c(q, [1.0], p)
+    with pytest.raises(ValueError, match="q must be 3 numbers"):
+        g(["a", "b", "c"], p)
+    with pytest.raises(TypeError, match=rf"f\(q, p\) takes q \(3 joint coordinates\), "
+                                        rf"p \({len(p)} parameters: I1"):
+        g(q, p, p)
+    with pytest.raises(TypeError, match=r"f\(q, qd, p\) takes q \(3 joint coordinates\), "
+                                        r"qd \(3 joint velocities\)"):
+        c(q, p=p)
+    numeric = S.lambdify(S.mass_matrix(planar_chain(2)))
+    assert numeric([0.1, 0.2]).shape == (2, 2)
+    with pytest.raises(ValueError, match="no parameters"):
+        numeric([0.1, 0.2], [1.0])
+
+
+def test_full_holds_sympy_objects(planar3_results):
+    _, G, C = planar3_results
+    for res in (G, C):
+        F = res.full()
+        elements = list(F) if isinstance(F, sp.MatrixBase) else sp.flatten(F.tolist())
+        assert len(elements) == np.prod(res.shape)
+        assert all(isinstance(x, sp.Basic) for x in elements)
+        assert F.free_symbols <= set(res.q) | set(res.qd) | set(res.params)
+        assert F.free_symbols                       # used to fail on the Python-int zeros
+    made = S.SymbolicResult("christoffel", "by hand", (2, 2, 2), {(0, 0, 1): 3, (1, 0, 0): 0.5},
+                            [], [], [])
+    assert all(isinstance(e, sp.Basic) for e in made.entries.values())
+    assert made.full().free_symbols == set() and made.full()[0, 0, 1] == 3
+
+
+def _progress_lines(err: str) -> list[str]:
+    assert "\r" not in err and "\033" not in err      # no terminal control in a log
+    return err.splitlines()
+
+
+def test_progress_in_a_log_is_whole_lines(capsys):
+    """capsys's stderr is no TTY: one line per stage, no carriage returns."""
+    S.christoffel(planar_chain(3, symbolic_params=True), progress=True)
+    lines = _progress_lines(capsys.readouterr().err)
+    label = "christoffel of planar3_symbolic: "
+    assert all(ln.startswith(label) for ln in lines), lines
+    text = [ln[len(label):] for ln in lines]
+    assert text[0].startswith("building expressions (")
+    assert text[1].startswith("built the expressions in ")
+    assert re.fullmatch(r"simplifying \d+ entries", text[2])
+    assert re.fullmatch(r"simplified (\d+)/\1 entries in [\d.]+ s", text[-1])
+    S.mass_matrix(planar_chain(2), progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_lines_at_most_every_interval():
+    import io
+
+    from symdyn.symbolic.progress import Progress
+
+    now = [0.0]
+    out = io.StringIO()
+    prog = Progress("job", stream=out, interval=10.0, tty=False, clock=lambda: now[0])
+    report = prog.loop("simplifying", 100)
+    for k in range(1, 101):       # one entry per second: 100 s in all
+        now[0] += 1.0
+        report(k)
+    lines = _progress_lines(out.getvalue())
+    assert lines[0] == "job: simplifying 100 entries"
+    assert lines[-1] == "job: simplified 100/100 entries in 100.0 s"
+    middle = lines[1:-1]
+    assert 8 <= len(middle) <= 10, lines               # about one per 10 s, never more
+    assert middle[0] == "job: simplified 10/100 entries (10.0 s)"
+    tty = io.StringIO()
+    prog = Progress("job", stream=tty, tty=True, clock=lambda: now[0])
+    report = prog.loop("simplifying", 3)
+    for k in range(1, 4):
+        now[0] += 1.0
+        report(k)
+    assert "\r" in tty.getvalue() and tty.getvalue().endswith("in 3.0 s\n")  # terminal: in place
+
+
+def test_progress_heartbeat_during_a_long_step():
+    import io
+    import time
+
+    from symdyn.symbolic.progress import Progress
+
+    out = io.StringIO()
+    prog = Progress("job", stream=out, interval=0.05, tty=False)
+    with prog.running("building expressions", "test"):
+        time.sleep(0.4)
+    lines = _progress_lines(out.getvalue())
+    assert lines[0] == "job: building expressions (test)"
+    assert any(re.fullmatch(r"job: still building expressions \(\d+ s\)", ln) for ln in lines[1:])
+    with pytest.raises(ValueError, match="interval"):
+        Progress("job", interval=-1)
+    with pytest.raises(TypeError, match="progress must be"):
+        S.mass_matrix(planar_chain(2), progress="yes")
+
+
+def test_cli_shows_progress_unless_quiet(capsys):
+    assert main(["mass-matrix", "planar:2", "--symbolic"]) == 0
+    err = capsys.readouterr().err
+    assert "mass_matrix of planar2: building expressions" in _progress_lines(err)[0]
+    assert main(["mass-matrix", "planar:2", "--symbolic", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -33,6 +33,9 @@ def register(subparsers) -> None:
                        help="numeric mode: comma-separated configuration (default: random, --seed)")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", default=None, metavar="FILE", help="output file (default: stdout)")
+        p.add_argument("--quiet", action="store_true",
+                       help="no progress messages (default: progress on stderr, a status line on "
+                            "a terminal, a line per stage and at most every 10 s in a log)")
         p.set_defaults(func=_run, kind=kind)
 
 
@@ -56,7 +59,7 @@ def _run(args) -> int:
     if not args.symbolic:
         text = _numeric(model, args)
     else:
-        progress = sys.stderr.isatty()
+        progress = not args.quiet
         simplify = not args.no_simplify
         if args.kind == "christoffel":
             res = core.christoffel(model, simplify=simplify, method=args.method, progress=progress)

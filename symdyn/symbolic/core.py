@@ -7,16 +7,22 @@ construction) and otherwise on SymPy; results are converted to SymPy for simplif
 
 Conventions: q = (q1, ..., q_nq) and qd = (qd1, ..., qd_nv) are SymPy symbols named 1-based as in
 the papers; ``Gamma[i, j, k]`` (0-based indices) with ``C*[i, j] = sum_k Gamma[i, j, k] qd[k]``.
+
+``model`` is a :class:`symdyn.Model` (from the builders of :mod:`symdyn.models`,
+:func:`symdyn.load_urdf`, ...) or a model spec string such as ``"planar:3:symbolic"``, which is
+built by :func:`symdyn.cli.specs.from_spec` exactly as the ``symdyn`` command does; anything else
+is a TypeError. ``progress=True`` prints progress on stderr (see :mod:`symdyn.symbolic.progress`:
+a status line on a terminal, periodic whole lines in a log).
 """
 from __future__ import annotations
 
-import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 import sympy as sp
 
+from .progress import Progress, make_progress
 from .simplify import operation_count, simplify_kinematic
 
 try:  # optional fast core
@@ -25,8 +31,25 @@ except ImportError:  # pragma: no cover - depends on the environment
     _se = None
 
 
+def as_model(model, what: str = "model"):
+    """``model`` itself if it is a :class:`symdyn.Model`, the model built from a spec string
+    (:func:`symdyn.cli.specs.from_spec`), else a TypeError that says what is expected."""
+    from ..model import Model
+
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        from ..cli.specs import from_spec
+
+        return from_spec(model)
+    raise TypeError(f"{what}: expected a symdyn Model (from symdyn.models builders, "
+                    f"symdyn.load_urdf, ...) or a model spec string such as 'planar:2' "
+                    f"(symdyn.cli.specs.from_spec), got {type(model).__name__}")
+
+
 def coordinates(model) -> tuple[list[sp.Symbol], list[sp.Symbol]]:
     """Real SymPy symbols q1..q_nq and qd1..qd_nv."""
+    model = as_model(model, "coordinates")
     q = list(sp.symbols(f"q1:{model.nq + 1}", real=True))
     qd = list(sp.symbols(f"qd1:{model.nv + 1}", real=True))
     return q, qd
@@ -53,8 +76,14 @@ class SymbolicResult:
     seconds: dict = field(default_factory=dict)
     ops_raw: int | None = None       # operation count before simplification (measure=True)
 
+    def __post_init__(self):
+        # entries are SymPy objects (numbers given as Python ints/floats are sympified), so that
+        # .free_symbols, printing and operation counts work on every entry
+        self.entries = {tuple(k): sp.sympify(e) for k, e in self.entries.items()}
+
     def full(self):
-        """The full quantity as a SymPy Matrix (M, C) or a rank-3 Array (Gamma)."""
+        """The full quantity as a SymPy Matrix (M, C) or a rank-3 Array (Gamma); every element,
+        the zeros included, is a SymPy object."""
         if len(self.shape) == 2:
             out = sp.zeros(*self.shape)
             for (i, j), e in self.entries.items():
@@ -62,7 +91,10 @@ class SymbolicResult:
                 if self.symmetric:
                     out[j, i] = e
             return out
-        out = sp.MutableDenseNDimArray.zeros(*self.shape)
+        size = 1
+        for d in self.shape:
+            size *= d
+        out = sp.MutableDenseNDimArray([sp.S.Zero] * size, self.shape)
         for (i, j, k), e in self.entries.items():
             out[i, j, k] = e
             if self.symmetric_jk:
@@ -114,26 +146,30 @@ def _converter(model, q, qd):
     return convert
 
 
-def _progress_printer(label: str, enabled: bool) -> Callable | None:
-    if not enabled:
-        return None
-    t0 = time.perf_counter()
+def _start(kind: str, model, progress, engine: str | None, detail: str = ""):
+    """Validated model, its engine and the Progress (or None) of one symbolic computation."""
+    model = as_model(model, kind)
+    eng = engine or _default_engine(model)
+    prog = make_progress(progress, f"{kind} of {model.name}")
+    return model, eng, prog, f"{eng}{', ' + detail if detail else ''}, nv = {model.nv}"
 
-    def report(done, total):
-        if done == total or done % max(1, total // 20) == 0:
-            sys.stderr.write(f"\r{label}: simplified {done}/{total} entries "
-                             f"({time.perf_counter() - t0:.1f} s)")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-    return report
+
+@contextmanager
+def _building(prog: Progress | None, detail: str):
+    if prog is None:
+        yield
+        return
+    t0 = time.perf_counter()
+    with prog.running("building expressions", detail):
+        yield
+    prog.line(f"built the expressions in {time.perf_counter() - t0:.1f} s")
 
 
 def _finish(kind, model, shape, raw: dict, q, qd, simplify, progress, seconds, measure=False,
             **flags):
     ops_raw = operation_count(raw.values()) if measure else None
     entries = {}
-    report = _progress_printer(f"{kind} of {model.name}", progress)
+    report = progress.loop("simplifying", len(raw)) if (progress and simplify) else None
     t0 = time.perf_counter()
     items = list(raw.items())
     for n, (key, e) in enumerate(items):
@@ -141,7 +177,7 @@ def _finish(kind, model, shape, raw: dict, q, qd, simplify, progress, seconds, m
         if e != 0:
             entries[key] = e
         if report:
-            report(n + 1, len(items))
+            report(n + 1)
     if simplify:
         seconds["simplify"] = time.perf_counter() - t0
     return SymbolicResult(kind, model.name, shape, entries, q, qd, model.parameters(),
@@ -149,34 +185,37 @@ def _finish(kind, model, shape, raw: dict, q, qd, simplify, progress, seconds, m
 
 
 def mass_matrix(model, simplify: bool = True, engine: str | None = None,
-                progress: bool = False, measure: bool = False) -> SymbolicResult:
+                progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
     """Closed-form M(q) (CRBA with symbolic q); entries i <= j."""
     from ..algorithms.crba import crba
 
+    model, eng, prog, detail = _start("mass_matrix", model, progress, engine, "CRBA")
     q, qd = coordinates(model)
     t0 = time.perf_counter()
-    M = crba(model, _engine_inputs(model, q, engine or _default_engine(model)))
-    conv = _converter(model, q, qd)
-    raw = {(i, j): conv(M[i, j]) for i in range(model.nv) for j in range(i, model.nv)}
+    with _building(prog, detail):
+        M = crba(model, _engine_inputs(model, q, eng))
+        conv = _converter(model, q, qd)
+        raw = {(i, j): conv(M[i, j]) for i in range(model.nv) for j in range(i, model.nv)}
     seconds = {"algorithm": time.perf_counter() - t0}
-    return _finish("mass_matrix", model, (model.nv, model.nv), raw, q, qd, simplify, progress,
+    return _finish("mass_matrix", model, (model.nv, model.nv), raw, q, qd, simplify, prog,
                    seconds, measure, symmetric=True)
 
 
 def coriolis_matrix(model, simplify: bool = True, engine: str | None = None,
-                    progress: bool = False, measure: bool = False) -> SymbolicResult:
+                    progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
     """Closed-form Christoffel-consistent C*(q, qd) (paper 000 Algorithm 1 with eq. (10))."""
     from ..algorithms.coriolis import coriolis_matrix as alg1
 
+    model, eng, prog, detail = _start("coriolis_matrix", model, progress, engine, "Algorithm 1")
     q, qd = coordinates(model)
-    eng = engine or _default_engine(model)
     t0 = time.perf_counter()
-    _, _, C = alg1(model, _engine_inputs(model, q, eng), _engine_inputs(model, qd, eng))
-    conv = _converter(model, q, qd)
-    raw = {(i, j): conv(C[i, j]) for i in range(model.nv) for j in range(model.nv)}
+    with _building(prog, detail):
+        _, _, C = alg1(model, _engine_inputs(model, q, eng), _engine_inputs(model, qd, eng))
+        conv = _converter(model, q, qd)
+        raw = {(i, j): conv(C[i, j]) for i in range(model.nv) for j in range(model.nv)}
     seconds = {"algorithm": time.perf_counter() - t0}
     return _finish("coriolis_matrix", model, (model.nv, model.nv), raw, q, qd, simplify,
-                   progress, seconds, measure)
+                   prog, seconds, measure)
 
 
 def _symmetric_jk(model) -> bool:
@@ -185,7 +224,7 @@ def _symmetric_jk(model) -> bool:
 
 
 def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine: str | None = None,
-                progress: bool = False, measure: bool = False) -> SymbolicResult:
+                progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
     """Closed-form Christoffel symbols of the first kind: nonzero unique Gamma[i, j, k].
 
     ``method="algorithm2"``: paper 000 Algorithm 2 (generalized) with symbolic inputs;
@@ -200,21 +239,24 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
         fn = eq4
     else:
         raise ValueError(f"unknown method {method!r}; use 'algorithm2' or 'eq4'")
+    model, eng, prog, detail = _start("christoffel", model, progress, engine,
+                                      {"algorithm2": "Algorithm 2", "eq4": "eq. (4)"}[method])
     q, qd = coordinates(model)
     t0 = time.perf_counter()
-    Gamma = fn(model, _engine_inputs(model, q, engine or _default_engine(model)))
-    sym = _symmetric_jk(model)
-    n = model.nv
-    conv = _converter(model, q, qd)
-    raw = {}
-    for i in range(n):
-        for j in range(n):
-            for k in range(j if sym else 0, n):
-                e = Gamma[i, j, k]      # the backends' rank-3 contract (a Tensor3 here)
-                if e != 0:
-                    raw[i, j, k] = conv(e)
+    with _building(prog, detail):
+        Gamma = fn(model, _engine_inputs(model, q, eng))
+        sym = _symmetric_jk(model)
+        n = model.nv
+        conv = _converter(model, q, qd)
+        raw = {}
+        for i in range(n):
+            for j in range(n):
+                for k in range(j if sym else 0, n):
+                    e = Gamma[i, j, k]      # the backends' rank-3 contract (a Tensor3 here)
+                    if e != 0:
+                        raw[i, j, k] = conv(e)
     seconds = {"algorithm": time.perf_counter() - t0}
-    return _finish("christoffel", model, (n, n, n), raw, q, qd, simplify, progress, seconds,
+    return _finish("christoffel", model, (n, n, n), raw, q, qd, simplify, prog, seconds,
                    measure, symmetric_jk=sym)
 
 
@@ -225,6 +267,7 @@ def symbolize_inertias(model):
     from ..model import Body, Model
     from ..spatial import Transform
 
+    model = as_model(model, "symbolize_inertias")
     if model.is_symbolic:
         return model
     bodies = []
