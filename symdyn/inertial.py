@@ -1,0 +1,128 @@
+"""Inertial parameters: 10 per body, in Pinocchio's order.
+
+For body i (in body-i coordinates)::
+
+    pi_i = [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]
+
+where ``c`` is the centre of mass and ``I_..`` are the entries of the rotational inertia about the
+BODY FRAME ORIGIN, ``Ibar = Ic + m S(c) S(c)^T`` (``Ic`` about the CoM). This is
+``pinocchio.Inertia.toDynamicParameters()`` (checked in ``tests/test_regressors.py``) and the
+parametrization in which the spatial inertia ``I = [[Ibar, S(m c)], [S(m c)^T, m 1]]`` -- and so
+every dynamics quantity -- is linear. ``inertial_parameters(model)`` stacks the bodies in model
+order (``model.names``); fixed links are merged into their parent body, exactly as in ``model.I``.
+
+Works for numeric models (NumPy float vectors) and symbolic ones (SymPy column matrices), in both
+directions: ``with_inertial_parameters(model, sympy.symbols("p0:20"))`` gives a symbolic model
+whose dynamics are linear in the symbols.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .algorithms.regressors import PARAMETER_NAMES
+
+__all__ = ["PARAMETER_NAMES", "inertia_from_parameters", "inertial_parameters",
+           "parameter_names", "parameters_from_inertia", "parameters_from_spatial",
+           "with_inertial_parameters"]
+
+
+def _is_sym(x) -> bool:
+    return type(x).__module__.split(".")[0] == "sympy"
+
+
+def parameters_from_spatial(I6) -> list:
+    """The 10 parameters (a list of scalars) of a 6x6 spatial inertia
+    ``[[Ibar, S(h)], [S(h)^T, m 1]]`` (NumPy array or SymPy matrix)."""
+    m = I6[3, 3]
+    h = (I6[2, 4], I6[0, 5], I6[1, 3])                                    # S(h)[2,1] = h_x, ...
+    return [m, *h, I6[0, 0], I6[0, 1], I6[1, 1], I6[0, 2], I6[1, 2], I6[2, 2]]
+
+
+def parameters_from_inertia(mass, com, Ic) -> list:
+    """The 10 parameters of a body of mass ``mass``, CoM ``com`` (3) and rotational inertia
+    ``Ic`` (3x3) about the CoM (numbers or SymPy expressions)."""
+    c = [com[k] for k in range(3)]
+    Ic = [[Ic[r][k] if isinstance(Ic, (list, tuple)) else Ic[r, k] for k in range(3)]
+          for r in range(3)]
+    cc = sum(x * x for x in c)
+    # Ibar = Ic + m (|c|^2 1 - c c^T) = Ic + m S(c) S(c)^T
+    Ib = [[Ic[r][k] + mass * ((cc if r == k else 0) - c[r] * c[k]) for k in range(3)]
+          for r in range(3)]
+    return [mass, mass * c[0], mass * c[1], mass * c[2],
+            Ib[0][0], Ib[0][1], Ib[1][1], Ib[0][2], Ib[1][2], Ib[2][2]]
+
+
+def inertia_from_parameters(p: Sequence[Any]) -> tuple:
+    """``(mass, com, Ic)`` (Ic about the CoM) of one body's 10 parameters, as NumPy arrays for
+    numbers and SymPy matrices when any entry is a SymPy expression. A zero mass gives ``com = 0``
+    and ``Ic = Ibar`` (massless frames; then ``m c`` must be zero too)."""
+    p = list(p)
+    if len(p) != 10:
+        raise ValueError(f"a body has 10 inertial parameters, got {len(p)}")
+    m, h, (xx, xy, yy, xz, yz, zz) = p[0], p[1:4], p[4:10]
+    Ibar = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]
+    if any(_is_sym(x) for x in p):
+        import sympy as sp
+
+        m = sp.sympify(m)
+        if m == 0:
+            if any(sp.sympify(x) != 0 for x in h):
+                raise ValueError("a body with zero mass must have m c = 0")
+            return m, sp.zeros(3, 1), sp.Matrix(Ibar)
+        c = sp.Matrix(h) / m
+        # Ic = Ibar - m S(c) S(c)^T = Ibar - (|h|^2 1 - h h^T) / m
+        hh = sum(x * x for x in h)
+        Ic = sp.Matrix(3, 3, lambda r, k: Ibar[r][k] - ((hh if r == k else 0) - h[r] * h[k]) / m)
+        return m, c, Ic
+    m = float(m)
+    h, Ibar = np.array(h, dtype=float), np.array(Ibar, dtype=float)
+    if m == 0:
+        if np.any(h):
+            raise ValueError("a body with zero mass must have m c = 0")
+        return 0.0, np.zeros(3), Ibar
+    c = h / m
+    return m, c, Ibar - (np.dot(h, h) * np.eye(3) - np.outer(h, h)) / m
+
+
+def inertial_parameters(model) -> Any:
+    """The model's inertial parameters: a vector of 10 N entries, body by body in model order,
+    each in Pinocchio's order ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (inertia about the
+    body origin). A NumPy float array for numeric models, a SymPy column for symbolic ones."""
+    vals = [x for Ii in model.I for x in parameters_from_spatial(Ii)]
+    if model.is_symbolic:
+        import sympy as sp
+
+        return sp.Matrix(vals)
+    return np.array(vals, dtype=float)
+
+
+def with_inertial_parameters(model, pi) -> Any:
+    """A new model equal to ``model`` with the inertial parameters ``pi`` (10 N entries, the
+    order of :func:`inertial_parameters`; numbers or SymPy expressions). Built with
+    ``model.replace(inertias=...)``, so the model's inertia policy is applied again (with the
+    default policy: mass > 0, rotational inertia positive definite with the triangle
+    inequalities; a violation raises :class:`symdyn.model.ModelError` naming the body). A body
+    that had fixed links merged into it keeps them as part of its parameters (frames are kept)."""
+    if hasattr(pi, "shape") and len(getattr(pi, "shape", ())) == 2:          # column matrices
+        vals = [pi[k] for k in range(pi.shape[0] * pi.shape[1])]
+    else:
+        vals = list(np.asarray(pi, dtype=object).reshape(-1)) if not _is_sym(pi) else list(pi)
+    if len(vals) != 10 * model.N:
+        raise ValueError(f"pi must have 10 N = {10 * model.N} entries (10 per body of "
+                         f"{model.name!r}), got {len(vals)}")
+    triples = []
+    for i in range(model.N):
+        try:
+            triples.append(inertia_from_parameters(vals[10 * i:10 * i + 10]))
+        except (TypeError, ValueError) as exc:
+            from .model import ModelError
+
+            raise ModelError(f"body {model.names[i]!r}: {exc}") from None
+    return model.replace(inertias=triples)
+
+
+def parameter_names(model) -> list[str]:
+    """Labels ``"<body>.<parameter>"`` of the 10 N entries of :func:`inertial_parameters`."""
+    return [f"{n}.{p}" for n in model.names for p in PARAMETER_NAMES]
