@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 
 _ATTRS = {
-    "SymbolicResult": "core", "christoffel": "core", "coordinates": "core",
+    "SymbolicResult": "core", "as_model": "core", "christoffel": "core", "coordinates": "core",
+    "Progress": "progress",
     "coriolis_matrix": "core", "mass_matrix": "core", "symbolize_inertias": "core",
     "coriolis_from_christoffel": "export", "lambdify": "export", "to_c": "export",
     "to_latex": "export", "to_python": "export",
