@@ -43,6 +43,11 @@ from .types import Array, Backend, Seed
 __all__ = ["Body", "Frame", "MAX_BODIES", "Model", "ModelConstants", "ModelError",
            "UnsupportedParameterError", "check_inertia", "check_size", "max_bodies_limit"]
 
+#: Largest magnitude of a model constant (masses, lengths, inertias, gravity, and the spatial
+#: inertias and tree transforms derived from them). The algorithms multiply up to three constants
+#: (m c c^T), so larger values would overflow double precision (1.8e308) and give inf or NaN.
+MAX_MAGNITUDE = 1e100
+
 #: Default largest number of bodies a model (or a URDF file's links) may have; override per call
 #: with ``max_bodies=`` or for the process with the environment variable ``SYMDYN_MAX_BODIES``.
 MAX_BODIES = 10_000
@@ -51,14 +56,15 @@ MAX_BODIES = 10_000
 class ModelError(ValueError):
     """An invalid model: bad topology, non-physical inertia, non-finite constants.
 
-    ``body`` (the body's name), ``problem`` (the message without the body) and ``merged`` (names
-    of fixed bodies merged into it) are set when the error concerns one body's inertia, so that
-    loaders can restate it in their own terms."""
+    ``body`` (the body's name), ``problem`` (the message without the body), ``merged`` (names of
+    fixed bodies merged into it) and ``kind`` (``"inertia"``: the inertia policy; ``"value"``: a
+    NaN, inf or too large constant) are set when the error concerns one body, so that loaders can
+    restate it in their own terms."""
 
     def __init__(self, message: str, *, body: str | None = None, problem: str | None = None,
-                 merged: Sequence[str] = ()):
+                 merged: Sequence[str] = (), kind: str | None = None):
         super().__init__(message)
-        self.body, self.problem, self.merged = body, problem, tuple(merged)
+        self.body, self.problem, self.merged, self.kind = body, problem, tuple(merged), kind
 
 
 class UnsupportedParameterError(ModelError, TypeError):
@@ -175,8 +181,16 @@ def _freeze(x):
     return x
 
 
-def _const(x, shape, what, symbolic):
-    """Constant as a read-only float array, or a SymPy ImmutableMatrix when the model is symbolic."""
+def _value_error(message: str, what: str, body: str | None) -> ModelError:
+    prefix = f"body {body!r} "
+    problem = message[len(prefix):] if body is not None and message.startswith(prefix) else None
+    return ModelError(message, body=body if problem else None, problem=problem, kind="value")
+
+
+def _const(x, shape, what, symbolic, body: str | None = None):
+    """Constant as a read-only float array, or a SymPy ImmutableMatrix when the model is symbolic.
+    Refuses NaN, inf and magnitudes above :data:`MAX_MAGNITUDE` (``body``: the body it belongs
+    to, recorded in the error)."""
     _refuse_casadi(x, what)
     if symbolic:
         import sympy as sp
@@ -200,7 +214,13 @@ def _const(x, shape, what, symbolic):
     if arr.shape != shape:
         raise ModelError(f"{what} must have shape {shape}, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} contains NaN or inf")
+        raise _value_error(f"{what} contains NaN or inf (or values that overflow double precision)",
+                           what, body)
+    big = float(np.abs(arr).max()) if arr.size else 0.0
+    if big > MAX_MAGNITUDE:
+        raise _value_error(f"{what} has an entry of magnitude {big:.3g}, above "
+                           f"symdyn.model.MAX_MAGNITUDE = {MAX_MAGNITUDE:g} (products of such values "
+                           "overflow double precision in the dynamics)", what, body)
     return _freeze(arr)
 
 
@@ -220,7 +240,7 @@ def _strict_problem(mass, Ic) -> str | None:
     scale = max(1.0, float(np.abs(Ic).max()))
     if not np.allclose(Ic, Ic.T, atol=1e-9 * scale):
         return "rotational inertia is not symmetric"
-    ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
+    ev = np.linalg.eigvalsh(Ic / 2 + Ic.T / 2)
     if ev[0] <= 0:
         return f"rotational inertia is not positive definite (principal moments {ev.tolist()})"
     if ev[0] + ev[1] < ev[2] * (1 - 1e-9) - 1e-12:
@@ -239,7 +259,7 @@ def physical_inertia_problem(mass: float, Ic, scale: float | None = None) -> str
     Ic = np.asarray(Ic, dtype=float)
     if not mass > 0:
         return f"mass must be positive, got {mass}"
-    ev = np.linalg.eigvalsh((Ic + Ic.T) / 2)
+    ev = np.linalg.eigvalsh(Ic / 2 + Ic.T / 2)
     tol = 1e-9 * (scale if scale is not None else max(abs(ev[-1]), 1e-300))
     if not np.allclose(Ic, Ic.T, rtol=0, atol=tol):
         return "rotational inertia is not symmetric"
@@ -419,9 +439,9 @@ class Model:
             if not (isinstance(X, tuple) and len(X) == 2):
                 raise ModelError(f"body {names[i]!r}: Xtree entries must be Transform(E, r), got "
                                  f"{type(X).__name__}")
-            Xt.append(Transform(_const(X[0], (3, 3), f"body {names[i]!r} X_tree rotation", sym),
-                                _const(X[1], (3,), f"body {names[i]!r} X_tree translation", sym)))
-        Is = tuple(_const(Ii, (6, 6), f"body {names[i]!r} spatial inertia", sym)
+            Xt.append(Transform(_const(X[0], (3, 3), f"body {names[i]!r} X_tree rotation", sym, names[i]),
+                                _const(X[1], (3,), f"body {names[i]!r} X_tree translation", sym, names[i])))
+        Is = tuple(_const(Ii, (6, 6), f"body {names[i]!r} spatial inertia", sym, names[i])
                    for i, Ii in enumerate(I))
         params = tuple(None if p is None else
                        (p[0] if _is_sym(p[0]) else float(p[0]), _freeze(p[1]), _freeze(p[2]))
@@ -501,7 +521,7 @@ class Model:
                 merged = self._merged(i)
                 label = f"body {self.names[i]!r}" + (f" (with fixed bodies {merged} merged)" if merged else "")
                 raise ModelError(f"{label}: {problem}", body=self.names[i], problem=problem,
-                                 merged=merged)
+                                 merged=merged, kind="inertia")
 
     def _fields(self) -> dict:
         return dict(name=self.name, gravity=self.gravity, names=self.names, parents=self.parents,
@@ -554,9 +574,9 @@ class Model:
             what = f"body {self.names[i]!r}"
             if not (isinstance(t, (tuple, list)) and len(t) == 3):
                 raise ModelError(f"{what}: inertias entries must be (mass, com, Ic) triples")
-            mass = _scalar(t[0], f"{what} mass", sym)
-            com = _const(t[1], (3,), f"{what} com", sym)
-            Ic = _const(t[2], (3, 3), f"{what} inertia", sym)
+            mass = _scalar(t[0], f"{what} mass", sym, self.names[i])
+            com = _const(t[1], (3,), f"{what} com", sym, self.names[i])
+            Ic = _const(t[2], (3, 3), f"{what} inertia", sym, self.names[i])
             if not sym:
                 com = com.reshape(3)
             I.append(spatial.mcI(Bk, mass, com if sym else np.array(com), Ic if sym else np.array(Ic)))
@@ -704,62 +724,70 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
     params: list[tuple[Any, Any, Any] | None] = []
     frames: dict[str, Frame] = {}
     where: dict[str, tuple[int, Transform | None]] = {}  # body name -> (model body index, X body<-that)
-    for b in ordered:
-        what = f"body {b.name!r}"
-        if not isinstance(b.joint, Joint):
-            raise ModelError(f"{what}: joint must be a symdyn Joint, got {type(b.joint).__name__}")
-        _refuse_casadi(b.mass, f"{what} mass")
-        mass = b.mass if sym and _is_sym(b.mass) else _scalar(b.mass, f"{what} mass", sym)
-        com = _const(b.com, (3,), f"{what} com", sym)
-        Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym)
-        if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
-            check_inertia(float(mass), np.array(Ic, dtype=float), what)
-        elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
-            raise ModelError(f"{what}: mass must be positive, got {mass}")
-        if b.X_tree is not None:
-            _refuse_casadi(list(b.X_tree), f"{what} X_tree")
-        X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
-        X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym),
-                      _const(X.r, (3,), f"{what} X_tree translation", sym))
-        if not sym:
-            X = Transform(np.array(X.E), np.array(X.r))
-            com, Ic = np.array(com), np.array(Ic)
-        else:
-            import sympy as sp
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _const
+        for b in ordered:
+            what = f"body {b.name!r}"
+            if not isinstance(b.joint, Joint):
+                raise ModelError(f"{what}: joint must be a symdyn Joint, got {type(b.joint).__name__}")
+            _refuse_casadi(b.mass, f"{what} mass")
+            mass = b.mass if sym and _is_sym(b.mass) else _scalar(b.mass, f"{what} mass", sym, b.name)
+            com = _const(b.com, (3,), f"{what} com", sym, b.name)
+            Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym, b.name)
+            if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
+                check_inertia(float(mass), np.array(Ic, dtype=float), what)
+            elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
+                raise ModelError(f"{what}: mass must be positive, got {mass}")
+            if b.X_tree is not None:
+                _refuse_casadi(list(b.X_tree), f"{what} X_tree")
+            X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
+            X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym, b.name),
+                          _const(X.r, (3,), f"{what} X_tree translation", sym, b.name))
+            if not sym:
+                X = Transform(np.array(X.E), np.array(X.r))
+                com, Ic = np.array(com), np.array(Ic)
+            else:
+                import sympy as sp
 
-            X = Transform(sp.Matrix(X.E), sp.Matrix(X.r))
-            com, Ic = sp.Matrix(com), sp.Matrix(Ic)
-        Ibody = spatial.mcI(Bk, mass, com, Ic)
-        if b.parent is None:
-            parent, Xp = -1, None
-        else:
-            parent, Xp = where[b.parent]
-        if Xp is not None:  # parent was merged into body `parent`: Xtree composes
-            X = spatial.compose(Bk, X, Xp)
-        if isinstance(b.joint, Fixed):
-            # merge into the parent (paper-style trees have no fixed joints)
-            if parent >= 0:
-                I[parent] = I[parent] + spatial.congruence(Bk, X, Ibody)
-                params[parent] = None
-            where[b.name] = (parent, X)
-            frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)))
-            continue
-        where[b.name] = (len(names), None)
-        names.append(b.name)
-        parents.append(parent)
-        joints.append(b.joint)
-        jnames.append(b.joint_name if b.joint_name is not None else f"{b.name}_joint")
-        Xtree.append(X)
-        I.append(Ibody)
-        params.append((mass, com, Ic))
-        frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))))
+                X = Transform(sp.Matrix(X.E), sp.Matrix(X.r))
+                com, Ic = sp.Matrix(com), sp.Matrix(Ic)
+            Ibody = spatial.mcI(Bk, mass, com, Ic)
+            if not sym:  # overflow of m S(c) S(c)^T: refused here, naming the body
+                _const(Ibody, (6, 6), f"{what} spatial inertia", sym, b.name)
+            if b.parent is None:
+                parent, Xp = -1, None
+            else:
+                parent, Xp = where[b.parent]
+            if Xp is not None:  # parent was merged into body `parent`: Xtree composes
+                X = spatial.compose(Bk, X, Xp)
+                if not sym:
+                    _const(X.r, (3,), f"{what} X_tree translation (composed with fixed parents)", sym, b.name)
+            if isinstance(b.joint, Fixed):
+                # merge into the parent (paper-style trees have no fixed joints)
+                if parent >= 0:
+                    I[parent] = I[parent] + spatial.congruence(Bk, X, Ibody)
+                    if not sym:
+                        _const(I[parent], (6, 6), f"{what} spatial inertia merged into body "
+                               f"{names[parent]!r}", sym, b.name)
+                    params[parent] = None
+                where[b.name] = (parent, X)
+                frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)))
+                continue
+            where[b.name] = (len(names), None)
+            names.append(b.name)
+            parents.append(parent)
+            joints.append(b.joint)
+            jnames.append(b.joint_name if b.joint_name is not None else f"{b.name}_joint")
+            Xtree.append(X)
+            I.append(Ibody)
+            params.append((mass, com, Ic))
+            frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))))
     if not names:
         raise ModelError("the model has no moving bodies (all joints are fixed)")
     return dict(names=names, parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
                 body_params=params, frames=frames)
 
 
-def _scalar(x, what, sym):
+def _scalar(x, what, sym, body: str | None = None):
     _refuse_casadi(x, what)
     if sym and _is_sym(x):
         return x
@@ -768,7 +796,11 @@ def _scalar(x, what, sym):
     except (TypeError, ValueError) as exc:
         raise ModelError(f"{what} must be a number") from exc
     if not math.isfinite(v):
-        raise ModelError(f"{what} is NaN or inf")
+        raise _value_error(f"{what} is NaN or inf", what, body)
+    if abs(v) > MAX_MAGNITUDE:
+        raise _value_error(f"{what} is {v:.3g}, above symdyn.model.MAX_MAGNITUDE = {MAX_MAGNITUDE:g} "
+                           "(products of such values overflow double precision in the dynamics)",
+                           what, body)
     return v
 
 

@@ -38,7 +38,7 @@ def to_pinocchio(model):
         placement = pin.SE3(E.T, r.reshape(3))
         jm = _joint_model(pin, joint)
         parent_id = 0 if p < 0 else ids[p]
-        jid = pm.addJoint(parent_id, jm, placement, f"{model.names[i]}_joint")
+        jid = pm.addJoint(parent_id, jm, placement, model.joint_names[i])
         I6 = np.asarray(model.I[i], float)
         pm.appendBodyToJoint(jid, _inertia_from_6x6(pin, I6), pin.SE3.Identity())
         ids[i] = jid

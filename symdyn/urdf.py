@@ -42,7 +42,7 @@ from xml.parsers import expat
 import numpy as np
 
 from .joints import make_joint
-from .model import (Body, Model, ModelError, check_size, mass_com_inertia,
+from .model import (MAX_MAGNITUDE, Body, Model, ModelError, check_size, mass_com_inertia,
                     physical_inertia_problem)
 from .spatial import Transform
 from .types import Array
@@ -115,7 +115,12 @@ class _Ctx:
             raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: expected {n} numbers, "
                                         f"got {len(vals)}")
         if not all(math.isfinite(v) for v in vals):
-            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: NaN or inf")
+            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: NaN or inf (or a value that "
+                                        "overflows double precision)")
+        if any(abs(v) > MAX_MAGNITUDE for v in vals):
+            raise self.error(owner, el, f"<{el.tag} {attr}={text!r}>: a value above "
+                                        f"symdyn.model.MAX_MAGNITUDE = {MAX_MAGNITUDE:g} in magnitude "
+                                        "(products of such values overflow double precision)")
         return np.array(vals, dtype=float)
 
     def origin(self, owner, parent_el):
@@ -152,7 +157,7 @@ def _link_inertia(ctx: _Ctx, link):
     inertial = link.find("inertial")
     if inertial is None:
         return 0.0, np.zeros(3), np.zeros((3, 3))
-    R, com = ctx.origin(owner, inertial)
+    R, com = ctx.origin(owner, inertial)  # values that overflow later are refused by the Model
     mass_el = inertial.find("mass")
     if mass_el is None or mass_el.get("value") is None:
         raise ctx.error(owner, inertial if mass_el is None else mass_el,
@@ -326,5 +331,6 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
         if exc.body is None or exc.problem is None:
             raise URDFError(f"{label}: {exc}") from exc
         merged = f" (with fixed links {list(exc.merged)} merged)" if exc.merged else ""
-        hint = "; pass check_inertias=False to load the file's values unchecked" if check_inertias else ""
+        hint = ("; pass check_inertias=False to load the file's values unchecked"
+                if check_inertias and exc.kind == "inertia" else "")
         raise URDFError(f"{label}: link {exc.body!r}{merged}: {exc.problem}{hint}") from exc

@@ -22,9 +22,7 @@ ALL = ("revolute", "prismatic", "helical", "spherical", "planar")
 
 
 def zero_gravity(model):
-    model.gravity = np.zeros(3)
-    model._cache = {}
-    return model
+    return model.replace(gravity=np.zeros(3))
 
 
 def make_model(name):

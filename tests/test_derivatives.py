@@ -37,9 +37,7 @@ def make(name, seed=0):
 
 
 def zero_gravity(model):
-    model.gravity = np.zeros(3)
-    model._cache = {}
-    return model
+    return model.replace(gravity=np.zeros(3))
 
 
 def state(model, seed, f_ext=True):
