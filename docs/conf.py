@@ -30,6 +30,13 @@ autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_preserve_defaults = True
+# Keep the names of symdyn's type aliases in signatures (they are typing.Any underneath).
+autodoc_type_aliases = {
+    "Array": "symdyn.types.Array",
+    "Backend": "symdyn.types.Backend",
+    "ExternalForces": "symdyn.types.ExternalForces",
+    "Seed": "symdyn.types.Seed",
+}
 nitpicky = False
 
 exclude_patterns = ["_build"]

@@ -4,7 +4,8 @@ The backend contract. Every backend module (``numpy``, ``sympy``, ``symengine``,
 provides the same names with the same meaning; algorithms and consumers use only these, and never
 branch on the backend's name or on the type of a result.
 
-Capabilities (attributes)
+Capabilities (attributes)::
+
     ``name``      "numpy" | "sympy" | "symengine" | "casadi" (for messages and cache keys, and to
                   pass the backend on as ``backend=B.name``; never to branch on).
     ``numeric``   True when values are numbers (NumPy): inputs can be checked by value (unit
@@ -15,7 +16,7 @@ Capabilities (attributes)
     ``ndarray``   the native matrix type.
 
 Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere), matrices native
-2-D matrices, used with native ``@ + - *``, ``.T``, ``x[i]``/``x[i, j]`` and slicing.
+2-D matrices, used with native ``@ + - *``, ``.T``, ``x[i]``/``x[i, j]`` and slicing::
 
     zeros(n, m=None)      zero vector (m None) or n x m matrix (CasADi: structural zeros)
     eye(n)                identity
@@ -35,14 +36,14 @@ Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere),
     jacobian(y, x)        graph backends only: d y / d x for column y, symbol column x
     to_numpy(x)           float ndarray of a result without free symbols (Tensor3 included)
 
-Numerically safe helpers, all of ``x2 = x^2`` (a sum of squares: no square root of 0 is taken):
+Numerically safe helpers, all of ``x2 = x^2`` (a sum of squares: no square root of 0 is taken)::
 
     sin_over_x(x2)              sin(x)/x
     one_minus_cos_over_x2(x2)   (1 - cos x)/x^2
     x_minus_sin_over_x3(x2)     (x - sin x)/x^3
 
-NumPy evaluates a series below x2 = 0.1 (full precision, no cancellation), CasADi builds a smooth
-graph (series below 0.1, the closed form evaluated away from 0 above) whose value and derivatives
+NumPy evaluates a series below x2 = 4 (full precision, no cancellation), CasADi builds a smooth
+graph (series below 4, the closed form evaluated away from 0 above) whose value and derivatives
 are finite and correct at x2 = 0, SymPy/SymEngine return the exact closed forms.
 
 Rank-3 results (Christoffel symbols ``Gamma[i, j, k]`` with ``C[i, j] = sum_k Gamma[i, j, k]
@@ -50,14 +51,14 @@ qd[k]``): NumPy returns an ndarray (n1, n2, n3); SymPy, SymEngine and CasADi ret
 :class:`Tensor3` whose ``pages[k]`` is the native matrix ``Gamma[:, :, k]``. Both support
 ``T[i, j, k]`` (a scalar), ``T[:, :, k]`` (the native page), ``T[i, j, k] = v``, ``T.shape``,
 ``T.ndim == 3`` and ``len(T) == T.shape[0]``; a Tensor3 refuses iteration (ambiguous between the
-two layouts). Through the backend:
+two layouts). Through the backend::
 
     tensor3(n1, n2, n3)   a zero rank-3 tensor
     set3(T, i, j, k, v)   T[i, j, k] = v
     page(T, k)            the native matrix T[:, :, k]
     pages(T)              [T[:, :, k] for k in range(n3)]
 
-Input validation (the same exception types on every backend, messages naming the argument):
+Input validation (the same exception types on every backend, messages naming the argument)::
 
     to_vector(x, n, what), to_matrix(x, shape, what)
         wrong length/shape -> ValueError; NaN or inf (numbers, NaN constants inside a SymPy/
