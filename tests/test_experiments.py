@@ -199,6 +199,11 @@ def test_explicit_root_that_is_not_a_checkout(installed, tmp_path, monkeypatch, 
     assert main(["experiments", "list"]) == 2          # a wrong explicit root is an error here too
 
 
-def test_source_tree_is_found_from_the_package():
-    """Running from this checkout (or an editable install): the package's parent is the root."""
-    assert ex.is_checkout(REPO) and ex._package_parent() == REPO
+def test_source_tree_is_found_from_the_package(tmp_path, monkeypatch):
+    """An editable install (or the source tree on sys.path) finds its checkout from anywhere."""
+    if ex._package_parent() != REPO:
+        pytest.skip("symdyn is imported from an installed copy, not from this checkout")
+    assert ex.is_checkout(REPO)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(ex.ROOT_ENV, raising=False)
+    assert ex.find_root() == REPO

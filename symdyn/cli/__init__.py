@@ -290,6 +290,3 @@ def _demo_symbolic(model, calls, out) -> int:
         f"{sum(sp.count_ops(e) for e in tau)} operations ({t:.3g} s to build)")
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
