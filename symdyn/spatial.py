@@ -222,9 +222,9 @@ class CompositeB(NamedTuple):
     :func:`composite_B_congruence`; Algorithm 1 never looks inside.
     """
 
-    Idot: object
-    h: object
-    dense: object
+    Idot: Any    # native arrays of the backend (None where unused)
+    h: Any
+    dense: Any
 
 
 def composite_B(B, v, I, kind: str = "christoffel") -> CompositeB:

@@ -20,7 +20,7 @@ and 22 as ``Mdot = C + C^T`` (Prop. 1, which holds for every admissible body-lev
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
                        composite_B_products, cross_force, cross_motion, inertia_congruence_sym,
@@ -115,7 +115,8 @@ def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel
     order = range(len(sweep.units)) if units is None else sorted(units)
     BC = {b: composite_B(B, v[b], I[b], factorization)                        # line 6
           for J in order for b in sweep.units[J]}
-    M, C = {}, {}
+    M: dict[tuple[int, int], Any] = {}
+    C: dict[tuple[int, int], Any] = {}
     for J in reversed(order):                                                 # line 8
         nJ = S[sweep.units[J][0]].shape[1]
         i = sweep.attach[J]                                                   # line 15

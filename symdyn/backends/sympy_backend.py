@@ -4,6 +4,7 @@ backend lives in :mod:`symdyn.backends._symbolic_common`."""
 from __future__ import annotations
 
 import numbers
+from typing import Any, Callable
 
 import sympy as sp
 
@@ -137,8 +138,9 @@ def evaluate(x, values: dict):
 
     import numpy as np
 
-    funcs = {sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
-             sp.log: math.log, sp.Abs: abs, sp.sign: lambda a: math.copysign(1.0, a) if a else 0.0}
+    funcs: dict[Any, Callable[..., float]] = {
+        sp.sin: math.sin, sp.cos: math.cos, sp.tan: math.tan, sp.exp: math.exp,
+        sp.log: math.log, sp.Abs: abs, sp.sign: lambda a: math.copysign(1.0, a) if a else 0.0}
     memo: dict = {}
     fvals = {k: float(v) for k, v in values.items()}
 

@@ -26,7 +26,7 @@ class Tensor3:
     __slots__ = ("pages", "shape")
     ndim = 3
 
-    def __init__(self, pages: list, shape: tuple[int, int, int] | None = None):
+    def __init__(self, pages: list, shape: tuple[int, ...] | None = None):
         pages = list(pages)
         if shape is None:
             if not pages:
@@ -43,7 +43,7 @@ class Tensor3:
         self.pages = pages
         self.shape = shape
 
-    def _index(self, key) -> tuple[int, int, int] | int:
+    def _index(self, key) -> tuple[int, ...] | int:
         """(i, j, k) for a scalar key, or k for the page key (:, :, k)."""
         if not (isinstance(key, tuple) and len(key) == 3):
             raise IndexError("Tensor3 supports T[i, j, k] and T[:, :, k] (pages: B.pages(T)); "
