@@ -184,7 +184,7 @@ def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
 
 
 def test_error_line_of_a_multiline_message():
-    from symdyn.codegen.build import BuildError
+    from symdyn.codegen import BuildError
 
     exc = BuildError("compilation failed: cc -c a.c\na.c: In function 'f':\n"
                      "a.c:3:1: error: expected ';' before '}' token\n  3 | }\n")

@@ -10,7 +10,7 @@ on stderr and exit with code 2, whichever subcommand raised them. User errors ar
 types symdyn raises on purpose for bad input or a failing environment (:data:`USER_ERRORS`):
 ``ValueError`` (with ``ModelError``, ``URDFError``, ``SpecError``), ``TypeError`` (with
 ``BackendError``), ``OSError`` (missing files, a compiler that cannot run), ``ImportError`` (an
-optional package that is not installed) and :class:`symdyn.codegen.build.BuildError` (code
+optional package that is not installed) and :class:`symdyn.codegen.BuildError` (code
 generation or compilation failed; the one line quotes the compiler's first error). Everything
 else (``AttributeError``, ``KeyError``, ``IndexError``, other ``RuntimeError`` ...) is a bug in
 symdyn and surfaces with its traceback. ``symdyn --traceback COMMAND ...`` re-raises user errors
@@ -86,10 +86,10 @@ _MAX_MESSAGE = 600
 def _is_user_error(exc: BaseException) -> bool:
     if isinstance(exc, USER_ERRORS):
         return True
-    # BuildError (a RuntimeError) can only have been raised if its module is loaded
-    build = sys.modules.get("symdyn.codegen.build")
-    error = getattr(build, "BuildError", None)
-    return error is not None and isinstance(exc, error)
+    # codegen's BuildError (a RuntimeError), matched by name so that the CLI need not import
+    # codegen (CasADi) and wherever codegen defines it
+    return any(c.__name__ == "BuildError" and c.__module__.startswith("symdyn.")
+               for c in type(exc).__mro__)
 
 
 def error_line(exc: BaseException) -> str:
