@@ -72,10 +72,10 @@ def inertia_from_parameters(p: Sequence[Any]) -> tuple:
                 raise ValueError("a body with zero mass must have m c = 0")
             return m, sp.zeros(3, 1), sp.Matrix(Ibar)
         c = sp.Matrix(h) / m
-        # Ic = Ibar - m S(c) S(c)^T = Ibar - (|h|^2 1 - h h^T) / m
-        hh = sum(x * x for x in h)
-        Ic = sp.Matrix(3, 3, lambda r, k: Ibar[r][k] - ((hh if r == k else 0) - h[r] * h[k]) / m)
-        return m, c, Ic
+        # Ic = Ibar - m S(c) S(c)^T, formed as the model forms I = Ic + m S(c) S(c)^T
+        # (spatial.mcI), so that the two terms cancel exactly and I's blocks are the symbols again
+        C = sp.Matrix([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
+        return m, c, sp.Matrix(Ibar) - m * (C @ C.T)
     m = float(m)
     h, Ibar = np.array(h, dtype=float), np.array(Ibar, dtype=float)
     if m == 0:

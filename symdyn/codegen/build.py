@@ -92,6 +92,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         manifest["t_total"] = time.perf_counter() - t0
         return manifest
 
+    manifest: dict | None   # a built one, or a cached one (None: invalid)
     if out_dir is not None or not cache:
         directory = Path(out_dir) if out_dir is not None else Path(
             tempfile.mkdtemp(prefix=f"symdyn-{prefix}-"))

@@ -30,7 +30,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .progress import Progress
 

@@ -163,7 +163,7 @@ def _shape_and_layouts(name: str, rank: int, value):
         if not value:
             raise RuntimeError(f"output {name}: a rank-3 result without pages")
         r, c = value[0].shape
-        shape = (r, c, len(value))
+        shape: tuple[int, ...] = (r, c, len(value))
         natural = ca.horzcat(*value)
         stacked = ca.horzcat(*[ca.vec(ca.densify(g).T) for g in value])   # [(i*c + j), k]
         flat = ca.vec(ca.densify(stacked.T))                                  # C order (i, j, k)
@@ -248,7 +248,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
                          "model.subs(...) before generating CasADi functions")
     spec = algorithm_spec(algorithm)
     fn = spec.function
-    frames = [None]
+    frames: list[str | None] = [None]
     if "frame" in algorithm_options(algorithm) and options.get("frame", "auto") == "auto":
         options.pop("frame", None)
         frames = list(FRAME_CANDIDATES)
@@ -264,6 +264,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
         traced = _trace(model, spec, fn, opts, layout, cse, emit_order, fname)
         if best is None or traced[0].n_instructions() < best[0].n_instructions():
             best = traced + (frame,)
+    assert best is not None  # frames is never empty
     f, shapes, orders, t_trace, t_function, frame = best
     if info is not None:
         info["trace"] = TraceInfo(algorithm, f.n_nodes(), f.n_instructions(), f.sz_w(), t_trace,

@@ -85,7 +85,7 @@ def normalize_algorithms(algorithms, options: Mapping[str, Any]) -> list[tuple[s
     selected algorithm accepts is an error)."""
     if isinstance(algorithms, str):
         names = [a.strip() for a in algorithms.split(",") if a.strip()]
-        per = {n: {} for n in names}
+        per: dict[str, dict[str, Any]] = {n: {} for n in names}
     elif isinstance(algorithms, Mapping):
         per = {n: dict(o or {}) for n, o in algorithms.items()}
         names = list(per)
@@ -125,7 +125,8 @@ def _versions() -> dict:
 
     from .. import __version__
 
-    return {"symdyn": __version__, "symdyn_source": _source_digest(), "casadi": casadi.__version__}
+    return {"symdyn": __version__, "symdyn_source": _source_digest(),
+            "casadi": casadi.__version__}  # type: ignore[attr-defined]  # not in casadi's stubs
 
 
 _SOURCE_DIGEST: list[str] = []

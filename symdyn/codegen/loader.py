@@ -36,6 +36,7 @@ import ctypes
 import sys
 import threading
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -286,8 +287,9 @@ class CompiledFunction:
                                  f"{self.input_names[0]} has {nstates}")
             ins.append(np.ascontiguousarray(a, dtype=np.float64))
         entry = None
+        outs: list[Any] | None
         if out is None:
-            entry = self._batch_outputs(nstates)
+            entry = self._batch_outputs(cast(int, nstates))  # set from the first input above
             outs = list(entry[0]) if entry is not None else [np.empty((nstates, *s))
                                                             for s in self.output_shapes]
         else:
@@ -486,6 +488,7 @@ def load(directory, *, cache_hit: bool = False, verified: bool = False,
     single calls and ``.batch`` return buffers that the caller has dropped instead of fresh
     copies (never one still referenced; see the module docstring); False copies every result."""
     directory = Path(directory)
+    manifest: dict | None
     if verified:
         manifest = _cache.read_manifest(directory)
     else:
