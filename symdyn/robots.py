@@ -164,7 +164,8 @@ def load_robot(name: str, floating_base: bool | None = None, **kwargs: Any) -> M
     """Load robot ``name`` as a :class:`~symdyn.model.Model`.
 
     ``floating_base=None`` uses the robot's default (True for legged robots, humanoids and drones).
-    Further keyword arguments go to :func:`symdyn.urdf.load_urdf` (``gravity``, ``check_inertias``).
+    Further keyword arguments go to :func:`symdyn.urdf.load_urdf` (``gravity``, ``check_inertias``,
+    ``max_bodies``).
     """
     from .urdf import load_urdf
 
