@@ -64,25 +64,6 @@ def crfbar_mul(B, f, M):
     return -B.vcat([n @ m0 + g @ m1, g @ m0])
 
 
-def body_inertia_parameters(B, model):
-    """(m, c, Ic) of every body in backend B (mass, CoM and rotational inertia about the CoM in body
-    coordinates), read from the 6x6 inertias ``[[Ic + m S(c) S(c)^T, m S(c)], [m S(c)^T, m 1]]``
-    and cached with the model's constants."""
-    key = ("inertia_parameters", B.name)
-    if key not in model._cache:
-        out = []
-        for I in model.constants(B)[1]:
-            m, I11 = I[3, 3], B.rows(B.cols(I, 0, 3), 0, 3)
-            if B.is_zero(B.vector([m])):  # massless body (URDF frames): rotational inertia only
-                out.append((m, B.zeros(3), I11))
-                continue
-            h = B.vector([I[2, 4], I[0, 5], I[1, 3]])
-            H = skew(B, h)
-            out.append((m, h / m, I11 - (H @ H.T) / m))
-        model._cache[key] = out
-    return model._cache[key]
-
-
 def ground_inertia(B, X0, m, c, Ic):
     """X0^T I X0 for the rigid-body inertia (m, c, Ic) and X0 = (E, r) (ground -> body): mass m at
     c0 = r + E^T c with rotational inertia E^T Ic E (fewer operations than a 6x6 congruence)."""
@@ -102,7 +83,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B."""
     check_joints(model)
     a_grav = model.constants(B).a_grav
-    inertia = body_inertia_parameters(B, model)
+    inertia = model.constants(B).inertia_params  # per body (m, c, Ic)
     N, parents, nv = model.N, model.parents, model.nv
     X0, S0, v, a = [None] * N, [None] * N, [None] * N, [None] * N
     Sd, Psid, Psidd, IC, BC, fC = ([None] * N for _ in range(6))  # BC holds 2 B^C (line 9)
