@@ -67,6 +67,33 @@ def as_column(m, n: int, what: str):
     return m
 
 
+def refuse_complex(x, what: str) -> None:
+    """A Python complex or a complex-dtype array, before it is converted entry by entry."""
+    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
+        raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
+                        "and real expressions")
+
+
+def validated(m, shape, what: str, problem: Callable[[Any], str | None]):
+    """``m`` checked for shape (a vector when ``shape`` is an int n: (n, 1), a row transposed) and
+    for complex/NaN/inf entries (see :func:`check_entries`)."""
+    if isinstance(shape, int):
+        m = as_column(m, shape, what)
+        check_entries(m, what, problem)
+        return m
+    if tuple(m.shape) != tuple(shape):
+        raise ValueError(f"{what} must have shape {tuple(shape)}, got {tuple(m.shape)}")
+    check_entries(m, what, problem, matrix=True)
+    return m
+
+
+def inv_with(matrix, A):
+    """A^-1 (a 1x1 matrix without the general inverse's machinery)."""
+    if A.shape == (1, 1):
+        return matrix([[1 / A[0, 0]]])
+    return A.inv()
+
+
 def exact_helpers(sin, cos, sqrt):
     """Closed forms of ``sin_over_x``, ``one_minus_cos_over_x2``, ``x_minus_sin_over_x3`` (of
     x2 = x^2): exact expressions for printing and simplification (undefined at x2 = 0 exactly)."""

@@ -13,9 +13,9 @@ import numbers
 import symengine as se
 
 from . import tensor as _tensor
-from ._symbolic_common import (as_column, check_entries, cols, dot, exact_helpers, graph,  # noqa: F401
-                               is_symbol, is_zero, numeric, page, pages, rows, set3, skew_of,
-                               solve, symbolic)
+from ._symbolic_common import (cols, dot, exact_helpers, graph, inv_with, is_symbol,  # noqa: F401
+                               is_zero, numeric, page, pages, refuse_complex, rows, set3, skew_of,
+                               solve, symbolic, validated)
 
 name = "symengine"
 ndarray = se.DenseMatrix
@@ -81,9 +81,7 @@ def block(blocks):
 
 
 def inv(A):
-    if A.shape == (1, 1):
-        return se.DenseMatrix([[1 / A[0, 0]]])
-    return A.inv()
+    return inv_with(se.DenseMatrix, A)
 
 
 def tensor3(n1: int, n2: int, n3: int):
@@ -109,9 +107,7 @@ def _problem(e) -> str | None:
 def _as_matrix(x, what: str, expect: str):
     if isinstance(x, se.DenseMatrix):
         return x
-    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
-        raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
-                        "and real expressions")
+    refuse_complex(x, what)
     try:
         return const(x)
     except (TypeError, ValueError, AttributeError, RuntimeError) as exc:
@@ -120,17 +116,11 @@ def _as_matrix(x, what: str, expect: str):
 
 
 def to_vector(x, n: int, what: str):
-    m = as_column(_as_matrix(x, what, f"a vector of {n}"), n, what)
-    check_entries(m, what, _problem)
-    return m
+    return validated(_as_matrix(x, what, f"a vector of {n}"), n, what, _problem)
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix")
-    if m.shape != shape:
-        raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
-    check_entries(m, what, _problem, matrix=True)
-    return m
+    return validated(_as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix"), shape, what, _problem)
 
 
 def to_numpy(x):

@@ -9,9 +9,9 @@ from typing import Any, Callable
 import sympy as sp
 
 from . import tensor as _tensor
-from ._symbolic_common import (as_column, check_entries, cols, dot, exact_helpers, graph,  # noqa: F401
-                               is_symbol, is_zero, numeric, page, pages, rows, set3, skew_of,
-                               solve, symbolic)
+from ._symbolic_common import (cols, dot, exact_helpers, graph, inv_with, is_symbol,  # noqa: F401
+                               is_zero, numeric, page, pages, refuse_complex, rows, set3, skew_of,
+                               solve, symbolic, validated)
 
 name = "sympy"
 ndarray = sp.MatrixBase
@@ -66,9 +66,7 @@ def block(blocks):
 
 
 def inv(A):
-    if A.shape == (1, 1):
-        return sp.Matrix([[1 / A[0, 0]]])
-    return A.inv()
+    return inv_with(sp.Matrix, A)
 
 
 def tensor3(n1: int, n2: int, n3: int):
@@ -88,9 +86,7 @@ def _problem(e) -> str | None:
 def _as_matrix(x, what: str, expect: str):
     if isinstance(x, sp.MatrixBase):
         return x
-    if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
-        raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
-                        "and real expressions")
+    refuse_complex(x, what)
     try:
         return sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
     except (TypeError, ValueError, sp.SympifyError) as exc:
@@ -99,17 +95,12 @@ def _as_matrix(x, what: str, expect: str):
 
 
 def to_vector(x, n: int, what: str):
-    m = as_column(_as_matrix(x, what, f"a vector of {n}"), n, what)
-    check_entries(m, what, _problem)
-    return m.applyfunc(_number)
+    return validated(_as_matrix(x, what, f"a vector of {n}"), n, what, _problem).applyfunc(_number)
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
     m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix")
-    if m.shape != shape:
-        raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
-    check_entries(m, what, _problem, matrix=True)
-    return m.applyfunc(_number)
+    return validated(m, shape, what, _problem).applyfunc(_number)
 
 
 def to_numpy(x):
