@@ -61,8 +61,9 @@ def inertia_from_parameters(p: Sequence[Any]) -> tuple:
     p = list(p)
     if len(p) != 10:
         raise ValueError(f"a body has 10 inertial parameters, got {len(p)}")
+    h: Any
     m, h, (xx, xy, yy, xz, yz, zz) = p[0], p[1:4], p[4:10]
-    Ibar = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]
+    Ibar: Any = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]
     if any(_is_sym(x) for x in p):
         import sympy as sp
 

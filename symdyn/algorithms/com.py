@@ -22,7 +22,7 @@ linear rows.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..backends import resolve_backend
 from ..spatial import cross_motion, inertia_congruence_sym, inertia_rate_rigid, skew, \
@@ -89,8 +89,8 @@ def _momentum_columns(B, model, K, rate: bool):
     consts = model.constants(B)
     I0 = [inertia_congruence_sym(B, K.X0[i], consts.I[i]) for i in range(model.N)]
     IC = list(I0)
-    ICd = None
-    v0 = None
+    ICd: list[Any] = []   # filled (and used) only when rate
+    v0: list[Any] = []
     if rate:
         v0 = [xform_motion_inv(B, K.X0[i], K.v[i]) for i in range(model.N)]
         ICd = [inertia_rate_rigid(B, v0[i], I0[i]) for i in range(model.N)]

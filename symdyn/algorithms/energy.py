@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .common import entry
 from .frames import path_kinematics
@@ -25,7 +25,7 @@ def kinetic_energy(model: Model, q, qd, *, backend: str | None = None):
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     I = model.constants(B).I
     K = path_kinematics(B, model, qs, vs)
-    T = None
+    T: Any = None
     for i in range(model.N):
         Ti = B.dot(K.v[i], I[i] @ K.v[i])
         T = Ti if T is None else T + Ti

@@ -36,7 +36,7 @@ returns a native matrix of the inputs' backend.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..spatial import bottom, compose, cross_force, cross_motion, skew, top, xform_force_T, xform_motion
 from .common import entry, joint_kinematics
@@ -193,7 +193,8 @@ def potential_energy_regressor(model: Model, q: Array, *, backend: str | None = 
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     ag = bottom(B, model.constants(B).a_grav)                                  # -g (world)
     Xup, _ = joint_kinematics(B, model, q)
-    X0, rows = [None] * model.N, []
+    X0: list[Any] = [None] * model.N
+    rows: list[Any] = []
     for i, p in enumerate(model.parents):
         X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])                 # world -> body i
         gi = X0[i].E @ ag

@@ -22,15 +22,22 @@ ancestor in lines 17-20. Other joints whose ``S`` varies in body coordinates are
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..spatial import (compose, cross_force, cross_motion, mcI, skew, xform_force_T,
                        xform_motion_inv)
 from .common import entry, external_forces, joint_kinematics
+from ..types import Array, ExternalForces
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 # joints whose columns are applied one after the other (product of exponentials in column order)
 _SEQUENTIAL_COLUMNS = ("planar",)
 
 
-def rnea_derivatives(model, q, qd, qdd, f_ext=None, *, backend: str | None = None):
+def rnea_derivatives(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = None, *,
+                     backend: str | None = None) -> tuple[Array, Array]:
     """Partial derivatives ``(dtau_dq, dtau_dqd)`` of ``tau = rnea(model, q, qd, qdd, f_ext)``.
 
     Both are nv x nv (full matrices) in the inputs' backend. Derivatives with respect to q are taken
@@ -78,6 +85,11 @@ def twice_B(B, v, I, h):
     return X + X.T - B.vcat([B.hcat([n, f]), B.hcat([f, B.zeros(3, 3)])])
 
 
+def _per_body(N: int, k: int) -> tuple[list[Any], ...]:
+    """``k`` lists of ``N`` Nones, filled body by body."""
+    return tuple([None] * N for _ in range(k))
+
+
 def idsva(B, model, qd, qdd, f_ext, Xup, S):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B."""
@@ -85,8 +97,8 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     a_grav = model.constants(B).a_grav
     inertia = model.constants(B).inertia_params  # per body (m, c, Ic)
     N, parents, nv = model.N, model.parents, model.nv
-    X0, S0, v, a = [None] * N, [None] * N, [None] * N, [None] * N
-    Sd, Psid, Psidd, IC, BC, fC = ([None] * N for _ in range(6))  # BC holds 2 B^C (line 9)
+    X0, S0, v, a = _per_body(N, 4)
+    Sd, Psid, Psidd, IC, BC, fC = _per_body(N, 6)  # BC holds 2 B^C (line 9)
     zero = B.zeros(6)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
         X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])
@@ -115,7 +127,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
             fC[i] = fC[i] - xform_force_T(B, X0[i], f_ext[i])
 
     dtau_dq, dtau_dqd = B.zeros(nv, nv), B.zeros(nv, nv)
-    t1, t2, t3, t4, cols = ([None] * N for _ in range(5))  # stacked over each body's subtree
+    t1, t2, t3, t4, cols = _per_body(N, 5)  # stacked over each body's subtree
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]
         B2 = BC[i]  # 2 B^C_i
