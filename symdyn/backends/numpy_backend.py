@@ -181,8 +181,8 @@ def _x_minus_sin_over_x3(x2):
 
 
 sin_over_x = _safe(SIN_OVER_X, _sin_over_x)
-sin_over_x.__doc__ = "sin(x)/x of x2 = x^2 (a float; a series below x2 = 0.1)."
+sin_over_x.__doc__ = "sin(x)/x of x2 = x^2 (a float; a series below x2 = 4)."
 one_minus_cos_over_x2 = _safe(ONE_MINUS_COS_OVER_X2, _one_minus_cos_over_x2)
-one_minus_cos_over_x2.__doc__ = "(1 - cos x)/x^2 of x2 = x^2 (a float; a series below x2 = 0.1)."
+one_minus_cos_over_x2.__doc__ = "(1 - cos x)/x^2 of x2 = x^2 (a float; a series below x2 = 4)."
 x_minus_sin_over_x3 = _safe(X_MINUS_SIN_OVER_X3, _x_minus_sin_over_x3)
-x_minus_sin_over_x3.__doc__ = "(x - sin x)/x^3 of x2 = x^2 (a float; a series below x2 = 0.1)."
+x_minus_sin_over_x3.__doc__ = "(x - sin x)/x^3 of x2 = x^2 (a float; a series below x2 = 4)."
