@@ -53,12 +53,12 @@ def test_parameter_order_is_pinocchios():
         assert abs(m - Ipin.mass) < 1e-14 and rel(c, Ipin.lever) < 1e-13 and rel(Ic, Ipin.inertia) < 1e-12
 
 
-@pytest.mark.parametrize("name", ["serial", "floating", "ur5", "panda"])
+@pytest.mark.parametrize("name", ["serial", "floating", "ur5", "panda", "solo12", "talos"])
 def test_inertial_parameters_match_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
     from symdyn.pinocchio_bridge import pinocchio_order, to_pinocchio
 
-    model = sd.load_robot(name) if name in ("ur5", "panda") else MODELS[name]
+    model = sd.load_robot(name) if name in ("ur5", "panda", "solo12", "talos") else MODELS[name]
     pm = to_pinocchio(model)
     pi = inertial_parameters(model)
     assert pi.shape == (10 * model.N,)
@@ -108,9 +108,9 @@ def test_with_symbolic_inertial_parameters():
 
 # --- regressors against the algorithms (NumPy) ------------------------------------------------------
 
-@pytest.mark.parametrize("name", list(NUMERIC) + ["ur5", "panda"])
+@pytest.mark.parametrize("name", list(NUMERIC) + ["ur5", "panda", "solo12"])
 def test_regressors_match_algorithms(name):
-    model = sd.load_robot(name) if name in ("ur5", "panda") else NUMERIC[name]
+    model = sd.load_robot(name) if name in ("ur5", "panda", "solo12") else NUMERIC[name]
     pi = inertial_parameters(model)
     for seed in range(2):
         q, qd, qdd, qr, qrr = state(model, seed)
@@ -156,13 +156,16 @@ def test_potential_energy_regressor(name):
 
 # --- against Pinocchio ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["serial", "branched", "random", "floating", "ur5", "panda"])
+ROBOTS = ("ur5", "panda", "solo12", "talos")    # arms, a quadruped and a humanoid (floating)
+
+
+@pytest.mark.parametrize("name", ["serial", "branched", "random", "floating", *ROBOTS])
 def test_regressors_match_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
     from symdyn.pinocchio_bridge import (matrix_from_pin, pinocchio_order, q_to_pin, to_pinocchio,
                                          v_to_pin)
 
-    model = sd.load_robot(name) if name in ("ur5", "panda") else MODELS[name]
+    model = sd.load_robot(name) if name in ROBOTS else MODELS[name]
     pm = to_pinocchio(model)
     pd = pm.createData()
     cols = np.array([10 * i + k for i in pinocchio_order(model) for k in range(10)])
