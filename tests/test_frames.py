@@ -1,0 +1,310 @@
+"""Frames (symdyn.algorithms.frames) against Pinocchio and by identities, on every backend.
+
+The reference is Pinocchio's own model of the same URDF file (``buildModelFromUrdf``): joints are
+matched by URDF joint name, frames by link name (Pinocchio's BODY frames) and joint name (JOINT
+frames), so that symdyn's URDF import, its fixed-link frames and the algorithms are all checked.
+Pinocchio orders spatial vectors and Jacobian rows [linear; angular] and free-flyer speeds
+[v; omega]; symdyn [angular; linear] and [omega; v].
+"""
+from __future__ import annotations
+
+import functools
+
+import casadi as ca
+import numpy as np
+import pytest
+import sympy as sp
+
+from conftest import run
+
+pin = pytest.importorskip("pinocchio")
+
+import symdyn as sd  # noqa: E402
+from symdyn.algorithms.frames import (REFERENCES, frame_classical_acceleration,  # noqa: E402
+                                      frame_jacobian, frame_jacobian_time_variation,
+                                      frame_placement, frame_velocity, joint_frames,
+                                      resolve_frame)
+from symdyn.model import Frame  # noqa: E402
+from symdyn.models import serial_chain  # noqa: E402
+from symdyn.robots import ROBOTS, load_robot, robot_urdf  # noqa: E402
+
+TOL = 1e-12
+ROBOT_NAMES = ("ur5", "panda", "kinova", "solo12", "anymal", "go1", "talos")
+PIN_REF = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+
+
+def check(a, b, what, tol=TOL):
+    """max |a - b| <= tol * max |b| (relative to the reference's largest entry; exact zeros for a
+    zero reference)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    err, scale = float(np.abs(a - b).max()), float(np.abs(b).max())
+    assert err <= tol * scale or err < 1e-15, f"{what}: max |diff| = {err:.3e}, scale {scale:.3g}"
+    return err / scale if scale > 1e-9 else err  # (a reference that is zero up to rounding)
+
+
+def swap(x):
+    """[linear; angular] <-> [angular; linear] along the first axis."""
+    x = np.asarray(x)
+    return np.concatenate([x[3:], x[:3]])
+
+
+class Pair:
+    """A symdyn robot and Pinocchio's model of the same URDF, with index maps by joint name."""
+
+    def __init__(self, name):
+        self.model = m = load_robot(name)
+        path = str(robot_urdf(name))
+        self.pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) \
+            if ROBOTS[name].floating_base else pin.buildModelFromUrdf(path)
+        pm = self.pm
+        assert pm.njoints - 1 == m.N
+        self.jid = [pm.getJointId(n) for n in m.joint_names]
+        self.P = np.empty(m.nv, dtype=int)  # v_pin = v[P]
+        for i, jid in enumerate(self.jid):
+            a, b = m.v_idx[i]
+            idx = list(range(a, b))
+            if m.joints[i].type == "floating":
+                idx = idx[3:] + idx[:3]
+            self.P[pm.idx_vs[jid]:pm.idx_vs[jid] + b - a] = idx
+
+    def q_pin(self, q):
+        out = np.zeros(self.pm.nq)
+        for i, jid in enumerate(self.jid):
+            a, b = self.model.q_idx[i]
+            k = self.pm.idx_qs[jid]
+            if self.pm.nqs[jid] == 2 and b - a == 1:  # continuous joint: (cos, sin)
+                out[k:k + 2] = np.cos(q[a]), np.sin(q[a])
+            else:
+                out[k:k + b - a] = q[a:b]
+        return out
+
+    def v_pin(self, v):
+        return np.asarray(v, float)[self.P]
+
+    def cols_from_pin(self, A):
+        """A Pinocchio matrix with columns over its speeds -> symdyn's speed order."""
+        out = np.empty_like(A)
+        out[:, self.P] = A
+        return out
+
+    def frames(self, seed=0):
+        """Link names under test: up to five fixed links on moving bodies (end effectors, feet,
+        sensors), one fixed to the world if any, three moving links (random)."""
+        m, rng = self.model, np.random.default_rng(seed)
+        fixed = [n for n, f in m.frames.items() if n not in m.names and f.body >= 0]
+        world = [n for n, f in m.frames.items() if f.body < 0]
+        pick = list(rng.choice(fixed, min(5, len(fixed)), replace=False)) + world[:1] \
+            + list(rng.choice(m.names, 3, replace=False))
+        return [str(n) for n in pick]
+
+
+@functools.lru_cache(maxsize=None)
+def pair(name) -> Pair:
+    return Pair(name)
+
+
+def state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return model.random_q(rng), rng.uniform(-2, 2, model.nv), rng.uniform(-2, 2, model.nv)
+
+
+# --- against Pinocchio -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ROBOT_NAMES)
+def test_frames_match_pinocchio(name):
+    P = pair(name)
+    m, pm = P.model, P.pm
+    pd = pm.createData()
+    q, qd, qdd = state(m, 1)
+    qp, vp, ap = P.q_pin(q), P.v_pin(qd), P.v_pin(qdd)
+    pin.forwardKinematics(pm, pd, qp, vp, ap)
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobians(pm, pd, qp)
+    pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+    worst = {}
+    for fname in P.frames():
+        fid = pm.getFrameId(fname, pin.BODY)
+        assert fid < pm.nframes, fname
+        R, p = frame_placement(m, q, fname)
+        worst["placement"] = max(worst.get("placement", 0),
+                                 check(R, pd.oMf[fid].rotation, f"{name} {fname} R"),
+                                 check(p, pd.oMf[fid].translation, f"{name} {fname} p"))
+        for ref, rf in PIN_REF.items():
+            what = f"{name} {fname} {ref}"
+            v = frame_velocity(m, q, qd, fname, ref)
+            J = frame_jacobian(m, q, fname, ref)
+            dJ = frame_jacobian_time_variation(m, q, qd, fname, ref)
+            acc = frame_classical_acceleration(m, q, qd, qdd, fname, ref)
+            Jp = P.cols_from_pin(swap(pin.getFrameJacobian(pm, pd, fid, rf)))
+            dJp = P.cols_from_pin(swap(pin.getFrameJacobianTimeVariation(pm, pd, fid, rf)))
+            for key, a, b in (("velocity", v, swap(pin.getFrameVelocity(pm, pd, fid, rf).vector)),
+                              ("jacobian", J, Jp), ("jacobian_rate", dJ, dJp),
+                              ("classical_acc", acc,
+                               swap(pin.getFrameClassicalAcceleration(pm, pd, fid, rf).vector))):
+                if np.abs(b).max() == 0:      # a frame fixed to the world
+                    assert np.abs(a).max() == 0, f"{what} {key}"
+                    continue
+                worst[key] = max(worst.get(key, 0), check(a, b, f"{what} {key}"))
+    print(name, {k: f"{v:.1e}" for k, v in worst.items()})
+
+
+@pytest.mark.parametrize("name", ["panda", "solo12"])
+def test_joint_frames_match_pinocchio(name):
+    """A joint name resolves to the successor frame (Pinocchio's data.oMi / JOINT frame); the
+    predecessor side of joint_frames is oMi[parent] * jointPlacement."""
+    P = pair(name)
+    m, pm = P.model, P.pm
+    pd = pm.createData()
+    q, qd, _ = state(m, 2)
+    pin.forwardKinematics(pm, pd, P.q_pin(q), P.v_pin(qd))
+    pin.computeJointJacobians(pm, pd, P.q_pin(q))
+    parent = joint_frames(m, "parent")
+    for i, jname in enumerate(m.joint_names):
+        jid = P.jid[i]
+        R, p = frame_placement(m, q, jname)
+        check(R, pd.oMi[jid].rotation, jname)
+        check(p, pd.oMi[jid].translation, jname)
+        pred = pd.oMi[pm.parents[jid]] * pm.jointPlacements[jid]
+        R, p = frame_placement(m, q, parent[jname])
+        check(R, pred.rotation, jname + " predecessor")
+        check(p, pred.translation + 0.0, jname + " predecessor")
+        Jp = P.cols_from_pin(swap(pin.getJointJacobian(pm, pd, jid, pin.LOCAL)))
+        check(frame_jacobian(m, q, jname), Jp, jname + " jacobian")
+        check(frame_jacobian(m, q, i), Jp, jname + " jacobian by body index")
+
+
+# --- identities -----------------------------------------------------------------------------------
+
+def _rate_along(model, fn, q, qd, qdd=None):
+    """d/dt fn(q(t)) at t = 0 for q(t) = q (+) t qd by CasADi forward AD (fn on the CasADi
+    backend); with ``qdd``, d/dt fn(q(t), qd + t qdd)."""
+    t = ca.SX.sym("t")
+    qt = model.integrate(q, ca.SX(ca.DM(qd)) * t)
+    y = fn(qt) if qdd is None else fn(qt, ca.SX(ca.DM(qd)) + t * ca.SX(ca.DM(qdd)))
+    f = ca.Function("d", [t], [ca.jacobian(ca.vec(y), t)])
+    ref = fn(q) if qdd is None else fn(q, qd)
+    return np.array(f(0.0), float).reshape(np.shape(ref), order="F")
+
+
+@pytest.mark.parametrize("name", ["ur5", "solo12", "talos"])
+def test_jacobian_rate_and_drift_identities(name):
+    m = pair(name).model
+    q, qd, qdd = state(m, 3)
+    for fname in pair(name).frames(seed=1)[:4]:
+        for ref in REFERENCES:
+            what = f"{name} {fname} {ref}"
+            J = frame_jacobian(m, q, fname, ref)
+            check(frame_velocity(m, q, qd, fname, ref), J @ qd, what + " v = J qd")
+            dJ = frame_jacobian_time_variation(m, q, qd, fname, ref)
+            dJ_ad = _rate_along(m, lambda x: frame_jacobian(m, x, fname, ref), q, qd)
+            check(dJ, dJ_ad, what + " dJ/dt vs AD")
+            acc = frame_classical_acceleration(m, q, qd, qdd, fname, ref)
+            v = J @ qd
+            drift = dJ @ qd
+            if ref != "local_world_aligned":  # the classical correction [0; omega x v]
+                drift = drift + np.concatenate([np.zeros(3), np.cross(v[:3], v[3:])])
+            check(acc, J @ qdd + drift, what + " classical acceleration = J qdd + drift")
+            check(frame_classical_acceleration(m, q, qd, np.zeros(m.nv), fname, ref), drift,
+                  what + " drift")
+    # the frame origin's acceleration is the second derivative of its position
+    fname = pair(name).frames(seed=1)[0]
+    acc = frame_classical_acceleration(m, q, qd, np.zeros(m.nv), fname, "local_world_aligned")
+    pdot = frame_velocity(m, q, qd, fname, "local_world_aligned")[3:]
+    check(_rate_along(m, lambda x: frame_placement(m, x, fname)[1], q, qd), pdot, "pdot")
+    check(_rate_along(m, lambda x, v: frame_velocity(m, x, v, fname, "local_world_aligned"), q, qd,
+                      np.zeros(m.nv)), acc, "d/dt [omega; pdot] at qdd = 0")
+
+
+# --- backends --------------------------------------------------------------------------------------
+
+def _symengine_run(fn, model, *args):
+    se = pytest.importorskip("symengine")
+    syms, values = [], {}
+    for k, a in enumerate(args):
+        s = se.symbols(f"a{k}_0:{len(a)}")
+        syms.append(se.DenseMatrix([[x] for x in s]))
+        values.update(zip(s, np.asarray(a, float)))
+    out = fn(model, *syms)
+    B = sd.backends.get_backend("symengine")
+
+    def ev(x):
+        if isinstance(x, tuple):
+            return tuple(ev(e) for e in x)
+        if hasattr(x, "shape"):
+            return B.to_numpy(x.subs(values))
+        return float(x.subs(values))
+    res = ev(out)
+    ref = fn(model, *args)
+    if isinstance(ref, tuple):
+        return tuple(np.reshape(r, np.shape(f)) for r, f in zip(res, ref))
+    return np.reshape(res, np.shape(ref))
+
+
+def _frame_calls(fname, ref):
+    return [
+        ("placement", lambda mo, q: frame_placement(mo, q, fname), 1),
+        ("velocity", lambda mo, q, v: frame_velocity(mo, q, v, fname, ref), 2),
+        ("jacobian", lambda mo, q: frame_jacobian(mo, q, fname, ref), 1),
+        ("jacobian_rate", lambda mo, q, v: frame_jacobian_time_variation(mo, q, v, fname, ref), 2),
+        ("classical_acc", lambda mo, q, v, a: frame_classical_acceleration(mo, q, v, a, fname, ref), 3),
+    ]
+
+
+@pytest.mark.parametrize("backend", ["sympy", "symengine", "casadi"])
+def test_symbolic_backends_match_numpy(backend):
+    """SymPy on a small chain (an end frame off the body origin), SymEngine and CasADi on the
+    double pendulum URDF and solo12 (floating base, a foot frame), evaluated at numbers."""
+    from symdyn.spatial import Transform
+
+    chain = serial_chain(3)
+    tip = Frame(2, Transform(np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]), np.array([0.3, -0.1, 0.5])))
+    cases = [(chain, tip)] if backend == "sympy" else \
+        [(load_robot("double_pendulum"), "link2"), (pair("solo12").model, "FL_FOOT")]
+    for model, fname in cases:
+        q, qd, qdd = state(model, 4)
+        for ref in REFERENCES:
+            for key, fn, nargs in _frame_calls(fname, ref):
+                args = (q, qd, qdd)[:nargs]
+                expect = fn(model, *args)
+                got = _symengine_run(fn, model, *args) if backend == "symengine" \
+                    else run(backend, fn, model, *args)
+                for g, e in zip(got if isinstance(expect, tuple) else [got],
+                                expect if isinstance(expect, tuple) else [expect]):
+                    check(np.reshape(g, np.shape(e)), e, f"{backend} {model.name} {key} {ref}", 1e-11)
+
+
+def test_sympy_closed_form_planar_tip():
+    """A symbolic frame placement on a symbolic 2-link planar arm simplifies to the textbook form."""
+    from symdyn.models import planar_chain
+
+    arm = planar_chain(2)
+    q = sp.Matrix(sp.symbols("q1 q2"))
+    R, p = frame_placement(arm, q, 1)
+    R0, p0 = frame_placement(arm, [0.3, -0.7], 1)
+    f = sp.lambdify(list(q), sp.Matrix.vstack(R.reshape(9, 1), p))
+    check(np.array(f(0.3, -0.7), float).ravel(), np.concatenate([np.ravel(R0), p0]), "planar tip")
+
+
+# --- names and errors ------------------------------------------------------------------------------
+
+def test_frame_names_and_errors():
+    m = pair("ur5").model
+    q = m.random_q(0)
+    assert resolve_frame(m, "tool0") is m.frames["tool0"]
+    assert resolve_frame(m, m.joint_names[2]).body == 2
+    assert resolve_frame(m, 3).body == 3
+    world = [n for n, f in m.frames.items() if f.body < 0][0]
+    R, p = frame_placement(m, q, world)
+    check(R, np.asarray(m.frames[world].X.E).T, "world frame")
+    assert np.abs(frame_jacobian(m, q, world, "world")).max() == 0
+    with pytest.raises(KeyError, match="no frame or joint named"):
+        frame_jacobian(m, q, "no_such_link")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        frame_jacobian(m, q, "tool0", reference="LOCAL")
+    with pytest.raises(ValueError, match="out of range"):
+        frame_jacobian(m, q, m.N)
+    with pytest.raises(TypeError):
+        frame_jacobian(m, q, 1.5)
+    with pytest.raises(ValueError, match="side"):
+        joint_frames(m, "middle")
