@@ -53,7 +53,7 @@ def compiler_info(cc: str | None = None) -> tuple[str, str]:
     :data:`DEFAULT_COMPILERS` on ``PATH``. :class:`BuildError` naming what was looked for when
     none is found or it does not run."""
     if cc:
-        candidates, origin = [cc], "cc="
+        candidates, origin = [cc], "cc"
     elif os.environ.get("CC"):
         candidates, origin = [os.environ["CC"]], "$CC"
     else:

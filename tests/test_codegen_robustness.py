@@ -1,0 +1,420 @@
+"""Compiled fast path, robustness (issue 12): unit quaternions, threads, option validation, long
+names, corrupted manifests, missing compiler, batch result reuse, progress in logs, CLI errors.
+
+Each silent-wrong-answer case here returned a finite wrong result (or raced) before its fix.
+"""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import symdyn as sd
+from symdyn.codegen import BuildError, build, compiler_info, load
+from symdyn.codegen import cache as cg_cache
+from symdyn.models import quadruped, random_tree, serial_chain
+
+
+def _have_cc() -> bool:
+    try:
+        compiler_info()
+    except BuildError:
+        return False
+    return True
+
+
+requires_cc = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("symdyn-cache-robust")
+
+
+@pytest.fixture(scope="module")
+def fmodel():
+    return quadruped(4, floating=True)
+
+
+@pytest.fixture(scope="module")
+def flib(fmodel, cache_dir):
+    return build(fmodel, ["rnea", "crba", "coriolis_matrix"], opt="-O1", cache_dir=cache_dir,
+                 progress=False)
+
+
+def _fstate(model, rng):
+    return model.random_q(rng), rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
+
+
+# --- 1. unit quaternions ---------------------------------------------------------------------------
+
+@requires_cc
+@pytest.mark.parametrize("scale", [1.1, 0.0, 1 + 3e-6])
+def test_non_unit_quaternion_raises_on_single_calls(flib, fmodel, scale):
+    q, qd, qdd = _fstate(fmodel, np.random.default_rng(1))
+    q[3:7] *= scale
+    with pytest.raises(ValueError, match=r"q\[3:7\] .*body 'torso'.*unit quaternion") as e1:
+        sd.rnea(fmodel, q, qd, qdd)
+    for call in (lambda: flib.rnea(q, qd, qdd), lambda: flib.crba(q),
+                 lambda: flib.coriolis_matrix(q, qd),
+                 lambda: flib.rnea(q, qd, qdd, nan="propagate"),
+                 lambda: flib.rnea(q, qd, qdd, out=np.empty(fmodel.nv))):
+        with pytest.raises(ValueError, match=r"input q\[3:7\] \(joint of body 'torso'\) must be "
+                                             r"a unit quaternion") as e2:
+            call()
+        assert str(e1.value).split("; ")[-1] in str(e2.value)   # same norm reported
+
+
+@requires_cc
+def test_unit_quaternion_within_tolerance_passes(flib, fmodel):
+    q, qd, qdd = _fstate(fmodel, np.random.default_rng(2))
+    q[3:7] *= 1 + 5e-7                      # inside sd.rnea's tolerance (1e-6)
+    np.testing.assert_allclose(flib.rnea(q, qd, qdd), sd.rnea(fmodel, q, qd, qdd), rtol=1e-12,
+                               atol=1e-12)
+
+
+@requires_cc
+def test_non_unit_quaternion_raises_in_batch(flib, fmodel):
+    rng = np.random.default_rng(3)
+    states = [_fstate(fmodel, rng) for _ in range(9)]
+    Q, QD, QDD = (np.array([s[k] for s in states]) for k in range(3))
+    Q[5, 3:7] = 0.0
+    Q[7, 3:7] *= 2
+    for nan in ("raise", "propagate"):
+        with pytest.raises(ValueError, match=r"batch: state 5: input q\[3:7\] \(joint of body "
+                                             r"'torso'\).*norm is 0"):
+            flib.rnea.batch(Q, QD, QDD, nan=nan)
+        with pytest.raises(ValueError, match="state 5"):
+            flib.crba.batch(Q, threads=3, nan=nan)
+    # NaN in another state does not hide the quaternion error
+    Q[1, 0] = np.nan
+    with pytest.raises(ValueError, match="state 5"):
+        flib.rnea.batch(Q, QD, QDD, nan="propagate")
+    Q[5, 3:7] = Q[0, 3:7]
+    Q[7, 3:7] = Q[0, 3:7]
+    tau = flib.rnea.batch(Q, QD, QDD, nan="propagate")
+    assert np.isnan(tau[1]).all() and np.isfinite(np.delete(tau, 1, axis=0)).all()
+
+
+@requires_cc
+def test_models_without_quaternions_have_no_check(cache_dir):
+    m = serial_chain(3)
+    lib = build(m, ["crba"], opt="-O0", cache_dir=cache_dir, progress=False)
+    assert lib.manifest["quaternions"] == []
+    q = np.full(m.nq, 5.0)                  # no quaternion: any angles are fine
+    np.testing.assert_allclose(lib.crba(q), sd.crba(m, q), rtol=1e-12, atol=1e-12)
+
+
+# --- 2. threads ------------------------------------------------------------------------------------
+
+@requires_cc
+@pytest.mark.parametrize("reuse", [True, False])
+def test_threads_hammering_one_function(fmodel, cache_dir, reuse):
+    lib = build(fmodel, ["rnea", "coriolis_matrix"], opt="-O1", cache_dir=cache_dir,
+                progress=False, reuse_results=reuse)
+    rng = np.random.default_rng(4)
+    states = [_fstate(fmodel, rng) for _ in range(16)]
+    ref_tau = [sd.rnea(fmodel, *s) for s in states]
+    ref_C = [lib.coriolis_matrix(s[0], s[1]) for s in states]   # owner thread's own values
+    errors, n_threads, n_calls = [], 6, 3000
+    start = threading.Barrier(n_threads)
+
+    def hammer(t):
+        start.wait()
+        kept = []
+        for i in range(n_calls):
+            k = (7 * t + i) % len(states)
+            tau = lib.rnea(*states[k])
+            if not np.allclose(tau, ref_tau[k], rtol=1e-12, atol=1e-12):
+                errors.append((t, i, "rnea"))
+            if i % 3 == 0:
+                res = lib.coriolis_matrix(states[k][0], states[k][1])
+                kept.append((k, res))
+                if len(kept) > 4:
+                    k0, r0 = kept.pop(0)
+                    if not all(np.array_equal(a, b) for a, b in zip(r0, ref_C[k0])):
+                        errors.append((t, i, "kept result overwritten"))
+
+    threads = [threading.Thread(target=hammer, args=(t,)) for t in range(n_threads)]
+    interval = __import__("sys").getswitchinterval()
+    __import__("sys").setswitchinterval(1e-6)           # switch threads as often as possible
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        __import__("sys").setswitchinterval(interval)
+    assert not errors, errors[:5]
+    # the owner thread keeps the fast path; batch threading still works
+    Q = np.array([s[0] for s in states])
+    V = np.array([s[1] for s in states])
+    A = np.array([s[2] for s in states])
+    np.testing.assert_allclose(lib.rnea.batch(Q, V, A, threads=3), np.array(ref_tau),
+                               rtol=1e-12, atol=1e-12)
+
+
+@requires_cc
+def test_batches_from_many_threads_do_not_share_results(flib, fmodel):
+    rng = np.random.default_rng(5)
+    Qs = [np.array([fmodel.random_q(rng) for _ in range(50)]) for _ in range(4)]
+    refs = [flib.crba.batch(Q) for Q in Qs]
+    errors = []
+
+    def work(t):
+        for _ in range(40):
+            M = flib.crba.batch(Qs[t])
+            time.sleep(0)
+            if not np.array_equal(M, refs[t]):
+                errors.append(t)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+
+
+# --- 3. options validated on single calls -----------------------------------------------------------
+
+@requires_cc
+def test_nan_option_validated_on_single_calls(flib, fmodel):
+    q, qd, qdd = _fstate(fmodel, np.random.default_rng(6))
+    for call in (lambda: flib.rnea(q, qd, qdd, nan="bogus"), lambda: flib.crba(q, nan=None),
+                 lambda: flib.rnea.batch(q[None], qd[None], qdd[None], nan="bogus")):
+        with pytest.raises(ValueError, match="nan must be one of"):
+            call()
+    other = []
+    th = threading.Thread(target=lambda: other.append(_raises(lambda: flib.crba(q, nan="x"))))
+    th.start()
+    th.join()
+    assert other == [True]
+
+
+def _raises(fn) -> bool:
+    try:
+        fn()
+    except ValueError as exc:
+        return "nan must be one of" in str(exc)
+    return False
+
+
+# --- 4. long names ----------------------------------------------------------------------------------
+
+@requires_cc
+@pytest.mark.parametrize("length", [44, 200])
+def test_long_names_build(tmp_path, length):
+    m = serial_chain(2)
+    name = ("x" * (length - 3)) + "abc"
+    lib = build(m, ["christoffel_from_mass_matrix", "rnea"], name=name, opt="-O0",
+                cache_dir=tmp_path, progress=False)
+    f = lib.christoffel_from_mass_matrix
+    assert len(f.symbol) <= 48 and f.name.endswith("_christoffel_from_mass_matrix")
+    q = m.random_q(0)
+    np.testing.assert_allclose(f(q), np.asarray(sd.christoffel_from_mass_matrix(m, q),
+                                                dtype=float), rtol=1e-10, atol=1e-12)
+    assert build(m, ["christoffel_from_mass_matrix", "rnea"], name=name, opt="-O0",
+                 cache_dir=tmp_path, progress=False).cache_hit
+
+
+def test_function_symbols_are_short_and_distinct():
+    from symdyn.codegen.generate import function_symbol
+
+    a = function_symbol("x" * 44, "christoffel_from_mass_matrix")
+    b = function_symbol("x" * 44, "christoffel")
+    assert len(a) <= 48 and len(b) <= 48 and a != b
+    assert function_symbol("panda", "rnea") == "panda_rnea"
+
+
+# --- 5. manifests of the wrong shape ---------------------------------------------------------------
+
+@requires_cc
+@pytest.mark.parametrize("content", ["[]", '{"files": 3}', '{"prefix": "x"}', "{}", "3",
+                                     "null", '"text"', "MISSING_FUNCTIONS", "BAD_FILES"])
+def test_wrong_shape_manifest_is_rebuilt(tmp_path, content):
+    m = serial_chain(2)
+    lib = build(m, ["rnea"], opt="-O0", cache_dir=tmp_path, progress=False)
+    path = lib.path / cg_cache.MANIFEST
+    manifest = json.loads(path.read_text())
+    if content == "MISSING_FUNCTIONS":
+        del manifest["functions"]
+        content = json.dumps(manifest)
+    elif content == "BAD_FILES":
+        manifest["files"] = {"../evil": "0"}
+        content = json.dumps(manifest)
+    path.write_text(content)
+    assert cg_cache.verify(lib.path, manifest["key"])[0] is None
+    with pytest.raises(ValueError, match="cannot load"):
+        load(lib.path)
+    again = build(m, ["rnea"], opt="-O0", cache_dir=tmp_path, progress=False)
+    assert not again.cache_hit
+    q = m.random_q(1)
+    np.testing.assert_allclose(again.rnea(q, q, q), sd.rnea(m, q, q, q), rtol=1e-12, atol=1e-12)
+    assert build(m, ["rnea"], opt="-O0", cache_dir=tmp_path, progress=False).cache_hit
+
+
+# --- 6. no C compiler ------------------------------------------------------------------------------
+
+def test_no_compiler_named_in_the_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    with pytest.raises(BuildError, match=r"\$CC = '/nonexistent/cc'.*install gcc or clang"):
+        compiler_info()
+    with pytest.raises(BuildError, match="no C compiler"):
+        build(serial_chain(2), ["rnea"], cache_dir=tmp_path, progress=False)
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("PATH", str(tmp_path))          # no cc, gcc or clang there
+    with pytest.raises(BuildError, match="looked for cc, gcc, clang on PATH"):
+        compiler_info()
+    with pytest.raises(BuildError, match="cc = 'nope'"):
+        compiler_info("nope")
+
+
+# --- 7. / 10. result reuse -------------------------------------------------------------------------
+
+@requires_cc
+@pytest.mark.parametrize("reuse", [True, False])
+def test_batch_results_reused_only_when_dropped(fmodel, cache_dir, reuse):
+    lib = build(fmodel, ["crba"], opt="-O1", cache_dir=cache_dir, progress=False,
+                reuse_results=reuse)
+    f = lib.crba
+    assert f.reuse_results is reuse
+    rng = np.random.default_rng(7)
+    Q1 = np.array([fmodel.random_q(rng) for _ in range(30)])
+    Q2 = np.array([fmodel.random_q(rng) for _ in range(30)])
+    ref1, ref2 = f.batch(Q1, out=np.empty((30, fmodel.nv, fmodel.nv))), f.batch(Q2).copy()
+    a = f.batch(Q1)
+    addr = a.ctypes.data
+    b = f.batch(Q2)                        # a is held: b must be other memory
+    assert not np.shares_memory(a, b)
+    np.testing.assert_array_equal(a, ref1)
+    np.testing.assert_array_equal(b, ref2)
+    view = a[3:5]
+    del a
+    c = f.batch(Q2)                        # a's memory is still referenced through the view
+    np.testing.assert_array_equal(view, ref1[3:5])
+    del view, b
+    d = f.batch(Q1)
+    np.testing.assert_array_equal(d, ref1)
+    np.testing.assert_array_equal(c, ref2)
+    reused = d.ctypes.data == addr or c.ctypes.data == addr
+    if not reuse:
+        assert not f._bpool
+    else:
+        assert len(f._bpool) <= 2
+        del c, d
+        e = f.batch(Q1)
+        assert reused or any(e.ctypes.data == x[0][0].ctypes.data for x in f._bpool)
+        f.release()
+        assert not f._bpool
+
+
+@requires_cc
+@pytest.mark.parametrize("reuse", [True, False])
+def test_single_call_results_never_overwritten(fmodel, cache_dir, reuse):
+    lib = build(fmodel, ["coriolis_matrix"], opt="-O1", cache_dir=cache_dir, progress=False,
+                reuse_results=reuse)
+    f = lib.coriolis_matrix
+    assert bool(f._pool) is reuse
+    rng = np.random.default_rng(8)
+    states = [_fstate(fmodel, rng)[:2] for _ in range(5)]
+    refs = [tuple(np.asarray(x) for x in sd.coriolis_matrix(fmodel, *s)) for s in states]
+    kept = [f(*s) for s in states]
+    for got, ref in zip(kept, refs):
+        for g, r in zip(got, ref):
+            np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-11)
+    for _ in range(3):                      # dropped results may be reused; values stay right
+        for s, ref in zip(states, refs):
+            np.testing.assert_allclose(f(*s)[2], ref[2], rtol=1e-11, atol=1e-11)
+    for got, ref in zip(kept, refs):
+        np.testing.assert_allclose(got[2], ref[2], rtol=1e-11, atol=1e-11)
+
+
+# --- 8. progress in logs ---------------------------------------------------------------------------
+
+def test_progress_prints_periodic_lines_when_not_a_tty(capsys, monkeypatch):
+    from symdyn.codegen import progress as cg_progress
+
+    class Log(io.StringIO):
+        def isatty(self):
+            return False
+
+    log = Log()
+    monkeypatch.setattr("sys.stderr", log)
+    monkeypatch.setattr(cg_progress, "HEARTBEAT_LOG", 0.05)
+    p = cg_progress.Progress(None, "demo")
+    assert p.heartbeat == 0.05
+    with p.step("compiling demo.c", slow=True):
+        time.sleep(0.3)
+    lines = log.getvalue().splitlines()
+    assert lines[0].endswith("compiling demo.c")
+    assert sum("still compiling demo.c" in ln for ln in lines) >= 2, lines
+    quiet = cg_progress.Progress(False, "demo")
+    with quiet.step("tracing", slow=True):
+        time.sleep(0.12)
+    assert len(log.getvalue().splitlines()) == len(lines)
+
+
+@requires_cc
+def test_compile_heartbeat_in_a_log(monkeypatch, tmp_path):
+    from symdyn.codegen import progress as cg_progress
+
+    seen = []
+    monkeypatch.setattr(cg_progress, "HEARTBEAT_LOG", 0.0)   # a line at every poll
+    monkeypatch.setattr(cg_progress, "_stderr_is_tty", lambda: False)
+    build(serial_chain(3), ["crba"], opt="-O1", cache_dir=tmp_path, progress=seen.append)
+    assert any("still compiling" in s for s in seen), seen
+    assert any("tracing crba" in s for s in seen) and any("linked" in s for s in seen)
+
+
+# --- 11. CLI errors ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,match", [
+    (["codegen", "nosuchmodel:3", "--out", "{tmp}"], "nosuchmodel"),
+    (["codegen", "serial:2", "--algorithms", "rnea,bogus", "--out", "{tmp}"], "bogus"),
+    (["codegen", "serial:2", "--algorithms", "rnea", "--option", "frame=body", "--out", "{tmp}"],
+     "frame"),
+    (["codegen", "serial:2", "--option", "oops", "--out", "{tmp}"], "KEY=VALUE"),
+])
+def test_cli_codegen_errors_are_one_line(tmp_path, capsys, argv, match):
+    from symdyn.cli import main
+
+    code = main([a.replace("{tmp}", str(tmp_path / "out")) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("symdyn codegen: error: ") and match in err[0]
+
+
+@requires_cc
+def test_cli_compile_failure_is_one_line(tmp_path, capsys):
+    from symdyn.cli import main
+
+    code = main(["codegen", "serial:2", "--algorithms", "rnea", "--out", str(tmp_path / "o"),
+                 "--compile", "--quiet", "--cflags", "-DSYMDYN_BROKEN=1 -include /nonexistent.h"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("symdyn codegen: error: "), err
+
+
+def test_cli_no_compiler_is_one_line(tmp_path, capsys, monkeypatch):
+    from symdyn.cli import main
+
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    code = main(["codegen", "serial:2", "--algorithms", "rnea", "--out", str(tmp_path / "o"),
+                 "--compile", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no C compiler" in err[0], err
+
+
+def test_random_tree_floating_quaternion_slices():
+    from symdyn.codegen.generate import quaternion_slices
+
+    m = random_tree(4, seed=3, joint_kinds=("revolute", "spherical"), floating_base=True)
+    slices = quaternion_slices(m)
+    assert slices[0] == {"offset": 3, "body": m.names[0]}
+    for s in slices:
+        i = list(m.names).index(s["body"])
+        assert s["offset"] == m.q_idx[i][1] - 4
