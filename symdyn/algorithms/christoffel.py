@@ -51,7 +51,7 @@ def _christoffel_blocks(B, model, q, emit):
     * kind "C": ``Gamma[a, b, c] = blk`` with a one index and b, c ranges; ``sym``: also
       ``Gamma[a, c, b] = blk^T``.
     """
-    _, I, _ = model.constants(B)
+    I = model.constants(B).I
     Xup, S = joint_kinematics(B, model, q)
     N, parents, idx = model.N, model.parents, model.v_idx
     n = [b - a for a, b in idx]

@@ -54,7 +54,7 @@ def external_forces(B, model, f_ext):
 
 def joint_kinematics(B, model, q):
     """Xup[i] = XJ(q_i) Xtree[i] and S[i] for every body."""
-    Xtree = model.constants(B)[0]
+    Xtree = model.constants(B).Xtree
     Xup, S = [], []
     for i, joint in enumerate(model.joints):
         XJ, Si = joint.calc(B, q[i])
