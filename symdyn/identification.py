@@ -15,12 +15,15 @@ vertical plane it is 6 (``ZZ_1 + m_2 l_1^2``, ``MX_1 + m_2 l_1``, ``MY_1``, ``ZZ
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
 from .algorithms.regressors import joint_torque_regressor
 from .inertial import parameter_names
+
+if TYPE_CHECKING:
+    from .model import Model
 
 __all__ = ["BaseParameters", "base_parameters"]
 
@@ -45,11 +48,11 @@ class BaseParameters(NamedTuple):
     singular_values: np.ndarray
     parameter_names: list
 
-    def values(self, pi) -> np.ndarray:
+    def values(self, pi: Any) -> np.ndarray:
         """The base parameters ``beta = K @ pi`` of full parameters ``pi`` (10N)."""
         return self.K @ np.asarray(pi, dtype=float).reshape(-1)
 
-    def regressor(self, Y):
+    def regressor(self, Y: Any) -> Any:
         """``Y_base = Y[:, independent]`` of a regressor ``Y`` with 10N columns, so that
         ``Y @ pi == Y_base @ values(pi)``."""
         return Y[:, self.independent]
@@ -66,8 +69,8 @@ class BaseParameters(NamedTuple):
         return out
 
 
-def base_parameters(model, n_samples: int | None = None, seed=0, tol: float = 1e-8,
-                    regressor=joint_torque_regressor) -> BaseParameters:
+def base_parameters(model: Model, n_samples: int | None = None, seed: Any = 0, tol: float = 1e-8,
+                    regressor: Callable[..., Any] = joint_torque_regressor) -> BaseParameters:
     """The identifiable combinations of the inertial parameters of a numeric ``model``.
 
     ``n_samples`` random states (default: enough for three times as many rows as parameters,

@@ -17,11 +17,14 @@ whose dynamics are linear in the symbols.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from .algorithms.regressors import PARAMETER_NAMES
+
+if TYPE_CHECKING:
+    from .model import Model
 
 __all__ = ["PARAMETER_NAMES", "inertia_from_parameters", "inertial_parameters",
            "parameter_names", "parameters_from_inertia", "parameters_from_spatial",
@@ -32,7 +35,7 @@ def _is_sym(x) -> bool:
     return type(x).__module__.split(".")[0] == "sympy"
 
 
-def parameters_from_spatial(I6) -> list:
+def parameters_from_spatial(I6: Any) -> list:
     """The 10 parameters (a list of scalars) of a 6x6 spatial inertia
     ``[[Ibar, S(h)], [S(h)^T, m 1]]`` (NumPy array or SymPy matrix)."""
     m = I6[3, 3]
@@ -40,7 +43,7 @@ def parameters_from_spatial(I6) -> list:
     return [m, *h, I6[0, 0], I6[0, 1], I6[1, 1], I6[0, 2], I6[1, 2], I6[2, 2]]
 
 
-def parameters_from_inertia(mass, com, Ic) -> list:
+def parameters_from_inertia(mass: Any, com: Any, Ic: Any) -> list:
     """The 10 parameters of a body of mass ``mass``, CoM ``com`` (3) and rotational inertia
     ``Ic`` (3x3) about the CoM (numbers or SymPy expressions)."""
     c = [com[k] for k in range(3)]
@@ -87,7 +90,7 @@ def inertia_from_parameters(p: Sequence[Any]) -> tuple:
     return m, c, Ibar - (np.dot(h, h) * np.eye(3) - np.outer(h, h)) / m
 
 
-def inertial_parameters(model) -> Any:
+def inertial_parameters(model: Model) -> Any:
     """The model's inertial parameters: a vector of 10 N entries, body by body in model order,
     each in Pinocchio's order ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (inertia about the
     body origin). A NumPy float array for numeric models, a SymPy column for symbolic ones."""
@@ -99,7 +102,7 @@ def inertial_parameters(model) -> Any:
     return np.array(vals, dtype=float)
 
 
-def with_inertial_parameters(model, pi) -> Any:
+def with_inertial_parameters(model: Model, pi: Any) -> Model:
     """A new model equal to ``model`` with the inertial parameters ``pi`` (10 N entries, the
     order of :func:`inertial_parameters`; numbers or SymPy expressions). Built with
     ``model.replace(inertias=...)``, so the model's inertia policy is applied again (with the
@@ -124,6 +127,6 @@ def with_inertial_parameters(model, pi) -> Any:
     return model.replace(inertias=triples)
 
 
-def parameter_names(model) -> list[str]:
+def parameter_names(model: Model) -> list[str]:
     """Labels ``"<body>.<parameter>"`` of the 10 N entries of :func:`inertial_parameters`."""
     return [f"{n}.{p}" for n in model.names for p in PARAMETER_NAMES]

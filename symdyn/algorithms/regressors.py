@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..spatial import bottom, compose, cross_force, cross_motion, skew, top, xform_force_T, xform_motion
 from .common import entry, joint_kinematics
-from ..types import Array
+from ..types import Array, Backend
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 PARAMETER_NAMES = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_yy", "I_xz", "I_yz", "I_zz")
 
 
-def body_inertia_map(B, x):
+def body_inertia_map(B: Backend, x: Array) -> Array:
     """The 6 x 10 matrix ``Phi(x)`` with ``I x = Phi(x) pi_i`` for a motion vector ``x = [w; u]``
     and the body's parameters ``pi_i`` (see the module docstring):
     ``I x = [Ibar w - S(u) h; m u + S(w) h]``."""
@@ -66,12 +66,12 @@ def body_inertia_map(B, x):
     ])
 
 
-def body_regressor(B, v, a):
+def body_regressor(B: Backend, v: Array, a: Array) -> Array:
     """RNEA's body force as a 6 x 10 map: ``I a + v x* I v = body_regressor(v, a) pi_i``."""
     return body_inertia_map(B, a) + cross_force(B, v, body_inertia_map(B, v))
 
 
-def body_slotine_li_regressor(B, v, vr, ar):
+def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array) -> Array:
     """The Slotine-Li body force with eq. (10) as a 6 x 10 map:
     ``I a_r + B(v, I) v_r = body_slotine_li_regressor(v, v_r, a_r) pi_i`` with
     ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]``."""
