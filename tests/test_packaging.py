@@ -129,3 +129,15 @@ def test_ci_installs_the_tested_extras_and_runs_the_readme_command():
         assert "docs" in wanted
     assert commands[-1] == "python -m pytest -q"
     assert "\npython -m pytest -q\n" in readme
+
+
+def test_every_joint_kind_of_the_spec_grammar_builds():
+    """The spec parser's joint=KIND list and the builders agree (the parser keeps its own list
+    because the grammar is the CLI's; a kind the builders dropped would fail here)."""
+    from symdyn.cli.specs import _JOINT_KINDS, SpecError, from_spec
+
+    for kind in _JOINT_KINDS:
+        for spec in (f"serial:2:joint={kind}", f"binary:3:joint={kind}", f"random:2:joint={kind}"):
+            assert from_spec(spec).N >= 2, spec
+    with pytest.raises(SpecError, match="unknown joint kind 'bogus'"):
+        from_spec("serial:2:joint=revolute+bogus")

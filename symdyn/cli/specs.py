@@ -59,7 +59,8 @@ def _spec_options(spec: str, parts: list[str], allowed: set[str]) -> dict:
             kinds = tuple(val.split("+"))
             bad = [k for k in kinds if k not in _JOINT_KINDS]
             if not val or bad:
-                raise SpecError(f"model spec {spec!r}: unknown joint kind {val!r}; known: "
+                what = f"{bad[0]!r}" + (f" in {val!r}" if len(kinds) > 1 else "") if val else "''"
+                raise SpecError(f"model spec {spec!r}: unknown joint kind {what}; known: "
                                 f"{', '.join(_JOINT_KINDS)}")
             opts["joint"] = kinds
         else:
