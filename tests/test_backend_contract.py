@@ -55,7 +55,7 @@ def test_every_function_and_capability(B):
     assert isinstance(B.numeric, bool) and B.graph is (not B.numeric)
     assert B.numeric is (B.name == "numpy")
     assert callable(getattr(B, "jacobian", None)) is B.graph      # graph backends differentiate
-    assert B.symbolic is B.graph                                    # deprecated alias
+    assert not hasattr(B, "symbolic")             # replaced by numeric/graph: one way to branch
 
 
 def test_array_functions_agree_with_numpy(B):

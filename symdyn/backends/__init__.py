@@ -12,7 +12,7 @@ Capabilities (attributes)::
                   quaternions, loop-closure residuals, regularity) before computing.
     ``graph``     ``not numeric``: the backend builds expressions (SymPy, SymEngine, CasADi SX) and
                   provides ``jacobian``; per-entry work (one value per symmetric entry) pays off.
-    ``symbolic``  deprecated alias of ``graph``.
+                  (The former ``symbolic`` flag is gone: branch on ``numeric``/``graph``.)
     ``ndarray``   the native matrix type.
 
 Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere), matrices native

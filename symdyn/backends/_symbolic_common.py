@@ -11,7 +11,6 @@ from .tensor import page, pages, set3  # noqa: F401  (re-exported by both backen
 
 graph = True            # expressions, not values: values cannot be checked at entry
 numeric = False
-symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
 
 
 def rows(x, a: int, b: int):

@@ -17,7 +17,6 @@ from .tensor import page, pages, set3  # noqa: F401
 name = "casadi"
 numeric = False         # expressions, not values: values cannot be checked at entry
 graph = True            # builds an SX graph (``jacobian`` available)
-symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
 ndarray = ca.SX
 
 sin, cos, sqrt = ca.sin, ca.cos, ca.sqrt

@@ -11,7 +11,6 @@ from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_O
 name = "numpy"
 numeric = True          # values are numbers: entries can be checked (unit quaternions, ...)
 graph = False           # builds no expression graph (no ``jacobian``)
-symbolic = graph        # deprecated alias of ``graph``; branch on ``numeric``/``graph``
 ndarray = np.ndarray
 
 sin, cos, sqrt = np.sin, np.cos, np.sqrt

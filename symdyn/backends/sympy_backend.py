@@ -11,7 +11,7 @@ import sympy as sp
 from . import tensor as _tensor
 from ._symbolic_common import (cols, dot, exact_helpers, graph, inv_with, is_symbol,  # noqa: F401
                                is_zero, numeric, page, pages, refuse_complex, rows, set3, skew_of,
-                               solve, symbolic, validated)
+                               solve, validated)
 
 name = "sympy"
 ndarray = sp.MatrixBase
