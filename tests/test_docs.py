@@ -31,3 +31,20 @@ def test_docs_build_without_warnings(tmp_path):
     reference = (out / "api" / "symdyn.html").read_text(encoding="utf-8")
     for name in ("rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_derivatives"):
         assert f'id="symdyn.{name}"' in reference, name
+
+    # every function and class that ``symdyn`` exports is documented on some page (top level, or
+    # the page of the module that defines it)
+    import inspect
+
+    import symdyn
+
+    html = "".join(p.read_text(encoding="utf-8") for p in out.rglob("*.html"))
+    missing = []
+    for name in symdyn.__all__:
+        obj = getattr(symdyn, name)
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue
+        ids = {f'id="symdyn.{name}"', f'id="{obj.__module__}.{obj.__qualname__}"'}
+        if not any(i in html for i in ids):
+            missing.append(name)
+    assert not missing, f"exported by symdyn but absent from the API reference: {missing}"
