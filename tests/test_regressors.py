@@ -104,6 +104,10 @@ def test_with_symbolic_inertial_parameters():
     assert_close(val, sd.rnea(model, q, qd, qdd), 1e-10)
     Y = joint_torque_regressor(model, q, qd, qdd)
     assert_close(np.array(tau.jacobian(syms), float), Y, 1e-10)
+    sym = planar_chain(2, symbolic_params=True)               # symbolic model: exact round trip
+    pi_s = inertial_parameters(sym)
+    assert pi_s[1] == sp.Symbol("lc1", positive=True) * sp.Symbol("m1", positive=True)
+    assert inertial_parameters(with_inertial_parameters(sym, pi_s)) == pi_s
 
 
 # --- regressors against the algorithms (NumPy) ------------------------------------------------------

@@ -17,7 +17,8 @@ Body level. ``I x`` is linear in ``pi_i`` for any motion vector ``x = [w; u]``:
 * RNEA (7): ``f = I a + v x* I v = (Phi(a) + (v x*) Phi(v)) pi_i``
   (Pinocchio's ``bodyRegressor(v, a)``, rows reordered ``[n; f]``);
 * Slotine-Li with the Christoffel-consistent C* (paper 000 eq. (10), Remark 2):
-  ``f = I a_r + B(v, I) v_r`` with ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]``,
+  ``f = I a_r + B(v, I) v_r`` with
+  ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]``,
   so ``f = (Phi(a_r - 1/2 v x v_r) + 1/2 [(v x*) Phi(v_r) + (v_r x*) Phi(v)]) pi_i``.
   With ``v_r = v`` it is RNEA's ``Phi(a) + (v x*) Phi(v)``.
 
@@ -38,7 +39,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..spatial import bottom, compose, cross_force, cross_motion, skew, top, xform_force_T, xform_motion
+from ..spatial import (bottom, compose, cross_force, cross_motion, skew, top, xform_force_T,
+                       xform_motion)
 from .common import entry, joint_kinematics
 from ..types import Array, Backend
 
@@ -75,8 +77,8 @@ def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array) -> Arr
     """The Slotine-Li body force with eq. (10) as a 6 x 10 map:
     ``I a_r + B(v, I) v_r = body_slotine_li_regressor(v, v_r, a_r) pi_i`` with
     ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]``."""
-    return body_inertia_map(B, ar - cross_motion(B, v, vr) / 2) \
-        + (cross_force(B, v, body_inertia_map(B, vr)) + cross_force(B, vr, body_inertia_map(B, v))) / 2
+    sym = cross_force(B, v, body_inertia_map(B, vr)) + cross_force(B, vr, body_inertia_map(B, v))
+    return body_inertia_map(B, ar - cross_motion(B, v, vr) / 2) + sym / 2
 
 
 def _tree_regressor(B, model, Xup, S, Y):
@@ -91,7 +93,7 @@ def _tree_regressor(B, model, Xup, S, Y):
             p = model.parents[j]
             if p < 0:
                 break
-            F = xform_force_T(B, Xup[j], F)                                   # X^T f, toward the root
+            F = xform_force_T(B, Xup[j], F)                                   # X^T f, rootward
             j = p
     return out
 
@@ -119,7 +121,7 @@ def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
         cJ = model.joints[i].Sring(B, q[i], qd[i])
         if cJ is not None:
             a[i] = a[i] + cJ @ qd[i]
-        Y[i] = body_regressor(B, v[i], a[i])                                     # (7): f_i = Y_i pi_i
+        Y[i] = body_regressor(B, v[i], a[i])                                     # (7): f_i = Y_i pi
     return _tree_regressor(B, model, Xup, S, Y)
 
 
