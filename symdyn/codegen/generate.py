@@ -218,7 +218,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "output_names": list(spec.output_names),
             "output_shapes": [list(tr.output_shapes[o]) for o in spec.output_names],
             "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
-            "n_fast_trig": ctx["n_fast_trig"],
+            "n_fast_trig": ctx.get("n_fast_trig", 0),
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
             "source_bytes": src.stat().st_size,
         })
