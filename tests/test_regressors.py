@@ -301,6 +301,8 @@ def test_base_parameters_reproduce_regressor(name):
     assert 0 < bp.rank < 10 * model.N and len(bp.independent) + len(bp.dependent) == 10 * model.N
     pi = inertial_parameters(model)
     rng = np.random.default_rng(11)
+    W = np.vstack([joint_torque_regressor(model, *state(model, 100 + k)[:3]) for k in range(40)])
+    assert np.linalg.matrix_rank(bp.regressor(W)) == bp.rank == np.linalg.matrix_rank(W)
     for _ in range(3):
         pi_r = pi + rng.normal(size=pi.size)                  # any parameter vector, not only physical
         q, qd, qdd, _, _ = state(model, int(rng.integers(1000)))
