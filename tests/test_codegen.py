@@ -21,8 +21,17 @@ from symdyn.codegen import (ALGORITHMS, available_algorithms, build, c_identifie
 from symdyn.codegen import cache as cg_cache
 from symdyn.models import random_tree
 
-pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None
-                                and shutil.which("gcc") is None, reason="no C compiler")
+def _have_cc() -> bool:
+    from symdyn.codegen import BuildError, compiler_info
+
+    try:
+        compiler_info()          # the lookup the build itself does ($CC, else cc, gcc, clang)
+    except BuildError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
 
 ALGS = available_algorithms()
 INPUTS = {"q", "qd", "qdd", "tau"}

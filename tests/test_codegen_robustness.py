@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
 import time
 
@@ -259,6 +260,19 @@ def test_wrong_shape_manifest_is_rebuilt(tmp_path, content):
 
 
 # --- 6. no C compiler ------------------------------------------------------------------------------
+
+def test_compile_tests_skip_without_a_compiler(tmp_path):
+    """With no compiler on PATH (and no $CC) the tests that compile are skipped, not errors."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    env["PATH"] = str(tmp_path)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                          "-k", "long_names or without_quaternions"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0 and "3 skipped" in res.stdout, res.stdout[-2000:]
+
 
 def test_no_compiler_named_in_the_error(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "/nonexistent/cc")
