@@ -394,7 +394,8 @@ class Model:
         ordered = _topological(bodies)
         fields = _build(ordered, is_symbolic, check_inertias is True, allow_massless)
         self._setup(name=name, gravity=gravity, check_inertias=check_inertias,
-                    allow_massless=allow_massless, is_symbolic=is_symbolic, **fields)
+                    allow_massless=allow_massless, is_symbolic=is_symbolic, _prechecked=True,
+                    **fields)
 
     # -- immutability ----------------------------------------------------------------------------
     def __setattr__(self, key: str, value: Any) -> None:
@@ -409,9 +410,12 @@ class Model:
             object.__setattr__(self, k, v)
 
     def _setup(self, *, name, gravity, names, parents, joints, joint_names, Xtree, I, body_params,
-               frames, check_inertias, allow_massless, is_symbolic=None) -> None:
+               frames, check_inertias, allow_massless, is_symbolic=None,
+               _prechecked: bool = False) -> None:
         """Validate, convert and freeze every field, derive the topology and check the inertias
-        (shared by the constructor, :meth:`replace` and :meth:`subs`)."""
+        (shared by the constructor, :meth:`replace` and :meth:`subs`). ``_prechecked``: the
+        constructor already applied the strict check to each given body, so only bodies with
+        fixed bodies merged into them are checked again."""
         names, parents, joints = tuple(names), tuple(int(p) for p in parents), tuple(joints)
         N = len(names)
         for what, seq in (("joints", joints), ("joint_names", joint_names), ("Xtree", Xtree),
@@ -453,7 +457,7 @@ class Model:
                   frames=_ReadOnlyDict(frames), check_inertias=check_inertias,
                   allow_massless=bool(allow_massless), _constants_cache={})
         self._derive()
-        self._check_inertias()
+        self._check_inertias(_prechecked)
 
     # -- construction ---------------------------------------------------------------------------
     def _derive(self) -> None:
@@ -488,7 +492,7 @@ class Model:
     def _merged(self, i: int) -> list[str]:
         return [f for f, fr in self.frames.items() if fr.body == i and f != self.names[i]]
 
-    def _check_inertias(self) -> None:
+    def _check_inertias(self, prechecked: bool = False) -> None:
         """The inertia policy (``check_inertias``, ``allow_massless``) on each moving body after
         fixed bodies are merged (numeric bodies only)."""
         policy = self.check_inertias
@@ -496,6 +500,8 @@ class Model:
         for i, I6 in enumerate(self.I):
             if self.is_symbolic and _has_symbols(I6):
                 continue
+            if prechecked and policy is True and self.body_params[i] is not None:
+                continue  # checked as given in _build, nothing merged into it
             I6 = np.asarray(I6, dtype=float)
             m, _, Ic = mass_com_inertia(I6)
             if policy is True:

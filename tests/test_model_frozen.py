@@ -450,3 +450,27 @@ def test_builders_and_urdf_construct_joints_through_make_joint(build, monkeypatc
     m = build()
     assert len(calls) >= m.N  # every joint (fixed ones included) came from the factory
     assert {j.type for j in m.joints} <= {joints_mod.JOINT_TYPES[k].type for k in calls}
+
+
+def test_constructor_options_are_validated_and_kept():
+    with pytest.raises(ValueError, match="check_inertias must be True, False or 'semidefinite'"):
+        Model([Body("a", None, Revolute("z"))], check_inertias="yes")
+    m = Model.from_parent_array([-1, 0], [Revolute("z"), Revolute("y")],
+                                [Transform(np.eye(3), np.zeros(3))] * 2,
+                                [(1.0, (0, 0, 0), np.eye(3))] * 2, joint_names=["j1", "j2"])
+    assert m.joint_names == ("j1", "j2") and m.check_inertias is True
+    with pytest.raises(ModelError, match="joint_names has 1 entries but parents has 2"):
+        Model.from_parent_array([-1, 0], [Revolute("z"), Revolute("y")],
+                                [Transform(np.eye(3), np.zeros(3))] * 2,
+                                [(1.0, (0, 0, 0), np.eye(3))] * 2, joint_names=["j1"])
+    u = load_urdf(two_link_urdf())
+    assert u.check_inertias == "semidefinite" and u.allow_massless
+    assert load_urdf(two_link_urdf(), check_inertias=False).check_inertias is False
+
+
+def test_replace_on_a_urdf_model_keeps_the_urdf_policy():
+    u = load_urdf(two_link_urdf())
+    point_mass = [(2.0, (0.0, 0.0, 0.1), np.zeros((3, 3)))]  # a point mass passes the URDF policy
+    assert u.replace(inertias=point_mass).body_params[0][0] == 2.0
+    with pytest.raises(ModelError, match="'l'.*negative principal moment"):
+        u.replace(inertias=[(1.0, (0, 0, 0), np.diag([1.0, 1.0, -0.5]))])
