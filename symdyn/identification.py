@@ -36,7 +36,7 @@ class BaseParameters(NamedTuple):
     ``K[:, independent] = 1`` (identity) and ``K[:, dependent] = K_d``; ``K_d``
     (rank x (10N - rank)): ``beta = pi[independent] + K_d @ pi[dependent]``; ``names``: the
     ``"<body>.<parameter>"`` label of each base parameter's leading (independent) entry;
-    ``singular_values``: |diag R| of the pivoted QR of the column-scaled stack (decreasing), to
+    ``singular_values``: ``|diag R|`` of the pivoted QR of the column-scaled stack (decreasing), to
     judge the tolerance; ``parameter_names``: the labels of all 10N entries of ``pi``."""
 
     rank: int
@@ -76,7 +76,7 @@ def base_parameters(model: Model, n_samples: int | None = None, seed: Any = 0, t
     ``n_samples`` random states (default: enough for three times as many rows as parameters,
     at least 20) with ``q = model.random_q``, ``qd`` and ``qdd`` standard normal, from
     ``numpy.random.default_rng(seed)``; ``regressor(model, q, qd, qdd)`` is stacked (default the
-    joint torque regressor, gravity from ``model.gravity``). Columns whose pivoted |R_kk| is below
+    joint torque regressor, gravity from ``model.gravity``). Columns whose pivoted ``|R_kk|`` is below
     ``tol * |R_00|`` count as dependent; entries of ``K_d`` below ``1e-10 max(1, max |K_d|)`` are
     set to zero (round-off). Columns are scaled to unit norm before the factorization, so the
     pivoting does not favour parameters with large units. See :class:`BaseParameters`.
