@@ -141,3 +141,40 @@ def test_symbolic_model_parameters():
     num = arm.subs(vals)
     check(float(V.subs(vals).subs({q[0]: 0.4, q[1]: -1.1})), potential_energy(num, [0.4, -1.1]),
           "symbolic V at numbers")
+
+
+@pytest.mark.parametrize("tree_name", ["branched", "random", "floating"])
+def test_random_trees_match_pinocchio_bridge(tree_name):
+    """Helical, spherical and free-flyer joints through symdyn.pinocchio_bridge.to_pinocchio."""
+    from conftest import MODELS
+    from symdyn import pinocchio_bridge as pb
+
+    m = MODELS[tree_name]
+    pm = pb.to_pinocchio(m)
+    pd = pm.createData()
+    q, qd, _ = state(m, 10)
+    qp, vp = pb.q_to_pin(m, q), pb.v_to_pin(m, qd)
+    pin.centerOfMass(pm, pd, qp, vp)
+    c, cdot = center_of_mass(m, q, qd)
+    check(c, pd.com[0], "com")
+    check(cdot, pd.vcom[0], "vcom")
+    check(com_jacobian(m, q), pb.matrix_from_pin(m, pin.jacobianCenterOfMass(pm, pd, qp), rows=None), "Jc")
+    check(centroidal_momentum_matrix(m, q), pb.matrix_from_pin(m, swap(pin.ccrba(pm, pd, qp, vp)), rows=None), "Ag")
+    pin.computeCentroidalMapTimeVariation(pm, pd, qp, vp)
+    check(centroidal_momentum_matrix_time_variation(m, q, qd),
+          pb.matrix_from_pin(m, swap(pd.dAg), rows=None), "dAg")
+    check(kinetic_energy(m, q, qd), pin.computeKineticEnergy(pm, pd, qp, vp), "T")
+    check(potential_energy(m, q), pin.computePotentialEnergy(pm, pd, qp), "V")
+
+
+def test_planar_joints_rates_by_ad():
+    """Planar joints (S depends on q): dAg/dt, Jc and the power balance by AD."""
+    from conftest import MODELS
+
+    m = MODELS["mixed"]
+    q, qd, qdd = state(m, 11)
+    check(centroidal_momentum_matrix_time_variation(m, q, qd),
+          _rate_along(m, lambda x: centroidal_momentum_matrix(m, x), q, qd), "dAg/dt")
+    check(_rate_along(m, lambda x: center_of_mass(m, x), q, qd), com_jacobian(m, q) @ qd, "Jc")
+    dE = _rate_along(m, lambda x, y: mechanical_energy(m, x, y), q, qd, qdd)
+    check(dE, qd @ sd.rnea(m, q, qd, qdd), "power balance")

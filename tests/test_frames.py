@@ -308,3 +308,78 @@ def test_frame_names_and_errors():
         frame_jacobian(m, q, 1.5)
     with pytest.raises(ValueError, match="side"):
         joint_frames(m, "middle")
+
+
+# --- random trees: every joint kind (helical, spherical, planar) ---------------------------------
+
+def random_frames(model, seed=0, count=4):
+    """Frames with random placements on random bodies (and one on the world)."""
+    from symdyn.spatial import Transform
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        A = rng.normal(size=(3, 3))
+        Q, _ = np.linalg.qr(A)
+        Q *= np.sign(np.linalg.det(Q))
+        body = -1 if k == count - 1 else int(rng.integers(model.N))
+        out.append(Frame(body, Transform(Q, rng.uniform(-1, 1, 3))))
+    return out
+
+
+@pytest.mark.parametrize("tree_name", ["serial", "branched", "random", "floating"])
+def test_random_trees_match_pinocchio_bridge(tree_name):
+    """Random trees with revolute, prismatic, helical, spherical and free-flyer joints through
+    symdyn.pinocchio_bridge.to_pinocchio, with random frames added as Pinocchio OP_FRAMEs."""
+    from conftest import MODELS
+    from symdyn import pinocchio_bridge as pb
+
+    m = MODELS[tree_name]
+    pm = pb.to_pinocchio(m)
+    order = pb.pinocchio_order(m)
+    frames = random_frames(m, seed=3)
+    fids = [pm.addFrame(pin.Frame(f"f{k}", 0 if f.body < 0 else 1 + order.index(f.body),
+                                  pin.SE3(np.asarray(f.X.E).T, np.asarray(f.X.r)),
+                                  pin.FrameType.OP_FRAME)) for k, f in enumerate(frames)]
+    pd = pm.createData()
+    q, qd, qdd = state(m, 8)
+    qp, vp, ap = pb.q_to_pin(m, q), pb.v_to_pin(m, qd), pb.v_to_pin(m, qdd)
+    pin.forwardKinematics(pm, pd, qp, vp, ap)
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobians(pm, pd, qp)
+    pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+    for fr, fid in zip(frames, fids):
+        R, p = frame_placement(m, q, fr)
+        check(R, pd.oMf[fid].rotation, "R")
+        check(p, pd.oMf[fid].translation, "p")
+        for ref, rf in PIN_REF.items():
+            pairs = [
+                (frame_velocity(m, q, qd, fr, ref), swap(pin.getFrameVelocity(pm, pd, fid, rf).vector)),
+                (frame_jacobian(m, q, fr, ref),
+                 pb.matrix_from_pin(m, swap(pin.getFrameJacobian(pm, pd, fid, rf)), rows=None)),
+                (frame_jacobian_time_variation(m, q, qd, fr, ref),
+                 pb.matrix_from_pin(m, swap(pin.getFrameJacobianTimeVariation(pm, pd, fid, rf)),
+                                    rows=None)),
+                (frame_classical_acceleration(m, q, qd, qdd, fr, ref),
+                 swap(pin.getFrameClassicalAcceleration(pm, pd, fid, rf).vector))]
+            for a, b in pairs:
+                if fr.body < 0:
+                    assert np.abs(a).max() == 0
+                else:
+                    check(a, b, f"{tree_name} body {fr.body} {ref}")
+
+
+def test_planar_joints_rates_by_ad():
+    """Planar joints (S depends on q): dJ/dt and the drift against AD."""
+    from conftest import MODELS
+
+    m = MODELS["mixed"]
+    assert any(j.type == "planar" for j in m.joints)
+    q, qd, qdd = state(m, 9)
+    for fr in random_frames(m, seed=4)[:3]:
+        for ref in REFERENCES:
+            J = frame_jacobian(m, q, fr, ref)
+            dJ = frame_jacobian_time_variation(m, q, qd, fr, ref)
+            check(dJ, _rate_along(m, lambda x: frame_jacobian(m, x, fr, ref), q, qd), f"dJ {ref}")
+            check(_rate_along(m, lambda x, v: frame_velocity(m, x, v, fr, ref), q, qd, qdd),
+                  J @ qdd + dJ @ qd, f"d/dt v {ref}")
