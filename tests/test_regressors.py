@@ -127,6 +127,10 @@ def test_regressors_match_algorithms(name):
         _, _, C = sd.coriolis_matrix(model, q, qd)
         assert rel(Ys @ pi, sd.crba(model, q) @ qrr + C @ qr + sd.gravity_vector(model, q)) < 1e-12
         assert rel(slotine_li_regressor(model, q, qd, qd, qdd), Y) < 1e-13   # qr = qd: RNEA's
+        Y9 = slotine_li_regressor(model, q, qd, qr, qrr, "simple")          # eq. (9) instead
+        ref9 = ref - coriolis_product(model, q, qd, qr) + coriolis_product(model, q, qd, qr, "simple")
+        assert rel(Y9 @ pi, ref9) < 1e-12
+        assert rel(slotine_li_regressor(model, q, qd, qd, qdd, "simple"), Y) < 1e-13
         T = kinetic_energy_regressor(model, q, qd)
         assert T.shape == (1, 10 * model.N)
         assert rel(T @ pi, [0.5 * qd @ sd.crba(model, q) @ qd]) < 1e-12

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from ..spatial import (bottom, compose, cross_force, cross_motion, skew, top, xform_force_T,
                        xform_motion)
 from .common import entry, joint_kinematics
+from .coriolis import check_factorization
 from ..types import Array, Backend
 
 if TYPE_CHECKING:
@@ -73,10 +74,14 @@ def body_regressor(B: Backend, v: Array, a: Array) -> Array:
     return body_inertia_map(B, a) + cross_force(B, v, body_inertia_map(B, v))
 
 
-def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array) -> Array:
-    """The Slotine-Li body force with eq. (10) as a 6 x 10 map:
-    ``I a_r + B(v, I) v_r = body_slotine_li_regressor(v, v_r, a_r) pi_i`` with
-    ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]``."""
+def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array,
+                              factorization: str = "christoffel") -> Array:
+    """The Slotine-Li body force as a 6 x 10 map:
+    ``I a_r + B(v, I) v_r = body_slotine_li_regressor(v, v_r, a_r) pi_i`` with eq. (10)
+    ``B(v, I) v_r = 1/2 [(v x*) I v_r + (v_r x*) I v - I (v x v_r)]`` (``"christoffel"``), or
+    eq. (9) ``B(v, I) v_r = (v x*) I v_r`` (``"simple"``)."""
+    if factorization == "simple":
+        return body_inertia_map(B, ar) + cross_force(B, v, body_inertia_map(B, vr))
     sym = cross_force(B, v, body_inertia_map(B, vr)) + cross_force(B, vr, body_inertia_map(B, v))
     return body_inertia_map(B, ar - cross_motion(B, v, vr) / 2) + sym / 2
 
@@ -125,7 +130,8 @@ def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
     return _tree_regressor(B, model, Xup, S, Y)
 
 
-def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: Array, *,
+def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: Array,
+                         factorization: str = "christoffel", *,
                          backend: str | None = None) -> Array:
     """The Slotine-Li regressor Y (nv x 10N) with
     ``Y @ pi == M(q) qr_dd + C*(q, qd) qr_d + g(q)`` for the Christoffel-consistent C*.
@@ -138,7 +144,12 @@ def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: 
     ``v_r,i = X v_r,p + S_i qr_d,i``, ``a_r,i = X a_r,p + S_i qr_dd,i + Phidot_i qr_d,i`` (gravity
     at the root) and ``f_i = I a_r,i + B(v_i, I) v_r,i``, linear in ``pi_i`` through
     :func:`body_slotine_li_regressor`. O(N d).
+
+    ``factorization="simple"`` (eq. (9), ``B = (v x*) I``) gives the regressor of
+    ``M qr_dd + C_simple(q, qd) qr_d + g`` instead, an admissible but not Christoffel-consistent
+    factorization (for comparisons such as paper 001 Sec. IV); both agree when ``qr_d = qd``.
     """
+    check_factorization(factorization)
     B, (q, qd, qr, qrr) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qr_d", qr_d, "v"),
                                 ("qr_dd", qr_dd, "v"), backend=backend)
     a_grav = model.constants(B).a_grav
@@ -154,7 +165,7 @@ def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: 
         Sring = model.joints[i].Sring(B, q[i], qd[i])
         if Sring is not None:
             ar[i] = ar[i] + Sring @ qr[i]
-        Y[i] = body_slotine_li_regressor(B, v[i], vr[i], ar[i])
+        Y[i] = body_slotine_li_regressor(B, v[i], vr[i], ar[i], factorization)
     return _tree_regressor(B, model, Xup, S, Y)
 
 
