@@ -159,7 +159,8 @@ def test_random_trees_match_pinocchio_bridge(tree_name):
     check(c, pd.com[0], "com")
     check(cdot, pd.vcom[0], "vcom")
     check(com_jacobian(m, q), pb.matrix_from_pin(m, pin.jacobianCenterOfMass(pm, pd, qp), rows=None), "Jc")
-    check(centroidal_momentum_matrix(m, q), pb.matrix_from_pin(m, swap(pin.ccrba(pm, pd, qp, vp)), rows=None), "Ag")
+    check(centroidal_momentum_matrix(m, q),
+          pb.matrix_from_pin(m, swap(pin.ccrba(pm, pd, qp, vp)), rows=None), "Ag")
     pin.computeCentroidalMapTimeVariation(pm, pd, qp, vp)
     check(centroidal_momentum_matrix_time_variation(m, q, qd),
           pb.matrix_from_pin(m, swap(pd.dAg), rows=None), "dAg")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends import resolve_backend
 from ..spatial import cross_motion, inertia_congruence_sym, inertia_rate_rigid, skew, \
     xform_motion_inv
+from ..types import Array
 from .common import entry
 from .frames import path_kinematics
 
@@ -45,7 +46,7 @@ def _mass(B, model):
     return m
 
 
-def total_mass(model: Model, *, backend: str | None = None):
+def total_mass(model: Model, *, backend: str | None = None) -> Any:
     """Total mass of the moving bodies (a scalar of the backend: float for NumPy, an expression
     for a model with SymPy parameters). Pinocchio: ``computeTotalMass`` / ``data.mass[0]``."""
     B = resolve_backend(backend=backend, model=model)
@@ -63,7 +64,8 @@ def _first_moments(B, model, K):
     return out
 
 
-def center_of_mass(model: Model, q, qd=None, *, backend: str | None = None):
+def center_of_mass(model: Model, q: Array, qd: Array | None = None, *,
+                   backend: str | None = None) -> Array | tuple[Array, Array]:
     """Centre of mass ``c`` (3, world coordinates), or ``(c, cdot)`` when ``qd`` is given
     (Pinocchio's ``centerOfMass(model, data, q[, v])``: ``data.com[0]``, ``data.vcom[0]``)."""
     args = [("q", q, "q")] + ([("qd", qd, "v")] if qd is not None else [])
@@ -118,7 +120,7 @@ def _momentum_columns(B, model, K, rate: bool):
     return B.hcat(A), (B.hcat(dA) if rate else None), h
 
 
-def com_jacobian(model: Model, q, *, backend: str | None = None):
+def com_jacobian(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """CoM Jacobian ``Jc`` (3 x nv) with ``cdot = Jc qd`` (Pinocchio's ``jacobianCenterOfMass``,
     whose free-flyer columns are ``[v; omega]``): column block j is
     ``(m_j v_j - h_j x omega_j) / m`` for the world-coordinate subspace ``[omega_j; v_j]`` of joint
@@ -141,7 +143,7 @@ def com_jacobian(model: Model, q, *, backend: str | None = None):
     return B.hcat(cols) / M
 
 
-def centroidal_momentum_matrix(model: Model, q, *, backend: str | None = None):
+def centroidal_momentum_matrix(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Centroidal momentum matrix ``Ag`` (6 x nv): ``h_G = Ag qd`` is the momentum about the
     centre of mass in world-aligned axes, rows ``[angular; linear]`` (Pinocchio's ``ccrba``
     returns ``[linear; angular]``); ``Ag[3:] = m * com_jacobian``."""
@@ -157,7 +159,8 @@ def _centroidal_map(B, model, qs):
     return B.vcat([B.rows(A0, 0, 3) - skew(B, c) @ lin, lin])
 
 
-def centroidal_momentum(model: Model, q, qd, *, backend: str | None = None):
+def centroidal_momentum(model: Model, q: Array, qd: Array, *,
+                        backend: str | None = None) -> Array:
     """``h_G = Ag(q) qd`` (6, ``[angular; linear]``): the momentum about the centre of mass in
     world-aligned axes (Pinocchio's ``computeCentroidalMomentum``: ``data.hg``, ordered
     ``[linear; angular]``)."""
@@ -165,7 +168,8 @@ def centroidal_momentum(model: Model, q, qd, *, backend: str | None = None):
     return _centroidal_map(B, model, qs) @ B.vcat(vs)
 
 
-def centroidal_momentum_matrix_time_variation(model: Model, q, qd, *, backend: str | None = None):
+def centroidal_momentum_matrix_time_variation(model: Model, q: Array, qd: Array, *,
+                                              backend: str | None = None) -> Array:
     """``dAg/dt`` (6 x nv, rows ``[angular; linear]``): the time derivative of
     :func:`centroidal_momentum_matrix` while ``q`` moves with speeds ``qd`` (Pinocchio's
     ``dccrba`` / ``computeCentroidalMapTimeVariation``, ``data.dAg``, rows ``[linear; angular]``).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..types import Array
 from .common import entry
 from .frames import path_kinematics
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["kinetic_energy", "mechanical_energy", "potential_energy"]
 
 
-def kinetic_energy(model: Model, q, qd, *, backend: str | None = None):
+def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
     """Kinetic energy ``T = 1/2 qd^T M(q) qd`` (a scalar of the backend), by one velocity pass."""
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     I = model.constants(B).I
@@ -44,14 +45,14 @@ def _potential(B, model, K):
     return V
 
 
-def potential_energy(model: Model, q, *, backend: str | None = None):
+def potential_energy(model: Model, q: Array, *, backend: str | None = None) -> Any:
     """Gravitational potential energy ``V = -m g . c`` (a scalar of the backend), gravity from
     ``model.gravity``; Pinocchio's ``computePotentialEnergy``."""
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     return _potential(B, model, path_kinematics(B, model, qs))
 
 
-def mechanical_energy(model: Model, q, qd, *, backend: str | None = None):
+def mechanical_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
     """``T + V`` (Pinocchio's ``computeMechanicalEnergy``)."""
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     I = model.constants(B).I

@@ -50,14 +50,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..spatial import Transform, compose, cross_motion, skew, xform_motion, xform_motion_inv
+from ..types import Array
 from .common import entry
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ..model import Frame, Model
+
+#: What names a frame: a link or joint name, a body index or a :class:`~symdyn.model.Frame`.
+FrameRef = Any
 
 REFERENCES = ("local", "world", "local_world_aligned")
 
-__all__ = ["REFERENCES", "frame_classical_acceleration", "frame_jacobian",
+__all__ = ["FrameRef", "REFERENCES", "frame_classical_acceleration", "frame_jacobian",
            "frame_jacobian_time_variation", "frame_placement", "frame_velocity", "joint_frames",
            "resolve_frame"]
 
@@ -70,7 +74,7 @@ def _identity_frame(body: int):
     return Frame(body, Transform(((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), (0.0, 0.0, 0.0)))
 
 
-def joint_frames(model: Model, side: str = "child") -> dict:
+def joint_frames(model: Model, side: str = "child") -> dict[str, Frame]:
     """Frames of the moving joints by joint name (``model.joint_names``).
 
     ``side="child"`` (what a joint name resolves to elsewhere in this module): the successor
@@ -92,7 +96,7 @@ def joint_frames(model: Model, side: str = "child") -> dict:
     raise ValueError(f"side must be 'child' or 'parent', got {side!r}")
 
 
-def resolve_frame(model: Model, frame):
+def resolve_frame(model: Model, frame: FrameRef) -> Frame:
     """The :class:`~symdyn.model.Frame` that ``frame`` names: a link name (``model.frames``), a
     joint name (its successor frame, see :func:`joint_frames`), a body index or a Frame."""
     from ..model import Frame
@@ -229,7 +233,8 @@ def _linear_plus(B, x, w, u):
 
 # --- public functions ----------------------------------------------------------------------------
 
-def frame_placement(model: Model, q, frame, *, backend: str | None = None):
+def frame_placement(model: Model, q: Array, frame: FrameRef, *,
+                    backend: str | None = None) -> tuple[Array, Array]:
     """``(R, p)``: ``R`` (3x3) rotates frame coordinates into world coordinates and ``p`` (3) is
     the frame origin in world coordinates (Pinocchio: ``data.oMf[id].rotation``,
     ``data.oMf[id].translation``)."""
@@ -240,8 +245,8 @@ def frame_placement(model: Model, q, frame, *, backend: str | None = None):
     return Xf0.E.T, Xf0.r
 
 
-def frame_velocity(model: Model, q, qd, frame, reference: str = "local", *,
-                   backend: str | None = None):
+def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference: str = "local",
+                   *, backend: str | None = None) -> Array:
     """Spatial velocity ``[omega; v]`` (6) of ``frame`` in ``reference`` (module docstring):
     ``"local"`` frame coordinates (v: frame origin velocity), ``"world"`` world coordinates (v:
     velocity of the body point at the world origin), ``"local_world_aligned"`` the frame origin
@@ -264,8 +269,8 @@ def frame_velocity(model: Model, q, qd, frame, reference: str = "local", *,
     return B.vcat([R @ B.rows(vf, 0, 3), R @ B.rows(vf, 3, 6)])
 
 
-def frame_jacobian(model: Model, q, frame, reference: str = "local", *,
-                   backend: str | None = None):
+def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "local", *,
+                   backend: str | None = None) -> Array:
     """Frame Jacobian (6 x nv, rows ``[angular; linear]``) with
     ``frame_velocity(model, q, qd, frame, reference) = J qd`` (Pinocchio's ``getFrameJacobian``,
     whose rows are ``[linear; angular]`` and whose free-flyer columns are ``[v; omega]``).
@@ -297,8 +302,9 @@ def _world_jacobian_rate(B, model, K, body):
     return _assemble(B, model, J), _assemble(B, model, dJ)
 
 
-def frame_jacobian_time_variation(model: Model, q, qd, frame, reference: str = "local", *,
-                                  backend: str | None = None):
+def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: FrameRef,
+                                  reference: str = "local", *,
+                                  backend: str | None = None) -> Array:
     """``dJ/dt`` (6 x nv): the time derivative of :func:`frame_jacobian` for the same reference
     while ``q`` moves with speeds ``qd`` (Pinocchio's ``getFrameJacobianTimeVariation`` after
     ``computeJointJacobiansTimeVariation``; rows ``[angular; linear]`` here).
@@ -324,8 +330,9 @@ def frame_jacobian_time_variation(model: Model, q, qd, frame, reference: str = "
     return _lwa_shift(B, p, dJ0) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ B.rows(J0, 0, 3)])
 
 
-def frame_classical_acceleration(model: Model, q, qd, qdd, frame, reference: str = "local", *,
-                                 backend: str | None = None):
+def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: FrameRef,
+                                 reference: str = "local", *,
+                                 backend: str | None = None) -> Array:
     """Classical acceleration ``[alpha; a]`` (6) of ``frame`` (Pinocchio's
     ``getFrameClassicalAcceleration``: the spatial acceleration plus ``[0; omega x v]`` in the same
     reference). ``"local"``/``"local_world_aligned"``: ``a`` is the frame origin's acceleration
