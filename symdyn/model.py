@@ -323,8 +323,6 @@ class ModelConstants(NamedTuple):
 #: Fields that :meth:`Model.replace` accepts.
 REPLACEABLE = ("name", "gravity", "Xtree", "inertias", "joints", "joint_names")
 
-_INERTIA_POLICIES = (True, False, "semidefinite")
-
 
 class Model:
     """A rigid-body tree; see the module docstring for conventions. Immutable after construction.
@@ -384,7 +382,7 @@ class Model:
         check_size(n, f"model {name!r}", max_bodies)
         if n == 0:
             raise ModelError("a model needs at least one body")
-        if check_inertias not in _INERTIA_POLICIES:
+        if not (isinstance(check_inertias, bool) or check_inertias == "semidefinite"):
             raise ValueError(f"check_inertias must be True, False or 'semidefinite', got {check_inertias!r}")
         _refuse_casadi(gravity, "gravity")
         is_symbolic = any(
