@@ -102,9 +102,10 @@ def resolve_frame(model: Model, frame: FrameRef) -> Frame:
     from ..model import Frame
 
     if isinstance(frame, Frame):
-        if not (isinstance(frame.body, int) and -1 <= frame.body < model.N):
-            raise ValueError(f"frame body {frame.body!r} is out of range [-1, {model.N - 1}]")
-        return frame
+        b = frame.body
+        if isinstance(b, bool) or not hasattr(b, "__index__") or not -1 <= b.__index__() < model.N:
+            raise ValueError(f"frame body {b!r} is out of range [-1, {model.N - 1}]")
+        return frame if type(b) is int else Frame(b.__index__(), frame.X)
     if isinstance(frame, str):
         if frame in model.frames:
             return model.frames[frame]
