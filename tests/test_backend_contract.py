@@ -158,6 +158,9 @@ BAD_INPUTS = {
     "python complex": ([1.0 + 2.0j, 0.0], TypeError, "complex"),
     "complex array": (np.array([1.0, 2.0], dtype=complex), TypeError, "complex"),
     "sympy complex": ([1 + 2 * sp.I, 0], TypeError, "x"),
+    "none": (None, TypeError, "x must be"),
+    "scalar": (1.5, ValueError, "x must"),
+    "text": ("ab", TypeError, "x must be"),
 }
 
 

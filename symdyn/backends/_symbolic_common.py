@@ -5,6 +5,7 @@ hold only what differs (constructors, number conversion, the check of one scalar
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 from .tensor import page, pages, set3  # noqa: F401  (re-exported by both backends)
@@ -66,11 +67,14 @@ def as_column(m, n: int, what: str):
     return m
 
 
-def refuse_complex(x, what: str) -> None:
-    """A Python complex or a complex-dtype array, before it is converted entry by entry."""
+def refuse_complex_or_scalar(x, what: str, scalar_types: tuple) -> None:
+    """Before conversion: a Python complex or complex-dtype array is a TypeError; a single number
+    or expression where an array is expected a ValueError (wrong shape), as on NumPy."""
     if isinstance(x, complex) or getattr(getattr(x, "dtype", None), "kind", "") == "c":
         raise TypeError(f"{what} is complex ({type(x).__name__}); symdyn works with real numbers "
                         "and real expressions")
+    if isinstance(x, (numbers.Number, *scalar_types)) or getattr(x, "ndim", None) == 0:
+        raise ValueError(f"{what} must be an array, got the scalar {x!r}")
 
 
 def validated(m, shape, what: str, problem: Callable[[Any], str | None]):

@@ -84,7 +84,8 @@ def dot(a, b):
 
 
 def tensor3(n1: int, n2: int, n3: int):
-    """A zero :class:`~symdyn.backends.tensor.Tensor3` (n1, n2, n3) of structurally zero SX pages."""
+    """A zero :class:`~symdyn.backends.tensor.Tensor3` (n1, n2, n3) of structurally zero SX
+    pages."""
     return _tensor.tensor3(ca.SX, n1, n2, n3)
 
 
@@ -94,6 +95,8 @@ def _numbers(x, what: str, expect: str) -> np.ndarray:
         return np.array(x.full(), dtype=float)
     if isinstance(x, (complex, np.complexfloating)):
         raise TypeError(f"{what} is complex ({x!r}); symdyn works with real numbers")
+    if x is None:
+        raise TypeError(f"{what} must be a casadi.SX or {expect} numbers, got None")
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError) as exc:
@@ -115,7 +118,8 @@ def _check_constants(m, what: str, matrix: bool = False) -> None:
         bad = np.argwhere(~np.isfinite(arr))
         if bad.size:
             i, j = bad[0]
-            raise ValueError(f"{what} contains NaN or inf at {f'[{i}, {j}]' if matrix else f'index {i}'}")
+            at = f"[{i}, {j}]" if matrix else f"index {i}"
+            raise ValueError(f"{what} contains NaN or inf at {at}")
         return
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
@@ -211,5 +215,6 @@ def _x_minus_sin_over_x3(x2):
 
 
 sin_over_x = _safe(SIN_OVER_X, _sin_over_x, "sin_over_x")
-one_minus_cos_over_x2 = _safe(ONE_MINUS_COS_OVER_X2, _one_minus_cos_over_x2, "one_minus_cos_over_x2")
+one_minus_cos_over_x2 = _safe(ONE_MINUS_COS_OVER_X2, _one_minus_cos_over_x2,
+                              "one_minus_cos_over_x2")
 x_minus_sin_over_x3 = _safe(X_MINUS_SIN_OVER_X3, _x_minus_sin_over_x3, "x_minus_sin_over_x3")

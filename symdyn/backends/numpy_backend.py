@@ -97,6 +97,8 @@ def _real_array(x, what: str, expect: str):
     """float64 array of x; complex input is refused, not truncated to its real part."""
     if isinstance(x, (complex, np.complexfloating)):
         raise TypeError(f"{what} is complex ({x!r}); symdyn works with real numbers")
+    if x is None:
+        raise TypeError(f"{what} must be {expect} numbers, got None")
     raw = x if isinstance(x, np.ndarray) else None
     if raw is None:
         try:
@@ -105,7 +107,8 @@ def _real_array(x, what: str, expect: str):
             raise TypeError(f"{what} must be {expect} numbers, got {type(x).__name__}") from exc
     if raw.dtype.kind == "c":
         raise TypeError(f"{what} is complex (dtype {raw.dtype}); symdyn works with real numbers")
-    if raw.dtype == object and any(isinstance(e, (complex, np.complexfloating)) for e in raw.ravel()):
+    if raw.dtype == object and any(isinstance(e, (complex, np.complexfloating))
+                                   for e in raw.ravel()):
         raise TypeError(f"{what} has complex entries; symdyn works with real numbers")
     try:
         return np.asarray(raw, dtype=float)

@@ -13,9 +13,9 @@ import numbers
 import symengine as se
 
 from . import tensor as _tensor
-from ._symbolic_common import (cols, dot, exact_helpers, graph, inv_with, is_symbol,  # noqa: F401
-                               is_zero, numeric, page, pages, refuse_complex, rows, set3, skew_of,
-                               solve, validated)
+from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
+    cols, dot, exact_helpers, graph, inv_with, is_symbol, is_zero, numeric, page, pages,
+    refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
 
 name = "symengine"
 ndarray = se.DenseMatrix
@@ -107,11 +107,11 @@ def _problem(e) -> str | None:
 def _as_matrix(x, what: str, expect: str):
     if isinstance(x, se.DenseMatrix):
         return x
-    refuse_complex(x, what)
+    refuse_complex_or_scalar(x, what, (se.Basic,))
     try:
         return const(x)
     except (TypeError, ValueError, AttributeError, RuntimeError) as exc:
-        raise TypeError(f"{what} must be {expect} of SymEngine expressions or numbers, "
+        raise TypeError(f"{what} must be {expect} SymEngine expressions or numbers, "
                         f"got {type(x).__name__}") from exc
 
 
@@ -120,7 +120,8 @@ def to_vector(x, n: int, what: str):
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    return validated(_as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix"), shape, what, _problem)
+    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix of")
+    return validated(m, shape, what, _problem)
 
 
 def to_numpy(x):

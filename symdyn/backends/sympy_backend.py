@@ -9,9 +9,9 @@ from typing import Any, Callable
 import sympy as sp
 
 from . import tensor as _tensor
-from ._symbolic_common import (cols, dot, exact_helpers, graph, inv_with, is_symbol,  # noqa: F401
-                               is_zero, numeric, page, pages, refuse_complex, rows, set3, skew_of,
-                               solve, validated)
+from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
+    cols, dot, exact_helpers, graph, inv_with, is_symbol, is_zero, numeric, page, pages,
+    refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
 
 name = "sympy"
 ndarray = sp.MatrixBase
@@ -86,11 +86,11 @@ def _problem(e) -> str | None:
 def _as_matrix(x, what: str, expect: str):
     if isinstance(x, sp.MatrixBase):
         return x
-    refuse_complex(x, what)
+    refuse_complex_or_scalar(x, what, (sp.Basic,))
     try:
         return sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
     except (TypeError, ValueError, sp.SympifyError) as exc:
-        raise TypeError(f"{what} must be {expect} of SymPy expressions or numbers, "
+        raise TypeError(f"{what} must be {expect} SymPy expressions or numbers, "
                         f"got {type(x).__name__}") from exc
 
 
@@ -99,7 +99,7 @@ def to_vector(x, n: int, what: str):
 
 
 def to_matrix(x, shape: tuple[int, int], what: str):
-    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix")
+    m = _as_matrix(x, what, f"a {shape[0]} x {shape[1]} matrix of")
     return validated(m, shape, what, _problem).applyfunc(_number)
 
 

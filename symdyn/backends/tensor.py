@@ -35,11 +35,11 @@ class Tensor3:
             shape = (int(r), int(c), len(pages))
         shape = tuple(int(s) for s in shape)
         if len(shape) != 3 or len(pages) != shape[2]:
-            raise ValueError(f"Tensor3 of shape {shape} needs {shape[2] if len(shape) == 3 else '?'} "
-                             f"pages, got {len(pages)}")
+            raise ValueError(f"Tensor3 of shape {shape} needs one page per k, got {len(pages)}")
         for k, p in enumerate(pages):
             if tuple(p.shape) != shape[:2]:
-                raise ValueError(f"Tensor3 page {k} has shape {tuple(p.shape)}, expected {shape[:2]}")
+                raise ValueError(f"Tensor3 page {k} has shape {tuple(p.shape)}, "
+                                 f"expected {shape[:2]}")
         self.pages = pages
         self.shape = shape
 
@@ -67,7 +67,8 @@ class Tensor3:
         idx = self._index(key)
         if isinstance(idx, int):
             if tuple(value.shape) != self.shape[:2]:
-                raise ValueError(f"page of shape {tuple(value.shape)} for a Tensor3 of shape {self.shape}")
+                raise ValueError(f"page of shape {tuple(value.shape)} for a Tensor3 of shape "
+                                 f"{self.shape}")
             self.pages[idx] = value
             return
         i, j, k = idx
