@@ -109,6 +109,15 @@ def with_inertial_parameters(model: Model, pi: Any) -> Model:
     default policy: mass > 0, rotational inertia positive definite with the triangle
     inequalities; a violation raises :class:`symdyn.model.ModelError` naming the body). A body
     that had fixed links merged into it keeps them as part of its parameters (frames are kept)."""
+    if type(pi).__module__.split(".")[0] == "casadi" or (
+            isinstance(pi, (list, tuple)) and any(type(x).__module__.split(".")[0] == "casadi"
+                                                  for x in pi)):
+        from .model import UnsupportedParameterError
+
+        raise UnsupportedParameterError(
+            "with_inertial_parameters: pi is a CasADi expression; models hold numbers or SymPy "
+            "expressions. For dynamics with CasADi parameters use the regressors, which are "
+            "linear in pi: rnea(q, qd, qdd) == joint_torque_regressor(model, q, qd, qdd) @ pi")
     if hasattr(pi, "shape") and len(getattr(pi, "shape", ())) == 2:          # column matrices
         vals = [pi[k] for k in range(pi.shape[0] * pi.shape[1])]
     else:

@@ -89,6 +89,8 @@ def test_with_inertial_parameters_round_trip_and_validation(name):
         with_inertial_parameters(model, bad)
     with pytest.raises(ValueError, match="10 N"):
         with_inertial_parameters(model, pi[:-1])
+    with pytest.raises(ModelError, match="CasADi"):
+        with_inertial_parameters(model, ca.SX.sym("p", pi.size))
 
 
 def test_with_symbolic_inertial_parameters():
