@@ -160,6 +160,30 @@ def test_threads_hammering_one_function(fmodel, cache_dir, reuse):
 
 
 @requires_cc
+def test_context_refuses_other_threads(flib, fmodel):
+    """The C wrapper refuses the owner's context from another thread (status -3, no write), and
+    that thread's call runs on its own copy."""
+    f = flib.crba
+    q = fmodel.random_q(9)
+    before = [b.copy() for b in f._out]
+    seen = {}
+
+    def other():
+        seen["status"] = f._call(q.tobytes(), f._pctx)
+        seen["M"] = f(q)
+        seen["copy"] = f._tls.fn
+
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    assert seen["status"] == -3
+    assert all(np.array_equal(a, b) for a, b in zip(f._out, before))
+    assert seen["copy"] is not f and seen["copy"]._pctx.value != f._pctx.value
+    np.testing.assert_allclose(seen["M"], sd.crba(fmodel, q), rtol=1e-12, atol=1e-12)
+    assert f._call(q.tobytes(), f._pctx) == 0
+
+
+@requires_cc
 def test_batches_from_many_threads_do_not_share_results(flib, fmodel):
     rng = np.random.default_rng(5)
     Qs = [np.array([fmodel.random_q(rng) for _ in range(50)]) for _ in range(4)]

@@ -18,9 +18,11 @@ like :func:`symdyn.rnea`): ``ValueError`` naming the input slice and the body (`
 state too), whatever ``nan`` says.
 
 Threads: a :class:`CompiledFunction` may be called from many Python threads at once. The thread
-that created it uses its buffers directly (one ``threading.get_ident()`` comparison per call);
-any other thread gets its own copy with its own context, work and result buffers, created on its
-first call and kept in a ``threading.local``. ``.batch(..., threads=n)`` splits one batch over C
+that created it uses its buffers directly; its call context records that thread, and the C
+wrapper refuses (status -3, nothing read or written) a call through it from any other thread,
+which then runs on its own copy with its own context, work and result buffers, created on its
+first call and kept in a ``threading.local``. The owner's calls pay only a ``pthread_self()``
+comparison in C; the Python code before the C call only reads shared state. ``.batch(..., threads=n)`` splits one batch over C
 threads (the GIL is released there).
 
 Result reuse (``load(..., reuse_results=True)``, the default, or ``build(...)`` with the same
@@ -47,8 +49,8 @@ _ndarray = np.ndarray
 _copyto = np.copyto
 _F64 = np.dtype(np.float64)
 _NAN_MODES = ("raise", "propagate")
-_get_ident = threading.get_ident
 _BAD_QUAT = -100          # C status of quaternion j: _BAD_QUAT - j (see csource)
+_OTHER_THREAD = -3        # C status: the context belongs to another thread (nothing done)
 _BATCH_POOL = 2           # dropped batch result sets kept per function for reuse
 
 
@@ -62,7 +64,7 @@ class CompiledFunction:
     """
 
     def __init__(self, meta: dict, single_lib, batch_lib, *, reuse_results: bool = True,
-                 quaternions=()):
+                 quaternions=(), thread_id=None):
         self.meta = meta
         self.algorithm = meta["algorithm"]
         self.name = meta.get("name", meta["fname"])     # public name (may exceed 48 characters)
@@ -71,6 +73,7 @@ class CompiledFunction:
         self.quaternions = tuple((int(d["offset"]), str(d["body"])) for d in quaternions)
         self._qin = list(meta["input_names"]).index("q") if "q" in meta["input_names"] else -1
         self._tls = threading.local()       # per-thread copies (shared with copies of self)
+        self._thread_id = thread_id           # C: the owner value of the calling thread
         self._bpool: list = []              # batch result sets: (arrays, baseline refcounts)
         self._block = threading.Lock()
         self.input_names = tuple(meta["input_names"])
@@ -108,14 +111,16 @@ class CompiledFunction:
 
     def _context(self, outs):
         """(ctypes context array, its address) with the output buffers ``outs``."""
-        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 2))()  # inputs set per call
+        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 3))()  # inputs set per call
         for k, b in enumerate(outs):
             ctx[self._sz_arg + k] = b.ctypes.data
         ctx[self._sz_arg + self._sz_res] = self._iw.ctypes.data
         ctx[self._sz_arg + self._sz_res + 1] = self._w.ctypes.data
+        ctx[self._sz_arg + self._sz_res + 2] = self._owner   # only this thread may use ctx
         return ctx, ctypes.c_void_p(ctypes.addressof(ctx))
 
     def _allocate(self) -> None:
+        self._owner = self._thread_id() if self._thread_id is not None else None
         self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
         self._w = np.zeros(max(1, self._sz_w))
         self._out = [np.zeros(s) for s in self.output_shapes]
@@ -129,7 +134,6 @@ class CompiledFunction:
                 self._pool.append((outs, *self._context(outs)))
         self._n_in = len(self.input_names)
         self._single = len(self._out) == 1
-        self._owner = _get_ident()
         self.__class__ = _specialize(self)
 
     def copy(self) -> "CompiledFunction":
@@ -177,10 +181,10 @@ class CompiledFunction:
         if len(args) != self._n_in:
             raise TypeError(f"{self.name}() takes {self._n_in} inputs "
                             f"({', '.join(self.input_names)}), got {len(args)}")
-        if _get_ident() != self._owner:
-            return self._threaded(args, out, nan)
         self._check_nan(nan)
         status = self._call(*self._input_bytes(args), self._pctx)
+        if status == _OTHER_THREAD:
+            return self._threaded(args, out, nan)
         if status:
             self._status(status, nan, self._out, args)
         if out is None:
@@ -360,8 +364,6 @@ def _refcounts(arrays) -> tuple:
 
 _CALL_TEMPLATE = """
 def {fname}(self, {params}, *, out=None, nan="raise"):
-    if _ident() != _owner:
-        return self._threaded(({params},), out, nan)
     if nan is not _RAISE and nan != "propagate":
         self._check_nan(nan)
     if out is not None:
@@ -376,6 +378,8 @@ def {fname}(self, {params}, *, out=None, nan="raise"):
     except AttributeError:
         status = _call(*self._input_bytes(({params},)), ctx)
     if status:
+        if status == -3:   # another thread's context (nothing done): use this thread's own
+            return self._threaded(({params},), out, nan)
         self._status(status, nan, _out if res is None else res, ({params},))
     if res is not None:
         return {pool_result}
@@ -392,8 +396,9 @@ def _specialize(fn: CompiledFunction) -> type:
     """A subclass of CompiledFunction whose ``__call__`` is unrolled for ``fn``'s inputs, with its
     output buffers and C entry point bound as constants (~0.5 us less per call than the generic
     method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users.
-    A call from a thread other than ``fn``'s owner goes to that thread's own copy (module
-    docstring); ``nan`` is validated on every call (an identity test when it is the default).
+    A call from a thread other than ``fn``'s owner is refused by C (status -3, nothing written)
+    and goes to that thread's own copy (module docstring); ``nan`` is validated on every call
+    (an identity test when it is the default).
 
     Results without ``out=``: copying the outputs cost 0.2-0.25 us per array (0.75 us for the
     three 20 x 20 matrices of coriolis_matrix), so the C code writes straight into one of
@@ -404,7 +409,7 @@ def _specialize(fn: CompiledFunction) -> type:
     names = fn.input_names
     n_out = len(fn._out)
     ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64, "_out": fn._out,
-          "_rc": sys.getrefcount, "_ident": _get_ident, "_owner": fn._owner, "_RAISE": "raise"}
+          "_rc": sys.getrefcount, "_RAISE": "raise"}
     for k, s in enumerate(fn.input_shapes):
         ns[f"_s{k}"] = s
     ns.update({f"_o{k}": o for k, o in enumerate(fn._out)})
@@ -456,10 +461,14 @@ class CompiledModule:
         version.restype = ctypes.c_int
         if version() != API_VERSION:
             raise RuntimeError(f"{path}: wrapper API version {version()} != {API_VERSION}")
+        thread_id = getattr(single, f"{self.prefix}_symdyn_thread_id")
+        thread_id.restype = ctypes.c_void_p
+        thread_id.argtypes = []
         self.functions = {}
         for fd in manifest["functions"]:
             f = CompiledFunction(fd, single, batch, reuse_results=reuse_results,
-                                 quaternions=manifest.get("quaternions", ()))
+                                 quaternions=manifest.get("quaternions", ()),
+                                 thread_id=thread_id)
             self.functions[fd["algorithm"]] = f
             setattr(self, fd["algorithm"], f)
         self.algorithms = tuple(self.functions)

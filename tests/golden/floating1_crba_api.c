@@ -17,6 +17,12 @@
 #define SYMDYN_MAX_THREADS 256
 #define SYMDYN_QUAT_TOL 1e-6      /* |norm - 1| allowed for a unit quaternion (as symdyn.rnea) */
 #define SYMDYN_BAD_QUAT (-100)    /* status of quaternion j: SYMDYN_BAD_QUAT - j */
+#define SYMDYN_OTHER_THREAD (-3)  /* the context belongs to another thread: nothing done */
+#ifdef SYMDYN_HAVE_PTHREAD
+#define SYMDYN_SELF() ((void*)(uintptr_t)pthread_self())
+#else
+#define SYMDYN_SELF() ((void*)0)
+#endif
 /* batches whose outputs exceed this many bytes are evaluated into a scratch block per state and
  * streamed out (non-temporal stores); smaller ones are written in place, where caches keep them */
 #define SYMDYN_STREAM_MIN_BYTES (8.0 * 1024 * 1024)
@@ -66,7 +72,9 @@ static int symdyn_call(const symdyn_desc* d, void** ctx) {
   casadi_real** res = (casadi_real**)(ctx + d->sz_arg);
   casadi_int* iw = (casadi_int*)ctx[d->sz_arg + d->sz_res];
   casadi_real* w = (casadi_real*)ctx[d->sz_arg + d->sz_res + 1];
+  void* owner = ctx[d->sz_arg + d->sz_res + 2];
   int k;
+  if (owner && owner != SYMDYN_SELF()) return SYMDYN_OTHER_THREAD;
   for (k = 0; k < d->n_in; ++k) if (symdyn_nonfinite(arg[k], d->nin[k])) return k + 1;
   if (d->nquat && (k = symdyn_bad_quaternion(d, arg[d->qin])) >= 0) return SYMDYN_BAD_QUAT - k;
   return d->f(arg, res, iw, w, 0) ? -1 : 0;
@@ -177,6 +185,8 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
 }
 
 int floating1_crba_symdyn_api_version(void) { return 3; }
+/* the owner value of a call context for the calling thread (0 where threads are unknown) */
+void* floating1_crba_symdyn_thread_id(void) { return SYMDYN_SELF(); }
 static const long long floating1_crba_quat[1] = {3};
 
 /* floating1_crba_crba: (q[7]) -> (M[6, 6]) */
