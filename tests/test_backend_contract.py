@@ -206,6 +206,10 @@ def test_casadi_constants_with_nan_or_inf_are_refused():
         get_backend("casadi").to_vector(ca.DM([1.0, -np.inf]), 2, "tau")
     with pytest.raises(ValueError, match=r"A contains NaN or inf at \[1, 0\]"):
         get_backend("casadi").to_matrix(ca.SX(ca.DM([[1, 0], [np.nan, 1]])), (2, 2), "A")
+    with pytest.raises(ValueError, match="q contains NaN or inf"):
+        sd.crba(model, ca.DM([0.3, np.inf]))                         # DM: numbers (NumPy backend)
+    with pytest.raises(ValueError, match="q contains NaN or inf"):
+        sd.crba(model, ca.DM([0.3, np.nan]), backend="casadi")
     M = sd.crba(model, ca.vertcat(x, 0.2))                           # mixed symbol/constant: fine
     assert M.shape == (2, 2)
 
