@@ -275,15 +275,26 @@ def test_symbolic_backends_match_numpy(backend):
 
 
 def test_sympy_closed_form_planar_tip():
-    """A symbolic frame placement on a symbolic 2-link planar arm simplifies to the textbook form."""
+    """A 2-link planar arm with symbolic lengths and a tip frame l2 along the second link: the
+    placement and the world-aligned Jacobian simplify to the textbook forms."""
     from symdyn.models import planar_chain
+    from symdyn.spatial import Transform
 
-    arm = planar_chain(2)
-    q = sp.Matrix(sp.symbols("q1 q2"))
-    R, p = frame_placement(arm, q, 1)
-    R0, p0 = frame_placement(arm, [0.3, -0.7], 1)
-    f = sp.lambdify(list(q), sp.Matrix.vstack(R.reshape(9, 1), p))
-    check(np.array(f(0.3, -0.7), float).ravel(), np.concatenate([np.ravel(R0), p0]), "planar tip")
+    arm = planar_chain(2, symbolic_params=True)
+    q1, q2 = sp.symbols("q1 q2")
+    l1 = next(s for s in arm.parameters() if s.name == "l1")   # the model's (positive) symbol
+    l2 = sp.Symbol("l2", positive=True)
+    tip = Frame(1, Transform(sp.eye(3), sp.Matrix([l2, 0, 0])))
+    R, p = frame_placement(arm, sp.Matrix([q1, q2]), tip)
+    x = l1 * sp.cos(q1) + l2 * sp.cos(q1 + q2)
+    y = l1 * sp.sin(q1) + l2 * sp.sin(q1 + q2)
+    assert sp.simplify(p - sp.Matrix([x, y, 0])) == sp.zeros(3, 1)
+    c, s_ = sp.cos(q1 + q2), sp.sin(q1 + q2)
+    assert sp.simplify(R - sp.Matrix([[c, -s_, 0], [s_, c, 0], [0, 0, 1]])) == sp.zeros(3, 3)
+    J = frame_jacobian(arm, sp.Matrix([q1, q2]), tip, "local_world_aligned")
+    expect = sp.Matrix([[0, 0], [0, 0], [1, 1], [-y, -l2 * sp.sin(q1 + q2)],
+                        [x, l2 * sp.cos(q1 + q2)], [0, 0]])
+    assert sp.simplify(J - expect) == sp.zeros(6, 2)
 
 
 # --- names and errors ------------------------------------------------------------------------------
