@@ -264,8 +264,14 @@ class CompiledFunction:
         ``out`` arrays must already be C-contiguous float64 of the right shape. ``threads``
         splits the states over POSIX threads (the GIL is released). With ``nan="propagate"``
         states with NaN/inf inputs get NaN outputs; by default a ValueError names the first one.
-        For repeated batches pass preallocated ``out`` arrays: fresh multi-MB results cost page
-        faults comparable to the computation.
+        A state whose quaternions are not of unit norm raises ValueError naming the state, the
+        slice of q and the body (whatever ``nan`` says).
+
+        Without ``out`` (and with result reuse, the default) the arrays of an earlier batch of
+        the same size are reused once the caller holds none of them (fresh multi-MB results
+        cost page faults comparable to the computation: serial:20 coriolis_matrix, 20k states,
+        5.9 -> 4.3 us/state, as fast as ``out=``); up to two such sets stay allocated per
+        function until :meth:`release`.
         """
         if nan not in _NAN_MODES:
             raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
