@@ -18,6 +18,12 @@ from .algorithms import (aba, aba_derivatives, body_jacobians, christoffel,
                          christoffel_from_mass_matrix, christoffel_nonzero, coriolis_matrix,
                          coriolis_product, coriolis_transpose_product, crba, forward_kinematics,
                          gravity_vector, nonlinear_effects, rnea, rnea_derivatives)
+from .algorithms import (center_of_mass, centroidal_momentum, centroidal_momentum_matrix,
+                         centroidal_momentum_matrix_time_variation, com_jacobian,
+                         frame_classical_acceleration, frame_jacobian,
+                         frame_jacobian_time_variation, frame_placement, frame_velocity,
+                         joint_frames, kinetic_energy, mechanical_energy, potential_energy,
+                         total_mass)
 from .backends import BackendError, get_backend
 from .coordinates import CoMCoordinates, change_coordinates, com_coordinates
 from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
@@ -36,4 +42,9 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "get_backend", "CoMCoordinates", "change_coordinates", "com_coordinates", "Fixed",
            "Floating", "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
            "ModelError", "available_robots", "load_robot", "robot_urdf", "Transform", "URDFError",
-           "load_urdf", "models", "reference_aba_derivatives", "reference_rnea_derivatives"]
+           "load_urdf", "models", "reference_aba_derivatives", "reference_rnea_derivatives",
+           "center_of_mass", "centroidal_momentum", "centroidal_momentum_matrix",
+           "centroidal_momentum_matrix_time_variation", "com_jacobian", "total_mass",
+           "kinetic_energy", "mechanical_energy", "potential_energy",
+           "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
+           "frame_placement", "frame_velocity", "joint_frames"]

@@ -6,8 +6,14 @@ resolved at entry (see :mod:`symdyn.backends`).
 from .aba import aba
 from .aba_derivatives import aba_derivatives
 from .christoffel import christoffel, christoffel_from_mass_matrix, christoffel_nonzero
+from .com import (center_of_mass, centroidal_momentum, centroidal_momentum_matrix,
+                  centroidal_momentum_matrix_time_variation, com_jacobian, total_mass)
 from .coriolis import coriolis_matrix, coriolis_product, coriolis_transpose_product
 from .crba import crba
+from .energy import kinetic_energy, mechanical_energy, potential_energy
+from .frames import (frame_classical_acceleration, frame_jacobian,
+                     frame_jacobian_time_variation, frame_placement, frame_velocity,
+                     joint_frames)
 from .kinematics import body_jacobians, forward_kinematics
 from .rnea import gravity_vector, nonlinear_effects, rnea
 from .rnea_derivatives import rnea_derivatives
@@ -15,4 +21,9 @@ from .rnea_derivatives import rnea_derivatives
 __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "christoffel_from_mass_matrix", "christoffel_nonzero", "coriolis_matrix",
            "coriolis_product", "coriolis_transpose_product", "crba", "forward_kinematics",
-           "gravity_vector", "nonlinear_effects", "rnea", "rnea_derivatives"]
+           "gravity_vector", "nonlinear_effects", "rnea", "rnea_derivatives",
+           "center_of_mass", "centroidal_momentum", "centroidal_momentum_matrix",
+           "centroidal_momentum_matrix_time_variation", "com_jacobian", "total_mass",
+           "kinetic_energy", "mechanical_energy", "potential_energy",
+           "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
+           "frame_placement", "frame_velocity", "joint_frames"]
