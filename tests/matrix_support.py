@@ -142,10 +142,9 @@ def tangent_jacobian(model, fn, q, *rest):
     rest_ca = [ca.SX(ca.DM(np.asarray(r, float))) for r in rest]
     y = ca.SX(fn(model, qe, *rest_ca, backend="casadi"))
     J = np.array(ca.Function("J", [e], [ca.jacobian(ca.vec(y), e)])(np.zeros(model.nv)), float)
-    shape = tuple(s for s in y.shape if True)
     if y.shape[1] == 1:
         return J.reshape(y.shape[0], model.nv)
-    return J.reshape(shape + (model.nv,), order="F")
+    return J.reshape(tuple(y.shape) + (model.nv,), order="F")
 
 
 def mass_matrix_derivative(model, q) -> np.ndarray:

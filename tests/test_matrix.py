@@ -1,38 +1,55 @@
 """One test matrix: backends x tree kinds x algorithms, checking identities that can fail.
 
 Backends: numpy, sympy, symengine (skipped when ``import symengine`` fails), casadi.
-Tree kinds (3-5 bodies): serial (revolute, random geometry), branched (revolute/prismatic/helical
-mix), prismatic-heavy chain, helical chain, spherical-joint tree, floating-base tree.
-Algorithms: rnea, crba, aba, coriolis_matrix (factorization christoffel/simple x frame body/root),
-christoffel (+ eq. (4) christoffel_from_mass_matrix on 1-DoF trees), rnea_derivatives,
-aba_derivatives (dmm, aza).
+Tree kinds (3-5 bodies): serial (revolute), branched (revolute/prismatic/helical mix),
+prismatic-heavy chain, helical chain, spherical-joint tree, floating-base tree, and a tree with
+planar joints (q-dependent motion subspace, Sring != 0; generalized coordinates like 1-DoF joints).
+Algorithms: rnea, crba, aba, nonlinear_effects, gravity_vector, body_jacobians, coriolis_matrix
+(factorization christoffel/simple x frame body/root), christoffel, christoffel_from_mass_matrix
+(eq. (4), trees without quaternion joints), rnea_derivatives, aba_derivatives (dmm and aza).
 
-Every quantity is computed once per (backend, tree) (``results``); symbolic backends take symbols
-for q, qd, qdd and are evaluated at the numbers, then (a) compared with NumPy and (b) put through
-the same identities as NumPy. The identities are not those that hold by construction in the code:
+Every quantity is computed once per (backend, tree) (``results``); the symbolic backends take
+symbols, are evaluated at the numeric state and (a) compared with NumPy on the same tree
+(``test_symbolic_backend_equals_numpy``) and (b) put through the same identities as NumPy. The
+identities are ones that can fail, not ones the code makes true by construction:
 
-* rnea = M qdd + C qd + g with M from crba, C from coriolis_matrix, g from gravity_vector;
-  aba(rnea(qdd)) = qdd; M symmetric positive definite and M = sum_k J_k^T I_k J_k (body Jacobians).
-* coriolis_matrix: M = crba; C qd = nonlinear_effects - gravity_vector; Mdot equals the derivative
-  of CRBA along (q, qd) taken independently (CasADi AD of crba traced on SX, through
-  ``q (+) e qd`` with model.integrate); C + C^T = Mdot (so Mdot - 2C is skew); body frame = root frame.
-* christoffel: C* = sum_k Gamma[:, :, k] qd[k]; dM/de_k = Gamma_k + Gamma_k^T with dM/de_k the
-  independent AD derivative of CRBA (every tree, quaternion joints included); on 1-DoF trees
-  Gamma is symmetric in (j, k) and equals eq. (4) formed from the AD derivative of M, and
-  christoffel_from_mass_matrix agrees.
-* rnea_derivatives: dtau/dqd[i, j] = sum_k (Gamma[i, j, k] + Gamma[i, k, j]) qd[k] (= 2 C* on 1-DoF
-  trees); dtau/dq equals CasADi AD of rnea in the tangent space (q (+) e).
-* aba_derivatives (dmm, aza): Minv = inv(crba); dqdd/dq = -Minv dtau/dq and
-  dqdd/dqd = -Minv dtau/dqd at tau = rnea(qdd).
+* rnea = M qdd + C qd + g with M from crba, C from coriolis_matrix (each factorization and frame)
+  and g from gravity_vector; nonlinear_effects = C qd + g; aba(rnea(qdd)) = qdd;
+  M symmetric positive definite and M = sum_k J_k^T I_k J_k from body_jacobians (another route).
+* coriolis_matrix: M = crba; C qd = nonlinear_effects - gravity_vector; Mdot equals the time
+  derivative of CRBA along (q, qd) taken independently: CasADi AD of crba traced on SX through
+  ``q (+) e`` (model.integrate), times qd; C + C^T = Mdot and Mdot - 2C skew (both hold for any
+  admissible C, so they are checked for both factorizations); root frame = body frame.
+* christoffel: C* = sum_k Gamma[:, :, k] qd[k]; Gamma_k + Gamma_k^T = dM/de_k, the AD derivative of
+  CRBA (every tree, quaternion joints included); without quaternion joints Gamma[i, j, k] =
+  Gamma[i, k, j] and Gamma equals eq. (4) formed from that AD derivative, and
+  christoffel_from_mass_matrix (the library's eq. (4) route) agrees; with them Gamma is not
+  symmetric.
+* rnea_derivatives: dtau/dqd[i, j] = sum_k (Gamma[i, j, k] + Gamma[i, k, j]) qd[k] (= 2 C* without
+  quaternion joints); dtau/dq equals CasADi AD of rnea in the tangent space (q (+) e).
+* aba_derivatives (dmm, aza): Minv = inv(crba); dqdd/dq = -Minv dtau/dq (AD reference) and
+  dqdd/dqd = -Minv dtau/dqd at tau = rnea(qdd), where aba = qdd.
 
-Where things run: NumPy, SymEngine and CasADi use random-geometry trees and symbols for every
-argument. SymPy uses the same topologies and joint kinds with simple geometry (deterministic
-builders: identity rotations, round numbers), because SymPy expressions with random Float rotations
-take seconds per call; it takes symbols for q, qd, qdd except where noted in ``SYMPY_NUMERIC_Q``
-(q as numbers: ABA, the derivatives and eq. (4)'s differentiation would blow up symbolically with
-quaternion joints). Random geometry under SymPy is covered by test_dynamics/test_coriolis.
-The references (AD derivatives of CRBA and RNEA) are NumPy numbers computed with CasADi on the
-same model, independent of Algorithm 1, Algorithm 2 and IDSVA.
+What runs where (every algorithm runs on every backend and tree kind):
+
+============  ===================  ==================================================
+backend       trees                inputs
+============  ===================  ==================================================
+numpy         random geometry      numbers
+symengine     random geometry      symbols for q, qd, qdd/tau
+casadi        random geometry      SX symbols for q, qd, qdd/tau
+sympy         simple geometry      symbols for q, qd, qdd/tau; on the spherical and
+              (fewer bodies)       floating trees ABA takes numeric q and the rnea/aba
+                                   derivatives take numbers for every argument
+============  ===================  ==================================================
+
+SymPy is the slow one: its expressions with random Float rotations take seconds per call, so it
+runs on the deterministic builders' geometry (identity rotations, unit links) with 3-4 bodies, and
+on quaternion trees the symbolic ABA and derivatives (articulated-inertia inverses of 3x3 and 6x6
+symbolic blocks) would take tens of seconds, so there it runs on SymPy numbers. Random geometry
+under SymPy stays in test_dynamics and test_coriolis. The references (AD derivatives of CRBA and
+RNEA) are computed with CasADi at numbers on the same tree, independently of Algorithm 1,
+Algorithm 2 and IDSVA. The module runs in about 35 s of CPU (SymPy about 30 s of it).
 """
 from __future__ import annotations
 
@@ -64,6 +81,7 @@ def trees() -> dict:
         "spherical": branched_tree(4, 2, seed=5, joint=("spherical", "revolute", "prismatic")),
         "floating": random_tree(4, seed=6, joint_kinds=("revolute", "helical", "spherical"),
                                 floating_base=True),
+        "planar": random_tree(4, seed=8, joint_kinds=("planar", "revolute", "helical")),
     }
 
 
@@ -76,6 +94,7 @@ def sympy_trees() -> dict:
         "helical": serial_chain(3, joint="helical"),
         "spherical": branched_tree(3, 2, joint=("spherical", "revolute")),
         "floating": branched_tree(3, 2, joint=("floating", "revolute", "helical")),
+        "planar": branched_tree(3, 2, joint=("revolute", "planar", "helical")),
     }
 
 
@@ -93,7 +112,7 @@ def tree(geom: str, kind: str):
     return (SYMPY_TREES if geom == "simple" else TREES)[kind]
 
 
-def one_dof(model) -> bool:
+def coordinates(model) -> bool:
     """Generalized coordinates with qd = dq/dt (no quaternion joints)."""
     return all(j.type not in ("spherical", "floating") for j in model.joints)
 
@@ -120,7 +139,7 @@ def reference(geom: str, kind: str) -> dict:
         "dM": dM,
         "Mdot": dM @ qd,
         "dtau_dq": tangent_jacobian(m, sd.rnea, q, qd, qdd),
-        "Gamma4": christoffel_eq4(dM) if one_dof(m) else None,
+        "Gamma4": christoffel_eq4(dM) if coordinates(m) else None,
     }
 
 
@@ -156,7 +175,7 @@ def results(backend: str, kind: str, geom: str | None = None) -> dict:
             ev(("cor", fac, frame), sd.coriolis_matrix, (q, qd), ("q", "v"),
                factorization=fac, frame=frame)
     ev("Gamma", sd.christoffel, (q,), ("q",))
-    if one_dof(m):
+    if coordinates(m):
         ev("Gamma4", lambda mm, x: sd.christoffel_from_mass_matrix(mm, x), (q,), ("q",))
     ev("rnea_d", sd.rnea_derivatives, (q, qd, qdd), ("q", "v", "v"), numeric=num_all)
     for method in ("dmm", "aza"):
@@ -262,7 +281,7 @@ def test_christoffel(backend, kind):
     C = r[("cor", "christoffel", "body")][2]
     assert_close(G @ qd, C, TOL, "sum_k Gamma_k qd_k - C*")
     assert_close(G + G.transpose(1, 0, 2), ref["dM"], AD_TOL, "Gamma_k + Gamma_k^T - dM/de_k")
-    if one_dof(m):
+    if coordinates(m):
         assert_close(G, G.transpose(0, 2, 1), TOL, "Gamma[i, j, k] - Gamma[i, k, j]")
         assert_close(G, ref["Gamma4"], AD_TOL, "Gamma - eq. (4) from AD of M")
         assert_close(r["Gamma4"], ref["Gamma4"], AD_TOL, "christoffel_from_mass_matrix - eq. (4)")
@@ -281,7 +300,7 @@ def test_rnea_derivatives(backend, kind):
     dq, dqd = r["rnea_d"]
     expected = np.einsum("ijk,k->ij", G + G.transpose(0, 2, 1), qd)
     assert_close(dqd, expected, TOL, "dtau/dqd - sum_k (Gamma_ijk + Gamma_ikj) qd_k")
-    if one_dof(m):
+    if coordinates(m):
         assert_close(dqd, 2 * r[("cor", "christoffel", "body")][2], TOL, "dtau/dqd - 2 C*")
     assert_close(dq, ref["dtau_dq"], AD_TOL, "dtau/dq - AD")
 
