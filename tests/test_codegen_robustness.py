@@ -456,3 +456,28 @@ def test_random_tree_floating_quaternion_slices():
     for s in slices:
         i = list(m.names).index(s["body"])
         assert s["offset"] == m.q_idx[i][1] - 4
+
+
+@requires_cc
+def test_second_quaternion_named_like_sd_rnea(cache_dir):
+    """A spherical joint's quaternion further down the tree: the error names its slice and body,
+    as sd.rnea does, on single calls and in batches."""
+    from symdyn.codegen.generate import quaternion_slices
+
+    m = random_tree(4, seed=3, joint_kinds=("revolute", "spherical"), floating_base=True)
+    slices = quaternion_slices(m)
+    assert len(slices) >= 2, slices
+    off, body = slices[-1]["offset"], slices[-1]["body"]
+    lib = build(m, ["rnea"], opt="-O0", cache_dir=cache_dir, progress=False)
+    rng = np.random.default_rng(10)
+    q, qd, qdd = _fstate(m, rng)
+    q[off:off + 4] *= 0.5
+    with pytest.raises(ValueError) as ref:
+        sd.rnea(m, q, qd, qdd)
+    assert f"q[{off}:{off + 4}] (joint of body {body!r})" in str(ref.value)
+    with pytest.raises(ValueError, match=rf"input q\[{off}:{off + 4}\] \(joint of body "
+                                         rf"{body!r}\).*norm is 0.5"):
+        lib.rnea(q, qd, qdd)
+    Q = np.array([m.random_q(rng), q])
+    with pytest.raises(ValueError, match=rf"state 1: input q\[{off}:{off + 4}\]"):
+        lib.rnea.batch(Q, np.zeros((2, m.nv)), np.zeros((2, m.nv)))

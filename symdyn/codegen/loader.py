@@ -321,9 +321,10 @@ class CompiledFunction:
                     self._bpool.append(entry)
         if status == 2:
             q = ins[self._qin][bad[1]]
-            j = next(j for j, (o, _) in enumerate(self.quaternions)
-                     if abs(float(np.sqrt(q[o:o + 4] @ q[o:o + 4])) - 1.0) > 1e-6
-                     or not np.isfinite(q[o:o + 4]).all())
+            # the quaternion C rejected: the first one off by more than the tolerance (the one
+            # furthest off should rounding differ from C's)
+            devs = [abs(float(np.sqrt(q[o:o + 4] @ q[o:o + 4])) - 1.0) for o, _ in self.quaternions]
+            j = next((j for j, d in enumerate(devs) if d > 1e-6), int(np.argmax(devs)))
             raise self._quaternion_error(j, q, where=f".batch: state {bad[1]}")
         if status == 1 and nan == "raise":
             raise ValueError(f"{self.name}.batch: state {bad[0]} has NaN or inf inputs "
