@@ -147,6 +147,15 @@ def tangent_jacobian(model, fn, q, *rest):
     return J.reshape(tuple(y.shape) + (model.nv,), order="F")
 
 
+def velocity_jacobian(model, fn, q, qd, *rest):
+    """d/de fn(model, q, qd + e, *rest) at e = 0 by CasADi AD (a vector fn: nv x nv)."""
+    e = ca.SX.sym("e", model.nv)
+    args = [ca.SX(ca.DM(np.asarray(x, float))) for x in (q, qd) + rest]
+    args[1] = args[1] + e
+    y = ca.SX(fn(model, *args, backend="casadi"))
+    return np.array(ca.Function("J", [e], [ca.jacobian(y, e)])(np.zeros(model.nv)), float)
+
+
 def mass_matrix_derivative(model, q) -> np.ndarray:
     """dM[:, :, k] = dM/de_k (q (+) e) at e = 0 (tangent space), from CRBA by CasADi AD."""
     return tangent_jacobian(model, sd.crba, q)

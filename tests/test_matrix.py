@@ -26,9 +26,9 @@ identities are ones that can fail, not ones the code makes true by construction:
   christoffel_from_mass_matrix (the library's eq. (4) route) agrees; with them Gamma is not
   symmetric.
 * rnea_derivatives: dtau/dqd[i, j] = sum_k (Gamma[i, j, k] + Gamma[i, k, j]) qd[k] (= 2 C* without
-  quaternion joints); dtau/dq equals CasADi AD of rnea in the tangent space (q (+) e).
-* aba_derivatives (dmm, aza): Minv = inv(crba); dqdd/dq = -Minv dtau/dq (AD reference) and
-  dqdd/dqd = -Minv dtau/dqd at tau = rnea(qdd), where aba = qdd.
+  quaternion joints); dtau/dq and dtau/dqd equal CasADi AD of rnea (q in the tangent space).
+* aba_derivatives (dmm, aza): Minv = inv(crba); dqdd/dq = -Minv dtau/dq and dqdd/dqd =
+  -Minv dtau/dqd with the AD references, at tau = rnea(qdd), where aba = qdd.
 
 What runs where (every algorithm runs on every backend and tree kind):
 
@@ -59,7 +59,7 @@ import numpy as np
 import pytest
 from conftest import assert_close, random_state
 from matrix_support import (call, christoffel_eq4, mass_matrix_derivative, se,
-                            tangent_jacobian)
+                            tangent_jacobian, velocity_jacobian)
 
 import symdyn as sd
 from symdyn.models import branched_tree, random_tree, serial_chain
@@ -139,6 +139,7 @@ def reference(geom: str, kind: str) -> dict:
         "dM": dM,
         "Mdot": dM @ qd,
         "dtau_dq": tangent_jacobian(m, sd.rnea, q, qd, qdd),
+        "dtau_dqd": velocity_jacobian(m, sd.rnea, q, qd, qdd),
         "Gamma4": christoffel_eq4(dM) if coordinates(m) else None,
     }
 
@@ -294,7 +295,7 @@ def test_christoffel(backend, kind):
 @pytest.mark.parametrize("backend,kind", CASES)
 def test_rnea_derivatives(backend, kind):
     """dtau/dqd[i, j] = sum_k (Gamma[i, j, k] + Gamma[i, k, j]) qd[k] (2 C* on 1-DoF trees);
-    dtau/dq = CasADi AD of rnea in the tangent space."""
+    dtau/dq (tangent space) and dtau/dqd = CasADi AD of rnea."""
     ref, r = case(backend, kind)
     m, qd, G = ref["model"], ref["qd"], r["Gamma"]
     dq, dqd = r["rnea_d"]
@@ -303,6 +304,7 @@ def test_rnea_derivatives(backend, kind):
     if coordinates(m):
         assert_close(dqd, 2 * r[("cor", "christoffel", "body")][2], TOL, "dtau/dqd - 2 C*")
     assert_close(dq, ref["dtau_dq"], AD_TOL, "dtau/dq - AD")
+    assert_close(dqd, ref["dtau_dqd"], AD_TOL, "dtau/dqd - AD")
 
 
 # --- aba_derivatives -------------------------------------------------------------------------------
@@ -311,11 +313,10 @@ def test_rnea_derivatives(backend, kind):
 @pytest.mark.parametrize("backend,kind", CASES)
 def test_aba_derivatives(backend, kind, method):
     """Minv = inv(crba); dqdd/dq = -Minv dtau/dq and dqdd/dqd = -Minv dtau/dqd at
-    tau = rnea(qdd) (so that aba = qdd)."""
+    tau = rnea(qdd) (so that aba = qdd), with dtau/dq and dtau/dqd from CasADi AD of rnea."""
     ref, r = case(backend, kind)
     dq, dqd, Minv = r[("aba_d", method)]
     assert_close(Minv @ r["M"], np.eye(ref["model"].nv), TOL, "Minv crba - I")
     assert_close(Minv, np.linalg.inv(r["M"]), TOL, "Minv - inv(crba)")
     assert_close(dq, -Minv @ ref["dtau_dq"], AD_TOL, "dqdd/dq + Minv dtau/dq")
-    rdq, rdqd = r["rnea_d"]
-    assert_close(dqd, -Minv @ rdqd, TOL, "dqdd/dqd + Minv dtau/dqd")
+    assert_close(dqd, -Minv @ ref["dtau_dqd"], AD_TOL, "dqdd/dqd + Minv dtau/dqd")
