@@ -397,6 +397,21 @@ def test_progress_prints_periodic_lines_when_not_a_tty(capsys, monkeypatch):
     assert len(log.getvalue().splitlines()) == len(lines)
 
 
+def test_progress_default_through_a_real_pipe():
+    """progress=None, stderr a pipe (as in CI): step lines and periodic 'still' lines arrive."""
+    import subprocess
+    import sys
+
+    code = ("import time; from symdyn.codegen import progress as p; p.HEARTBEAT_LOG = 0.05\n"
+            "pr = p.Progress(None, 'pipe')\n"
+            "with pr.step('compiling x.c', slow=True): time.sleep(0.4)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    lines = res.stderr.splitlines()
+    assert res.returncode == 0 and lines[0].endswith("] compiling x.c"), res.stderr
+    assert sum("still compiling x.c" in ln for ln in lines) >= 3, lines
+
+
 @requires_cc
 def test_compile_heartbeat_in_a_log(monkeypatch, tmp_path):
     from symdyn.codegen import progress as cg_progress
