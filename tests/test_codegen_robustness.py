@@ -102,6 +102,37 @@ def test_non_unit_quaternion_raises_in_batch(flib, fmodel):
 
 
 @requires_cc
+def test_quaternions_normalize_option(fmodel, cache_dir):
+    lib = build(fmodel, ["rnea", "crba"], opt="-O1", cache_dir=cache_dir, progress=False,
+                quaternions="normalize")
+    rng = np.random.default_rng(11)
+    q, qd, qdd = _fstate(fmodel, rng)
+    qn = q.copy()
+    q[3:7] *= 1.7
+    kept = q.copy()
+    np.testing.assert_allclose(lib.rnea(q, qd, qdd), sd.rnea(fmodel, qn, qd, qdd), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(lib.crba(list(q)), sd.crba(fmodel, qn), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(q, kept)                 # the caller's q is not modified
+    Q = np.array([q, qn, q * 1.0])
+    Q[2, 3:7] *= 0.01
+    M = lib.crba.batch(Q)
+    for k in range(3):
+        np.testing.assert_allclose(M[k], sd.crba(fmodel, qn), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(Q[0], kept)
+    q[3:7] = 0.0                                           # nothing to normalize: still refused
+    with pytest.raises(ValueError, match=r"q\[3:7\].*norm is 0"):
+        lib.rnea(q, qd, qdd)
+    Q[1, 3:7] = 0.0
+    with pytest.raises(ValueError, match="state 1"):
+        lib.crba.batch(Q)
+    with pytest.raises(ValueError, match="quaternions must be one of"):
+        build(fmodel, ["crba"], cache_dir=cache_dir, progress=False, quaternions="fix")
+    with pytest.raises(ValueError, match="quaternions must be one of"):
+        load(lib.path, quaternions=None)
+
+
+@requires_cc
 def test_models_without_quaternions_have_no_check(cache_dir):
     m = serial_chain(3)
     lib = build(m, ["crba"], opt="-O0", cache_dir=cache_dir, progress=False)

@@ -45,7 +45,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
           cflags: Sequence[str] = (), native: bool = True, cse: bool = True,
           fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
           jobs: int | None = None, progress: bool | None | Callable = None,
-          reuse_results: bool = True, **options):
+          reuse_results: bool = True, quaternions: str = "check", **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -64,12 +64,16 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     ``"auto"`` (by function size, see the module docstring) or a gcc level such as ``"-O1"``;
     ``native`` adds ``-march=native`` (20-30 % faster code measured; the cache key records the
     CPU features, see :func:`native_target`); ``cflags`` are appended. ``progress``: see
-    :class:`~symdyn.codegen.progress.Progress` (periodic lines in a log). ``reuse_results``: see
-    :func:`symdyn.codegen.loader.load`.
+    :class:`~symdyn.codegen.progress.Progress` (periodic lines in a log). ``reuse_results`` and
+    ``quaternions`` (``"check"`` or ``"normalize"``): see :func:`symdyn.codegen.loader.load`.
     """
     from .loader import load
 
     check_opt(opt)
+    from .loader import QUATERNION_MODES
+
+    if quaternions not in QUATERNION_MODES:
+        raise ValueError(f"quaternions must be one of {QUATERNION_MODES}, got {quaternions!r}")
     from ..model import Model
 
     if not isinstance(model, Model):
@@ -99,7 +103,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         manifest = make(directory)
         manifest["key"] = None
         _cache.write_manifest(directory, manifest)
-        return load(directory, cache_hit=False, reuse_results=reuse_results)
+        return load(directory, cache_hit=False, reuse_results=reuse_results,
+                    quaternions=quaternions)
 
     key_data = {
         "format": FORMAT, "api": API_VERSION, "versions": _versions(),
@@ -118,7 +123,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         if manifest is not None:
             log.info("cache hit %s (%s)", entry, prefix)
             return load(entry, cache_hit=True, verified=True,
-                        reuse_results=reuse_results)
+                        reuse_results=reuse_results, quaternions=quaternions)
         if entry.exists():
             prog(f"cache entry {entry.name} is invalid ({reason}): rebuilding", slow=True)
             _cache.discard(entry)
@@ -137,4 +142,4 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
             if manifest is None:
                 raise BuildError(f"cache entry {entry} appeared during the build but is invalid "
                                  f"({reason})")
-    return load(entry, cache_hit=False, reuse_results=reuse_results)
+    return load(entry, cache_hit=False, reuse_results=reuse_results, quaternions=quaternions)

@@ -15,7 +15,8 @@ NaN/inf in the inputs is detected in C before evaluation: the call raises ``Valu
 the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``). The unit
 quaternions of floating and spherical joints are checked in C as well (``|norm - 1| > 1e-6``,
 like :func:`symdyn.rnea`): ``ValueError`` naming the input slice and the body (``.batch``: the
-state too), whatever ``nan`` says.
+state too), whatever ``nan`` says. ``build(..., quaternions="normalize")`` (or ``load``)
+normalizes them first instead, explicitly (zero or non-finite ones are still refused).
 
 Threads: a :class:`CompiledFunction` may be called from many Python threads at once. The thread
 that created it uses its buffers directly; its call context records that thread, and the C
@@ -51,6 +52,7 @@ _ndarray = np.ndarray
 _copyto = np.copyto
 _F64 = np.dtype(np.float64)
 _NAN_MODES = ("raise", "propagate")
+QUATERNION_MODES = ("check", "normalize")
 _BAD_QUAT = -100          # C status of quaternion j: _BAD_QUAT - j (see csource)
 _OTHER_THREAD = -3        # C status: the context belongs to another thread (nothing done)
 _BATCH_POOL = 2           # dropped batch result sets kept per function for reuse
@@ -66,13 +68,17 @@ class CompiledFunction:
     """
 
     def __init__(self, meta: dict, single_lib, batch_lib, *, reuse_results: bool = True,
-                 quaternions=(), thread_id=None):
+                 quaternions=(), thread_id=None, quaternion_mode: str = "check"):
         self.meta = meta
         self.algorithm = meta["algorithm"]
         self.name = meta.get("name", meta["fname"])     # public name (may exceed 48 characters)
         self.symbol = meta["fname"]                     # C symbol (at most 48 characters)
         self.reuse_results = bool(reuse_results)
         self.quaternions = tuple((int(d["offset"]), str(d["body"])) for d in quaternions)
+        if quaternion_mode not in QUATERNION_MODES:
+            raise ValueError(f"quaternions must be one of {QUATERNION_MODES}, got "
+                             f"{quaternion_mode!r}")
+        self.quaternion_mode = quaternion_mode
         self._qin = list(meta["input_names"]).index("q") if "q" in meta["input_names"] else -1
         self._tls = threading.local()       # per-thread copies (shared with copies of self)
         self._thread_id = thread_id           # C: the owner value of the calling thread
@@ -184,6 +190,9 @@ class CompiledFunction:
             raise TypeError(f"{self.name}() takes {self._n_in} inputs "
                             f"({', '.join(self.input_names)}), got {len(args)}")
         self._check_nan(nan)
+        if self.quaternion_mode == "normalize" and self.quaternions:
+            args = list(args)
+            args[self._qin] = self._normalize_q(args[self._qin])
         status = self._call(*self._input_bytes(args), self._pctx)
         if status == _OTHER_THREAD:
             return self._threaded(args, out, nan)
@@ -194,6 +203,17 @@ class CompiledFunction:
                 return self._out[0].copy()
             return tuple(b.copy() for b in self._out)
         return self._write_out(out)
+
+    def _normalize_q(self, q) -> np.ndarray:
+        """A float64 copy of q whose quaternions have unit norm (``quaternions="normalize"``);
+        a zero or non-finite quaternion is left as it is, for the C checks to report."""
+        q = self._convert(self._qin, q).copy()
+        for off, _ in self.quaternions:
+            e = q[off:off + 4]
+            n = float(np.sqrt(e @ e))
+            if n > 0.0 and np.isfinite(n):
+                e /= n
+        return q
 
     def _input_bytes(self, args) -> list:
         """Validated C-order float64 bytes of each input (clear errors otherwise)."""
@@ -298,6 +318,13 @@ class CompiledFunction:
                 raise ValueError(f"{self.name}.batch: {name} has {a.shape[0]} states but "
                                  f"{self.input_names[0]} has {nstates}")
             ins.append(np.ascontiguousarray(a, dtype=np.float64))
+        if self.quaternion_mode == "normalize" and self.quaternions and nstates:
+            Q = ins[self._qin] = ins[self._qin].copy()
+            for off, _ in self.quaternions:
+                e = Q[:, off:off + 4]
+                n = np.sqrt(np.einsum("ij,ij->i", e, e))
+                ok = (n > 0.0) & np.isfinite(n)
+                e[ok] /= n[ok, None]
         entry = None
         outs: list[Any] | None
         if out is None:
@@ -375,7 +402,7 @@ _CALL_TEMPLATE = """
 def {fname}(self, {params}, *, out=None, nan="raise"):
     if nan is not _RAISE and nan != "propagate":
         self._check_nan(nan)
-    if out is not None:
+{pre}    if out is not None:
         ctx, res = _ctx, None
 {pool_select}    else:
         ctx, res = _ctx, None
@@ -438,7 +465,9 @@ def _specialize(fn: CompiledFunction) -> type:
                      "(" + ", ".join(f"res[{k}]" for k in range(n_out)) + ",)"),
         copy_result=("_o0.copy()" if fn._single else
                      "(" + ", ".join(f"_o{k}.copy()" for k in range(n_out)) + ",)"),
-        baseline=", ".join(base) + ("," if base else ""))
+        baseline=", ".join(base) + ("," if base else ""),
+        pre=("    q = self._normalize_q(q)\n" if fn.quaternion_mode == "normalize"
+             and fn.quaternions and "q" in names else ""))
     exec(compile(src, f"<symdyn compiled {fn.name}>", "exec"), ns)
     slots = [(p, k) for p in range(len(fn._pool)) for k in range(n_out)]
     ns.update({f"_b{p}{k}": rc for (p, k), rc in zip(slots, ns["_baseline"]())})
@@ -457,7 +486,7 @@ class CompiledModule:
     """
 
     def __init__(self, directory: Path, manifest: dict, cache_hit: bool,
-                 reuse_results: bool = True):
+                 reuse_results: bool = True, quaternions: str = "check"):
         self.path = Path(directory)
         self.manifest = manifest
         self.prefix = manifest["prefix"]
@@ -477,7 +506,7 @@ class CompiledModule:
         for fd in manifest["functions"]:
             f = CompiledFunction(fd, single, batch, reuse_results=reuse_results,
                                  quaternions=manifest.get("quaternions", ()),
-                                 thread_id=thread_id)
+                                 thread_id=thread_id, quaternion_mode=quaternions)
             self.functions[fd["algorithm"]] = f
             setattr(self, fd["algorithm"], f)
         self.algorithms = tuple(self.functions)
@@ -500,11 +529,17 @@ class CompiledModule:
 
 
 def load(directory, *, cache_hit: bool = False, verified: bool = False,
-         reuse_results: bool = True) -> CompiledModule:
+         reuse_results: bool = True, quaternions: str = "check") -> CompiledModule:
     """Load a build directory written by :func:`symdyn.codegen.build` (or ``symdyn codegen
     --compile``), after checking its manifest checksums. ``reuse_results`` (default True) lets
     single calls and ``.batch`` return buffers that the caller has dropped instead of fresh
-    copies (never one still referenced; see the module docstring); False copies every result."""
+    copies (never one still referenced; see the module docstring); False copies every result.
+    ``quaternions``: ``"check"`` (default) refuses a q whose unit quaternions (floating and
+    spherical joints) are off by more than 1e-6, like :func:`symdyn.rnea`; ``"normalize"``
+    divides each by its norm first (on a copy of q; costs a few microseconds a call), and still
+    refuses zero or non-finite ones."""
+    if quaternions not in QUATERNION_MODES:
+        raise ValueError(f"quaternions must be one of {QUATERNION_MODES}, got {quaternions!r}")
     directory = Path(directory)
     manifest: dict | None
     if verified:
@@ -516,4 +551,5 @@ def load(directory, *, cache_hit: bool = False, verified: bool = False,
     if not manifest.get("library"):
         raise ValueError(f"{directory} holds sources only; compile them first (symdyn codegen "
                          "--compile, or symdyn.codegen.build)")
-    return CompiledModule(directory, manifest, cache_hit, reuse_results=reuse_results)
+    return CompiledModule(directory, manifest, cache_hit, reuse_results=reuse_results,
+                          quaternions=quaternions)
