@@ -21,8 +21,10 @@ imported package when that is a checkout (an editable install). A checkout is a 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import platform
 import signal
 import subprocess
@@ -211,6 +213,118 @@ def machine_description() -> str:
             f"{_versions()}")
 
 
+# --- provenance: the commit a report was generated from ---------------------------------------------
+
+SHARED_SOURCES = ("symdyn", "experiments/_common.py")
+MARK = "symdyn-source"
+
+
+def source_paths(script: str) -> list[str]:
+    """The files that generate a report (relative to the checkout): the script, the shared helpers
+    ``experiments/_common.py`` and the whole ``symdyn/`` package (a superset of what it imports)."""
+    return [f"experiments/{script}", *SHARED_SOURCES]
+
+
+def _git(root, *args: str, binary: bool = False):
+    """stdout of ``git -C root args`` (bytes if ``binary``), or None when git or the repo fails."""
+    try:
+        p = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if p.returncode != 0:
+        return None
+    return p.stdout if binary else p.stdout.decode(errors="replace")
+
+
+def _fingerprint(root, commit: str, paths: Sequence[str]):
+    """(sha256 of the difference between ``commit`` and the working tree over ``paths`` -- tracked
+    changes plus untracked, non-ignored files --, changed paths), or None without git."""
+    diff = _git(root, "diff", "--binary", commit, "--", *paths, binary=True)
+    names = _git(root, "diff", "--name-only", commit, "--", *paths)
+    others = _git(root, "ls-files", "--others", "--exclude-standard", "--", *paths)
+    if diff is None or names is None or others is None:
+        return None
+    h = hashlib.sha256(diff)
+    changed = [n for n in names.splitlines() if n]
+    for name in sorted(n for n in others.splitlines() if n):
+        changed.append(name)
+        h.update(b"\0untracked\0" + name.encode())
+        try:
+            h.update((Path(root) / name).read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest(), changed
+
+
+def source_state(root, script: str) -> dict | None:
+    """The commit the sources of ``script``'s report come from: ``{"commit": HEAD, "dirty": bool,
+    "changed": [uncommitted paths], "fingerprint": sha256 of the uncommitted difference}``, or
+    None outside a git checkout. A report generated from a dirty tree is not stale as long as the
+    same uncommitted difference is still there (same fingerprint)."""
+    head = _git(root, "rev-parse", "HEAD")
+    if head is None:
+        return None
+    commit = head.strip()
+    fp = _fingerprint(root, commit, source_paths(script))
+    if fp is None:
+        return None
+    return {"commit": commit, "dirty": bool(fp[1]), "changed": fp[1][:20],
+            "fingerprint": fp[0]}
+
+
+def describe_state(state: dict | None) -> str:
+    """One line for a report's header: the commit, and the uncommitted files if any."""
+    if state is None:
+        return "Source: commit unknown (not generated from a git checkout)."
+    s = f"Source: commit `{state['commit'][:12]}`"
+    if state["dirty"]:
+        ch = state["changed"]
+        s += (f" plus uncommitted changes (dirty) in {', '.join(ch[:5])}"
+              + (f" and {len(ch) - 5} more" if len(ch) > 5 else ""))
+    else:
+        s += " (clean: the script, experiments/_common.py and symdyn/ as committed)"
+    return s + "."
+
+
+def state_marker(state: dict | None) -> str:
+    """A machine-readable comment for a report, read back by :func:`state_from_report`."""
+    if state is None:
+        return ""
+    return (f"<!-- {MARK}: commit={state['commit']} dirty={int(state['dirty'])} "
+            f"fingerprint={state['fingerprint']} -->")
+
+
+def state_from_report(path) -> dict | None:
+    """The source state a report recorded (see :func:`state_marker`), or None."""
+    try:
+        text = Path(path).read_text(errors="replace")[:20000]
+    except OSError:
+        return None
+    m = re.search(MARK + r": commit=([0-9a-f]{7,40}) dirty=([01]) fingerprint=([0-9a-f]{64})", text)
+    if m is None:
+        return None
+    return {"commit": m.group(1), "dirty": m.group(2) == "1", "changed": [],
+            "fingerprint": m.group(3)}
+
+
+def staleness(root, script: str, state: dict | None) -> str | None:
+    """None when the sources of ``script``'s report are what they were when it was generated
+    (``state``), else a short reason: "stale: sources changed since <commit> (files)"."""
+    if not state or not state.get("commit"):
+        return None
+    short = state["commit"][:7]
+    if _git(root, "cat-file", "-e", state["commit"] + "^{commit}") is None:
+        return f"source commit {short} not found in this repository"
+    fp = _fingerprint(root, state["commit"], source_paths(script))
+    if fp is None or fp[0] == state.get("fingerprint"):
+        return None
+    changed = fp[1]
+    if state.get("dirty"):
+        return f"stale: sources changed since {short} plus its uncommitted changes"
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return f"stale: sources changed since {short} ({', '.join(changed[:3])}{more})"
+
+
 # --- running --------------------------------------------------------------------------------------
 
 @dataclass
@@ -252,9 +366,12 @@ def _env(root: Path) -> dict:
     return env
 
 
+STATE_ENV = "SYMDYN_SOURCE_STATE"
+
+
 def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
             echo: Callable[[str], None], timeout: float | None = None,
-            root: Path | None = None) -> RunResult:
+            root: Path | None = None, state: dict | None = None) -> RunResult:
     """Run one experiment of the checkout ``root`` (default: :func:`find_root`) as a subprocess,
     streaming its output through ``echo``."""
     root = find_root() if root is None else Path(root)
@@ -267,7 +384,10 @@ def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
                          "no output option); run it without --out-dir")
     argv = exp.argv(quick, None if default_dir and exp.out_option is None else out_dir, root)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=str(root), env=_env(root), stdout=subprocess.PIPE,
+    env = _env(root)
+    if state is not None:   # the script writes the same commit into its report (see header())
+        env[STATE_ENV] = json.dumps(state)
+    proc = subprocess.Popen(argv, cwd=str(root), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1,
                             start_new_session=True)  # own process group: compilers, workers
 
@@ -336,13 +456,14 @@ def run(names: Sequence[str], quick: bool = False, out_dir=None, timeout: float 
     for i, exp in enumerate(exps, 1):
         echo(f"[{i}/{len(exps)}] {exp.name}: {exp.title} (~{exp.minutes[1 if quick else 0]:g} "
              f"min): {exp.command(quick)}")
-        res = run_one(exp, quick, out, default_dir, echo, timeout, root)
+        state = source_state(root, exp.script)   # before the run: what the run starts from
+        res = run_one(exp, quick, out, default_dir, echo, timeout, root, state)
         results.append(res)
         what = ", ".join(exp.reports) if res.status == "ok" else res.message
         echo(f"[{i}/{len(exps)}] {exp.name}: {res.status} in {res.seconds:.0f} s ({what})")
         if res.status == "ok":
-            record(out, exp, quick, res)
-    write_index(out)
+            record(out, exp, quick, res, state)
+    write_index(out, root)
     echo(f"symdyn experiments: done in {time.perf_counter() - t_all:.0f} s: " + ", ".join(
         f"{r.name} {r.status}" for r in results) + f"; index {out / INDEX}")
     return results
@@ -361,10 +482,13 @@ def _load_runs(directory: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def record(directory: Path, exp: Experiment, quick: bool, res: RunResult) -> None:
-    """Remember the last successful run of ``exp`` in ``directory/runs.json``."""
+def record(directory: Path, exp: Experiment, quick: bool, res: RunResult,
+           state: dict | None = None) -> None:
+    """Remember the last successful run of ``exp`` in ``directory/runs.json``, with the source
+    state (commit, dirty flag, fingerprint: :func:`source_state`) it started from."""
     runs = _load_runs(directory)
     runs[exp.name] = {
+        "source": state,
         "command": exp.command(quick),
         "cli": f"symdyn experiments run {exp.name}" + (" --quick" if quick else ""),
         "preset": "quick" if quick else "full",
@@ -379,16 +503,40 @@ def record(directory: Path, exp: Experiment, quick: bool, res: RunResult) -> Non
     tmp.replace(directory / RUNS)
 
 
-def write_index(directory: Path) -> Path:
-    """(Re)write ``directory/README.md`` from the registry and ``runs.json``."""
+def _source_cell(root, exp: Experiment, state: dict | None) -> str:
+    if state is None:
+        return "unknown"
+    cell = f"`{state['commit'][:7]}`" + (" + uncommitted changes (dirty)" if state.get("dirty")
+                                         else "")
+    stale = staleness(root, exp.script, state) if root is not None else None
+    return cell + (f"; **{stale}**" if stale else "")
+
+
+def write_index(directory: Path, root=None) -> Path:
+    """(Re)write ``directory/README.md`` from the registry and ``runs.json``.
+
+    The source column gives the commit each report was generated from (from ``runs.json``, else
+    from the marker the report itself carries) and flags a report whose generating sources (its
+    script, ``experiments/_common.py``, ``symdyn/``) differ now from what they were then
+    (:func:`staleness`), so that it should be regenerated. ``root``: the checkout to compare
+    with (default: :func:`find_root`, when one is found)."""
+    if root is None:
+        try:
+            root = find_root()
+        except CheckoutError:
+            root = None
     runs = _load_runs(directory)
     L = ["# symdyn reports", "",
          "Every result symdyn claims about its papers, regenerated by one command. "
          "`symdyn experiments run all` regenerates everything (`--quick` for small presets; "
          "`symdyn experiments list` shows the experiments); `symdyn experiments run NAME` "
          "regenerates one report. This index is rewritten after every run.", "",
-         "| report | reproduces | command | last generated (UTC) | preset | duration |",
-         "|---|---|---|---|---|---|"]
+         "The source column is the commit each report was generated from (\"dirty\": with "
+         "uncommitted changes in its sources); \"stale\" marks a report whose sources (its "
+         "script, experiments/_common.py, symdyn/) changed since, so that its numbers may no "
+         "longer be what the code gives.", "",
+         "| report | reproduces | command | last generated (UTC) | preset | duration | source |",
+         "|---|---|---|---|---|---|---|"]
     machines: dict[str, list[str]] = {}
     for exp in EXPERIMENTS.values():
         r = runs.get(exp.name)
@@ -403,11 +551,17 @@ def write_index(directory: Path) -> Path:
                 mtime = (directory / files[0]).stat().st_mtime
                 when = datetime.fromtimestamp(mtime, timezone.utc).strftime(
                     "file dated %Y-%m-%d %H:%M UTC (not run by the runner; machine in the report)")
-            L.append(f"| {link} | {exp.title} | `{exp.command(False)}` | {when} | - | - |")
+            src = _source_cell(root, exp, state_from_report(directory / files[0])) if files \
+                else "-"
+            L.append(f"| {link} | {exp.title} | `{exp.command(False)}` | {when} | - | - | "
+                     f"{src} |")
             continue
         machines.setdefault(r["machine"], []).append(exp.name)
+        # the report's own marker first: a later direct run of the script rewrites the report
+        state = (state_from_report(directory / files[0]) if files else None) or r.get("source")
         L.append(f"| {link} | {exp.title} | `{r['command']}` (`{r['cli']}`) | {r['date']} "
-                 f"(load {r.get('load', '?')}) | {r['preset']} | {r['seconds']:.0f} s |")
+                 f"(load {r.get('load', '?')}) | {r['preset']} | {r['seconds']:.0f} s | "
+                 f"{_source_cell(root, exp, state)} |")
     L += ["", "## Machine", ""]
     if machines:
         for m, names in machines.items():

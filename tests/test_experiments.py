@@ -207,3 +207,102 @@ def test_source_tree_is_found_from_the_package(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(ex.ROOT_ENV, raising=False)
     assert ex.find_root() == REPO
+
+
+# --- provenance: the commit of each report, and the index's stale flag (issue 15) ----------------
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                           *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def git_checkout(installed, tmp_path):
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = _checkout(tmp_path / "gitrepo")
+    (repo / "symdyn").mkdir()
+    (repo / "symdyn" / "core.py").write_text("X = 1\n")
+    (repo / "README.txt").write_text("not a source of any report\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
+def _index_row(repo: Path) -> str:
+    return next(ln for ln in (repo / "reports" / "README.md").read_text().splitlines()
+                if ln.startswith("| [fake.md]"))
+
+
+def test_report_records_its_commit_and_index_flags_stale_sources(git_checkout, capsys):
+    repo = git_checkout
+    head = _git(repo, "rev-parse", "HEAD")
+    assert main(["experiments", "run", "fake", "--root", str(repo)]) == 0
+    src = json.loads((repo / "reports" / "runs.json").read_text())["fake"]["source"]
+    assert src["commit"] == head and src["dirty"] is False and src["changed"] == []
+    row = _index_row(repo)
+    assert f"`{head[:7]}`" in row and "stale" not in row and "dirty" not in row
+    # a file outside the report's sources changes: still fresh
+    (repo / "README.txt").write_text("edited\n")
+    ex.write_index(repo / "reports", repo)
+    assert "stale" not in _index_row(repo)
+    # the script changes (uncommitted): stale, naming the file
+    (repo / "experiments" / "fake.py").write_text(FAKE_SCRIPT + "# changed\n")
+    ex.write_index(repo / "reports", repo)
+    row = _index_row(repo)
+    assert f"stale: sources changed since {head[:7]}" in row and "experiments/fake.py" in row
+    # committing the change keeps it stale (the report still comes from the first commit)
+    _git(repo, "commit", "-q", "-am", "second")
+    ex.write_index(repo / "reports", repo)
+    assert "stale: sources changed since" in _index_row(repo)
+    # an untracked module in symdyn/ is a source change too
+    assert main(["experiments", "run", "fake", "--root", str(repo)]) == 0
+    assert "stale" not in _index_row(repo)
+    (repo / "symdyn" / "new.py").write_text("Y = 2\n")
+    ex.write_index(repo / "reports", repo)
+    assert "symdyn/new.py" in _index_row(repo)
+    capsys.readouterr()
+
+
+def test_dirty_report_is_flagged_dirty_and_stale_only_when_the_difference_changes(git_checkout,
+                                                                                   capsys):
+    repo = git_checkout
+    head = _git(repo, "rev-parse", "HEAD")
+    (repo / "symdyn" / "core.py").write_text("X = 2\n")          # uncommitted source change
+    assert main(["experiments", "run", "fake", "--root", str(repo)]) == 0
+    src = json.loads((repo / "reports" / "runs.json").read_text())["fake"]["source"]
+    assert src["commit"] == head and src["dirty"] is True and src["changed"] == ["symdyn/core.py"]
+    row = _index_row(repo)
+    assert "dirty" in row and "stale" not in row
+    _git(repo, "commit", "-q", "-am", "commit the very change the report was made with")
+    ex.write_index(repo / "reports", repo)
+    assert "stale" not in _index_row(repo)
+    (repo / "symdyn" / "core.py").write_text("X = 3\n")
+    ex.write_index(repo / "reports", repo)
+    assert "stale: sources changed since" in _index_row(repo)
+    capsys.readouterr()
+
+
+def test_report_header_and_marker_round_trip(git_checkout, monkeypatch):
+    repo = git_checkout
+    st = ex.source_state(repo, "fake.py")
+    assert st["dirty"] is False and len(st["fingerprint"]) == 64
+    assert st["commit"][:12] in ex.describe_state(st) and "clean" in ex.describe_state(st)
+    report = repo / "reports" / "fake.md"
+    report.parent.mkdir(exist_ok=True)
+    report.write_text("# r\n\n" + ex.describe_state(st) + "\n" + ex.state_marker(st) + "\n")
+    back = ex.state_from_report(report)
+    assert back["commit"] == st["commit"] and back["fingerprint"] == st["fingerprint"]
+    assert ex.staleness(repo, "fake.py", back) is None
+    (repo / "experiments" / "_common.py").write_text("# shared helpers changed\n")
+    assert "experiments/_common.py" in ex.staleness(repo, "fake.py", back)
+    # the index reads the marker of a report that the runner did not run (no runs.json)
+    ex.write_index(repo / "reports", repo)
+    assert "stale: sources changed since" in _index_row(repo)
+    assert ex.source_state(repo.parent / "nowhere", "fake.py") is None     # no git checkout
+    assert "unknown" in ex.describe_state(None)
