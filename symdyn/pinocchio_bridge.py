@@ -1,18 +1,64 @@
-"""Conversion of symdyn models and vectors to Pinocchio (``pip install pin``), the numeric reference.
+"""Conversion between symdyn models and Pinocchio models (``pip install pin``), the numeric reference.
 
-Conventions mapped here:
-* Pinocchio needs joints in depth-first order (contiguous subtrees); bodies are added in the
-  depth-first order :func:`pinocchio_order`, and the permutations below map indices. Each body is one
-  Pinocchio joint whose
-  placement is ``SE3(E^T, r)`` for symdyn's ``Xtree = (E, r)``; inertias are ``Inertia(m, c, Ic)``.
-* Configurations coincide up to the body order (quaternions are (x, y, z, w) in both; free-flyer ``[p; quat]``).
-* Velocities coincide except the free-flyer, whose body velocity is ``[v; omega]`` in Pinocchio and
-  ``[omega; v]`` in symdyn: :func:`velocity_permutation` gives the index map.
-* Planar joints have no equivalent (Pinocchio's planar joint uses (x, y, cos, sin)); they are rejected.
+Two directions:
+
+* :func:`to_pinocchio` builds a ``pinocchio.Model`` from a numeric symdyn model: one Pinocchio joint
+  per body, added in the depth-first order :func:`pinocchio_order`, named ``model.joint_names``, with
+  a JOINT frame and a BODY frame named after the body, and every other entry of ``model.frames``
+  (merged fixed links) as a BODY frame.
+* :func:`from_pinocchio` builds a symdyn model from a ``pinocchio.Model`` (for instance one built by
+  ``pinocchio.buildModelFromUrdf``, ``buildModelFromMJCF`` or by hand): bodies in Pinocchio's joint
+  order, named after the joint's BODY frame, BODY/FIXED_JOINT/OP_FRAME/SENSOR frames as
+  ``model.frames``.
+
+Vectors: :func:`pinocchio_maps` (class :class:`PinocchioMaps`) matches the joints of a symdyn
+model and a Pinocchio model **by joint name** and maps configurations, velocities (accelerations,
+torques) and matrices both ways. It is valid for any pair with the same joints, whatever the order
+of the bodies: Pinocchio's own URDF models order sibling subtrees differently from symdyn's
+depth-first document order. The module-level functions (:func:`q_to_pin`, :func:`v_to_pin`,
+:func:`v_from_pin`, :func:`matrix_from_pin`, ...) use these maps when given ``pin_model=``, and
+otherwise assume the model of :func:`to_pinocchio`.
+
+Conventions mapped:
+
+* Placements: symdyn's ``Xtree = Transform(E, r)`` is ``SE3(E^T, r)``; inertias ``Inertia(m, c, Ic)``
+  (mass, CoM and rotational inertia about the CoM, body coordinates) in both.
+* Configurations coincide joint by joint (quaternions are (x, y, z, w) in both; free-flyer
+  ``[p; quat]``), except Pinocchio's unbounded revolute joints (URDF ``continuous``:
+  ``JointModelRUBX/Y/Z``, ``RevoluteUnboundedUnaligned``) stored as ``(cos q, sin q)`` (nq = 2, nv = 1)
+  where symdyn stores the angle ``q``: ``q_from_pin`` takes ``atan2(sin, cos)``.
+* Velocities coincide except the free-flyer, whose body twist is ``[v; omega]`` in Pinocchio and
+  ``[omega; v]`` in symdyn (both in body coordinates, so the map is a constant permutation).
+* Joint types: revolute (``RX/RY/RZ``, ``RevoluteUnaligned``), unbounded revolute, prismatic
+  (``PX/PY/PZ``, ``PrismaticUnaligned``), helical (``HX/HY/HZ``, ``HelicalUnaligned``; translation
+  ``pitch * q`` along the axis in both), spherical (quaternion), free-flyer. Refused with a
+  :class:`PinocchioConversionError` naming the joint: planar (Pinocchio stores (x, y, cos, sin) with a
+  body-frame velocity, symdyn (x, y, theta) with their rates: not a constant map), ``SphericalZYX``
+  (Euler angles), translation, universal, mimic and any other joint type.
+* Composite joints (Pinocchio's MJCF parser makes one for a body with several joints) become a
+  chain of symdyn bodies, one per sub-joint, named ``"<body>/<k>"`` (massless) before the body
+  itself, with joint names ``"<composite name>/<k>"``; the maps know these names.
 """
 from __future__ import annotations
 
+import math
+import warnings
+from typing import Any
+
 import numpy as np
+
+from .joints import Fixed, Floating, Helical, Joint, Prismatic, Revolute, Spherical
+from .model import Body, Model, ModelError
+from .spatial import Transform
+
+__all__ = ["PinocchioConversionError", "PinocchioMaps", "configuration_permutation", "from_pinocchio",
+           "matrix_from_pin", "matrix_to_pin", "pinocchio_maps", "pinocchio_order", "q_from_pin",
+           "q_to_pin", "to_pinocchio", "v_from_pin", "v_to_pin", "velocity_permutation"]
+
+
+class PinocchioConversionError(ValueError):
+    """A Pinocchio model (or joint) that has no symdyn equivalent, or joints that do not match;
+    the message names the joint and the problem."""
 
 
 def _pin():
@@ -23,8 +69,15 @@ def _pin():
     return pinocchio
 
 
-def to_pinocchio(model):
-    """A ``pinocchio.Model`` equal to the numeric symdyn ``model``."""
+# --- symdyn -> Pinocchio --------------------------------------------------------------------------
+
+def to_pinocchio(model: Model) -> Any:
+    """A ``pinocchio.Model`` equal to the numeric symdyn ``model``.
+
+    Joints are added in :func:`pinocchio_order` and named ``model.joint_names``; each gets a JOINT
+    frame (the joint name) and a BODY frame (the body name); the other entries of ``model.frames``
+    (fixed links merged into a body, or attached to the world) become BODY frames on their body's
+    joint, so that :func:`from_pinocchio` gives the model back."""
     pin = _pin()
     if model.is_symbolic:
         raise ValueError("only numeric models convert to Pinocchio (use model.subs(...) first)")
@@ -32,20 +85,32 @@ def to_pinocchio(model):
     pm.name = model.name
     pm.gravity = pin.Motion(np.asarray(model.gravity, float).reshape(3), np.zeros(3))
     ids = [0] * model.N
+    body_frame = [0] * model.N
     for i in pinocchio_order(model):
         joint, p = model.joints[i], model.parents[i]
         E, r = (np.asarray(a, float) for a in model.Xtree[i])
         placement = pin.SE3(E.T, r.reshape(3))
-        jm = _joint_model(pin, joint)
+        jm = _joint_model(pin, joint, model.joint_names[i])
         parent_id = 0 if p < 0 else ids[p]
         jid = pm.addJoint(parent_id, jm, placement, model.joint_names[i])
         I6 = np.asarray(model.I[i], float)
         pm.appendBodyToJoint(jid, _inertia_from_6x6(pin, I6), pin.SE3.Identity())
         ids[i] = jid
+        parent_frame = 0 if p < 0 else body_frame[p]
+        jf = pm.addJointFrame(jid, parent_frame)
+        body_frame[i] = pm.addBodyFrame(model.names[i], jid, pin.SE3.Identity(), jf)
+    moving = set(model.names)
+    for fname, fr in model.frames.items():
+        if fname in moving:
+            continue
+        E, r = np.asarray(fr.X.E, float), np.asarray(fr.X.r, float).reshape(3)
+        jid = 0 if fr.body < 0 else ids[fr.body]
+        prev = 0 if fr.body < 0 else body_frame[fr.body]
+        pm.addBodyFrame(fname, jid, pin.SE3(E.T, r), prev)
     return pm
 
 
-def pinocchio_order(model) -> list[int]:
+def pinocchio_order(model: Model) -> list[int]:
     """Bodies in depth-first order (children by index), the joint order of :func:`to_pinocchio`."""
     order, stack = [], [i for i in reversed(range(model.N)) if model.parents[i] < 0]
     while stack:
@@ -55,25 +120,20 @@ def pinocchio_order(model) -> list[int]:
     return order
 
 
-def configuration_permutation(model) -> np.ndarray:
-    """Index array with q_pin = q_symdyn[P]."""
-    return np.array([k for i in pinocchio_order(model) for k in range(*model.q_idx[i])], dtype=int)
-
-
-def q_to_pin(model, q):
-    return np.asarray(q, float)[configuration_permutation(model)]
-
-
 def _inertia_from_6x6(pin, I6):
-    m = I6[3, 3]
+    """Pinocchio inertia of a symdyn 6x6 spatial inertia, through the dynamic parameters (no
+    subtraction of m c c^T, and no refusal of tiny rounding-level negative inertias)."""
     h = np.array([I6[2, 4], I6[0, 5], I6[1, 3]])  # m S(c) block: S(c)[2,1] = c_x, ...
-    c = h / m
-    C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
-    Ic = I6[:3, :3] - m * C @ C.T
-    return pin.Inertia(m, c, (Ic + Ic.T) / 2)
+    Io = (I6[:3, :3] + I6[:3, :3].T) / 2  # rotational inertia about the body origin
+    if I6[3, 3] == 0:  # massless (a rotational inertia only, or nothing)
+        inertia = pin.Inertia.Zero()
+        inertia.inertia = Io
+        return inertia
+    pi = np.array([I6[3, 3], *h, Io[0, 0], Io[0, 1], Io[1, 1], Io[0, 2], Io[1, 2], Io[2, 2]])
+    return pin.Inertia.FromDynamicParameters(pi)
 
 
-def _joint_model(pin, joint):
+def _joint_model(pin, joint, jname="?"):
     t = joint.type
     if t in ("revolute", "prismatic", "helical"):
         spec = joint.axis_spec
@@ -90,11 +150,310 @@ def _joint_model(pin, joint):
         return pin.JointModelSpherical()
     if t == "floating":
         return pin.JointModelFreeFlyer()
-    raise ValueError(f"joint type {t!r} has no Pinocchio equivalent in this bridge")
+    raise PinocchioConversionError(
+        f"joint {jname!r}: type {t!r} has no Pinocchio equivalent in this bridge (Pinocchio's planar "
+        "joint stores (x, y, cos, sin) with a body-frame velocity, symdyn's (x, y, theta) with their "
+        "rates)")
 
 
-def velocity_permutation(model) -> np.ndarray:
-    """Index array P with v_pin = v_symdyn[P] (and M_pin = M[np.ix_(P, P)])."""
+# --- Pinocchio -> symdyn --------------------------------------------------------------------------
+
+_REVOLUTE = {"JointModelRX": "x", "JointModelRY": "y", "JointModelRZ": "z"}
+_UNBOUNDED = {"JointModelRUBX": "x", "JointModelRUBY": "y", "JointModelRUBZ": "z"}
+_PRISMATIC = {"JointModelPX": "x", "JointModelPY": "y", "JointModelPZ": "z"}
+_HELICAL = {"JointModelHX": "x", "JointModelHY": "y", "JointModelHZ": "z"}
+_WHY_NOT = {
+    "JointModelPlanar": "Pinocchio's planar joint stores (x, y, cos, sin) with a body-frame velocity "
+                        "(vx, vy, wz), symdyn's Planar (x, y, theta) with their rates: the velocity map "
+                        "depends on q",
+    "JointModelSphericalZYX": "ZYX Euler angles have no symdyn joint (symdyn's Spherical uses a "
+                              "quaternion and the body angular velocity)",
+    "JointModelTranslation": "symdyn has no 3-D translation joint (chain three prismatic joints)",
+    "JointModelUniversal": "symdyn has no universal joint (chain two revolute joints)",
+    "JointModelMimic": "mimic joints are not supported (build the Pinocchio model with mimic=False)",
+}
+
+
+def _joint_axis_pitch(jm) -> tuple[np.ndarray, np.ndarray]:
+    """(linear, angular) parts of the 1-DoF joint's motion subspace (constant for these joints)."""
+    jd = jm.createData()
+    jm.calc(jd, np.zeros(jm.nq) if jm.nq == 1 else np.array([1.0, 0.0]))
+    S = np.asarray(jd.S, float).reshape(6)
+    return S[:3], S[3:]
+
+
+def _from_pin_joint(jm, jname: str) -> Joint:
+    short = jm.shortname()
+    if short in _REVOLUTE:
+        return Revolute(_REVOLUTE[short])
+    if short in _UNBOUNDED:
+        return Revolute(_UNBOUNDED[short])
+    if short in _PRISMATIC:
+        return Prismatic(_PRISMATIC[short])
+    if short in ("JointModelRevoluteUnaligned", "JointModelRevoluteUnboundedUnaligned"):
+        return Revolute(tuple(_joint_axis_pitch(jm)[1]))
+    if short == "JointModelPrismaticUnaligned":
+        return Prismatic(tuple(_joint_axis_pitch(jm)[0]))
+    if short in _HELICAL or short == "JointModelHelicalUnaligned":
+        lin, ang = _joint_axis_pitch(jm)
+        e = jm.extract() if hasattr(jm, "extract") else jm
+        pitch = float(e.pitch) if hasattr(e, "pitch") else float(lin @ ang)
+        return Helical(tuple(ang), pitch=pitch)
+    if short == "JointModelSpherical":
+        return Spherical()
+    if short == "JointModelFreeFlyer":
+        return Floating()
+    why = _WHY_NOT.get(short, "no symdyn equivalent (supported: revolute, unbounded revolute, "
+                              "prismatic, helical, spherical, free-flyer)")
+    raise PinocchioConversionError(f"Pinocchio joint {jname!r} ({short}): {why}")
+
+
+def _leaves(pm, jid: int) -> list[tuple[str, Any, int, int, Any]]:
+    """Pinocchio joint ``jid`` as a list of simple joints ``(name, joint model, idx_q, idx_v,
+    placement before it)``: itself, or the sub-joints of a composite joint (recursively), named
+    ``"<composite name>/<k>"``; the first placement is the identity (the joint placement of
+    ``jid`` comes before it)."""
+    pin = _pin()
+    out: list[tuple[str, Any, int, int, Any]] = []
+
+    def walk(name, jm, iq, iv, M):
+        if jm.shortname() != "JointModelComposite":
+            out.append((name, jm, iq, iv, M))
+            return
+        e = jm.extract() if hasattr(jm, "extract") else jm
+        for k, (sub, P) in enumerate(zip(e.joints, e.jointPlacements)):
+            walk(f"{name}/{k}", sub, iq, iv, M * P if k == 0 else P)
+            iq, iv = iq + sub.nq, iv + sub.nv
+
+    walk(pm.names[jid], pm.joints[jid], int(pm.idx_qs[jid]), int(pm.idx_vs[jid]), pin.SE3.Identity())
+    return out
+
+
+def _frame_type_names(pin) -> dict:
+    FT = pin.FrameType
+    return {FT.BODY: "BODY", FT.FIXED_JOINT: "FIXED_JOINT", FT.OP_FRAME: "OP_FRAME",
+            FT.SENSOR: "SENSOR", FT.JOINT: "JOINT"}
+
+
+def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
+                   check_inertias: bool | str = "semidefinite") -> Model:
+    """A symdyn :class:`~symdyn.model.Model` equal to the ``pinocchio.Model`` ``pin_model``.
+
+    Bodies follow Pinocchio's joint order (parents first); body i is moved by Pinocchio joint
+    i + 1, whose name becomes ``model.joint_names[i]``. A body is named after the first BODY frame
+    that sits on its joint with the identity placement (the URDF link), else after its joint.
+    Placements, inertias (``pin_model.inertias``, already holding the fixed links' inertias) and
+    gravity are copied; joint limits, effort/velocity limits, armature, damping and friction are not
+    (the Model has no fields for them yet).
+
+    ``frames=True``: Pinocchio's BODY, FIXED_JOINT, OP_FRAME and SENSOR frames (except ``universe``)
+    become entries of ``model.frames`` (massless fixed bodies on the joint's body); JOINT frames
+    are the bodies' own frames and are not repeated. A frame whose name is already taken (a link
+    and a fixed joint of the same name) is left out with a ``UserWarning`` naming it.
+
+    ``check_inertias``: the inertia policy of :class:`~symdyn.model.Model` (default
+    ``"semidefinite"``, the URDF policy; ``False`` keeps non-physical inertias).
+
+    Composite joints become chains of bodies (see the module docstring). Raises
+    :class:`PinocchioConversionError` naming the joint for joint types without a symdyn
+    equivalent (planar, SphericalZYX, translation, universal, mimic).
+    """
+    pin = _pin()
+    pm = pin_model
+    if pm.njoints < 2:
+        raise PinocchioConversionError(f"Pinocchio model {pm.name!r} has no joints besides the universe")
+    FT = pin.FrameType
+    jnames = list(pm.names)
+    leaves = {j: _leaves(pm, j) for j in range(1, pm.njoints)}
+    joints = {(j, k): _from_pin_joint(leaf[1], leaf[0])
+              for j in leaves for k, leaf in enumerate(leaves[j])}
+    # body names: the BODY frame on the joint at the identity (URDF: the child link)
+    body_name: dict[int, str] = {}
+    for f in pm.frames:
+        jid = int(f.parentJoint)
+        if (f.type == FT.BODY and jid > 0 and jid not in body_name
+                and f.placement.isIdentity(1e-14)):
+            body_name[jid] = f.name
+    used: set[str] = set()
+    bodies = []
+    for jid in range(1, pm.njoints):
+        bname = body_name.get(jid, jnames[jid])
+        if bname in used:
+            bname = f"{jnames[jid]}_body"
+        used.add(bname)
+        body_name[jid] = bname
+        parent = int(pm.parents[jid])
+        prev = None if parent == 0 else body_name[parent]
+        In = pm.inertias[jid]
+        for k, (lname, _, _, _, P) in enumerate(leaves[jid]):
+            M = pm.jointPlacements[jid] * P if k == 0 else P
+            last = k == len(leaves[jid]) - 1
+            sub = bname if last else f"{bname}/{k}"  # a composite joint: massless bodies before
+            if sub in used and not last:
+                raise PinocchioConversionError(f"Pinocchio joint {jnames[jid]!r}: the name {sub!r} "
+                                               "of an intermediate body is taken")
+            used.add(sub)
+            bodies.append(Body(sub, prev, joints[(jid, k)],
+                               float(In.mass) if last else 0.0,
+                               np.array(In.lever, float) if last else np.zeros(3),
+                               np.array(In.inertia, float) if last else np.zeros((3, 3)),
+                               Transform(np.array(M.rotation, float).T, np.array(M.translation, float)),
+                               joint_name=lname))
+            prev = sub
+    if frames:
+        dropped = []
+        tnames = _frame_type_names(pin)
+        order = sorted(range(1, len(pm.frames)), key=lambda k: pm.frames[k].type != FT.BODY)
+        for k in order:  # BODY frames (links) first: they keep their names on a clash
+            f = pm.frames[k]
+            if f.type == FT.JOINT:
+                continue
+            jid = int(f.parentJoint)
+            if f.type == FT.BODY and jid > 0 and body_name.get(jid) == f.name \
+                    and f.placement.isIdentity(1e-14):
+                continue  # the body itself
+            if f.name in used:
+                dropped.append(f"{f.name!r} ({tnames.get(f.type, f.type)} on joint {jnames[jid]!r})")
+                continue
+            used.add(f.name)
+            P = f.placement
+            bodies.append(Body(f.name, None if jid == 0 else body_name[jid], Fixed(), 0.0,
+                               (0.0, 0.0, 0.0), np.zeros((3, 3)),
+                               Transform(np.array(P.rotation, float).T, np.array(P.translation, float))))
+        if dropped:
+            warnings.warn(f"from_pinocchio({pm.name!r}): frames left out because their name is "
+                          f"already a body or frame of the model: {', '.join(dropped)}", stacklevel=2)
+    g = np.array(pm.gravity.linear, float)
+    try:
+        return Model(bodies, gravity=g, name=name if name is not None else (pm.name or "pinocchio"),
+                     check_inertias=check_inertias, allow_massless=True)
+    except ModelError as exc:
+        raise PinocchioConversionError(f"Pinocchio model {pm.name!r}: {exc}") from exc
+
+
+# --- vector and matrix maps -----------------------------------------------------------------------
+
+class PinocchioMaps:
+    """Index maps between a symdyn model and a Pinocchio model with the same joints, matched by
+    joint name (see :func:`pinocchio_maps`).
+
+    ``v_perm``: index array with ``v_pin = v[v_perm]`` (velocities, accelerations, torques);
+    ``joint_ids[i]``: the Pinocchio joint id of symdyn body i (the composite joint for its
+    sub-joints); ``cos_sin[i]``: True where Pinocchio stores the angle as (cos, sin)."""
+
+    def __init__(self, model: Model, pin_model: Any):
+        pm = pin_model
+        self.model, self.pin_model = model, pm
+        self.nq, self.nv, self.nq_pin = model.nq, model.nv, int(pm.nq)
+        leaves = {leaf[0]: (jid,) + leaf[1:4]
+                  for jid in range(1, pm.njoints) for leaf in _leaves(pm, jid)}
+        names = set(model.joint_names)
+        missing = [n for n in model.joint_names if n not in leaves]
+        extra = [n for n in leaves if n not in names]
+        if missing or extra:
+            raise PinocchioConversionError(
+                f"joints do not match by name: symdyn model {model.name!r} has {missing} that "
+                f"Pinocchio model {pm.name!r} lacks, and Pinocchio has {extra} that symdyn lacks "
+                "(sub-joints of a composite joint C are named 'C/0', 'C/1', ...)")
+        self.joint_ids = [leaves[n][0] for n in model.joint_names]
+        self.cos_sin = []
+        P = np.empty(model.nv, dtype=int)
+        self._q = []  # (symdyn slice start, stop, pin start, kind)
+        for i, jn in enumerate(model.joint_names):
+            j = model.joints[i]
+            _, jm, iq, iv = leaves[jn]
+            (qa, qb), (va, vb) = model.q_idx[i], model.v_idx[i]
+            nq_p, nv_p = int(jm.nq), int(jm.nv)
+            short = jm.shortname()
+            if nv_p != vb - va:
+                raise PinocchioConversionError(
+                    f"joint {jn!r}: symdyn {j!r} has nv = {vb - va}, Pinocchio {short} nv = {nv_p}")
+            cs = nq_p == 2 and qb - qa == 1 and j.type == "revolute"
+            if not cs and nq_p != qb - qa:
+                raise PinocchioConversionError(
+                    f"joint {jn!r}: symdyn {j!r} has nq = {qb - qa}, Pinocchio {short} nq = {nq_p}")
+            if (j.type == "floating") != (short == "JointModelFreeFlyer"):
+                raise PinocchioConversionError(f"joint {jn!r}: symdyn {j!r} against Pinocchio {short}")
+            self.cos_sin.append(cs)
+            self._q.append((qa, qb, iq, cs))
+            idx = list(range(va, vb))
+            if j.type == "floating":  # [omega; v] -> Pinocchio's [v; omega]
+                idx = idx[3:] + idx[:3]
+            P[iv:iv + nv_p] = idx
+        self.v_perm = P
+        inv = np.empty_like(P)
+        inv[P] = np.arange(len(P))
+        self._v_inv = inv
+
+    @staticmethod
+    def _vec(x, n, what):
+        a = np.asarray(x, float).reshape(-1)
+        if a.shape != (n,):
+            raise ValueError(f"{what} must have {n} entries, got {a.size}")
+        return a
+
+    def q_to_pin(self, q: Any) -> np.ndarray:
+        """Pinocchio configuration of the symdyn configuration ``q``."""
+        q = self._vec(q, self.nq, "q")
+        out = np.zeros(self.nq_pin)
+        for a, b, k, cs in self._q:
+            if cs:
+                out[k:k + 2] = math.cos(q[a]), math.sin(q[a])
+            else:
+                out[k:k + b - a] = q[a:b]
+        return out
+
+    def q_from_pin(self, q_pin: Any) -> np.ndarray:
+        """symdyn configuration of the Pinocchio configuration ``q_pin`` (angles atan2(sin, cos))."""
+        qp = self._vec(q_pin, self.nq_pin, "q_pin")
+        out = np.zeros(self.nq)
+        for a, b, k, cs in self._q:
+            out[a:b] = math.atan2(qp[k + 1], qp[k]) if cs else qp[k:k + b - a]
+        return out
+
+    def v_to_pin(self, v: Any) -> np.ndarray:
+        """Pinocchio ordering of a velocity-sized vector (velocity, acceleration, torque)."""
+        return self._vec(v, self.nv, "v")[self.v_perm]
+
+    def v_from_pin(self, v_pin: Any) -> np.ndarray:
+        """symdyn ordering of a Pinocchio velocity-sized vector."""
+        return self._vec(v_pin, self.nv, "v_pin")[self._v_inv]
+
+    def matrix_from_pin(self, A_pin: Any, rows: str | None = "v", cols: str | None = "v") -> np.ndarray:
+        """symdyn ordering of a Pinocchio matrix whose rows and/or columns ('v') are indexed by
+        velocities (``None``: leave that dimension as it is)."""
+        A = np.array(A_pin, float)
+        ri = self._v_inv if rows == "v" else np.arange(A.shape[0])
+        ci = self._v_inv if cols == "v" else np.arange(A.shape[1])
+        return A[np.ix_(ri, ci)]
+
+    def matrix_to_pin(self, A: Any, rows: str | None = "v", cols: str | None = "v") -> np.ndarray:
+        """Pinocchio ordering of a symdyn matrix (the inverse of :meth:`matrix_from_pin`)."""
+        A = np.array(A, float)
+        ri = self.v_perm if rows == "v" else np.arange(A.shape[0])
+        ci = self.v_perm if cols == "v" else np.arange(A.shape[1])
+        return A[np.ix_(ri, ci)]
+
+
+def pinocchio_maps(model: Model, pin_model: Any) -> PinocchioMaps:
+    """The :class:`PinocchioMaps` between ``model`` and ``pin_model``, matched by joint name.
+
+    Works for any Pinocchio model with the same joints (same names, compatible types), in
+    particular ``pinocchio.buildModelFromUrdf(path)`` beside ``symdyn.load_urdf(path)`` (add
+    ``pinocchio.JointModelFreeFlyer()`` for ``floating_base=True``: both name the root
+    ``"root_joint"``). Raises :class:`PinocchioConversionError` listing joints missing on either side
+    or of different sizes."""
+    return PinocchioMaps(model, pin_model)
+
+
+def configuration_permutation(model: Model) -> np.ndarray:
+    """Index array with q_pin = q_symdyn[P] for the model of :func:`to_pinocchio`."""
+    return np.array([k for i in pinocchio_order(model) for k in range(*model.q_idx[i])], dtype=int)
+
+
+def velocity_permutation(model: Model) -> np.ndarray:
+    """Index array P with v_pin = v_symdyn[P] (and M_pin = M[np.ix_(P, P)]) for the model of
+    :func:`to_pinocchio`."""
     P = []
     for i in pinocchio_order(model):
         j, (a, b) = model.joints[i], model.v_idx[i]
@@ -105,19 +464,47 @@ def velocity_permutation(model) -> np.ndarray:
     return np.array(P, dtype=int)
 
 
-def v_to_pin(model, v):
+def q_to_pin(model: Model, q: Any, pin_model: Any = None) -> np.ndarray:
+    """Pinocchio configuration of ``q``: for ``pin_model`` (matched by joint name) if given, else
+    for ``to_pinocchio(model)``."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).q_to_pin(q)
+    return np.asarray(q, float)[configuration_permutation(model)]
+
+
+def q_from_pin(model: Model, q_pin: Any, pin_model: Any = None) -> np.ndarray:
+    """symdyn configuration of a Pinocchio configuration (inverse of :func:`q_to_pin`)."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).q_from_pin(q_pin)
+    P = configuration_permutation(model)
+    out = np.empty(len(P))
+    out[P] = np.asarray(q_pin, float)
+    return out
+
+
+def v_to_pin(model: Model, v: Any, pin_model: Any = None) -> np.ndarray:
+    """Pinocchio ordering of a velocity-sized vector (see :func:`q_to_pin` for ``pin_model``)."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).v_to_pin(v)
     return np.asarray(v, float)[velocity_permutation(model)]
 
 
-def v_from_pin(model, v_pin):
+def v_from_pin(model: Model, v_pin: Any, pin_model: Any = None) -> np.ndarray:
+    """symdyn ordering of a Pinocchio velocity-sized vector."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).v_from_pin(v_pin)
     P = velocity_permutation(model)
     out = np.empty(len(P))
     out[P] = np.asarray(v_pin, float)
     return out
 
 
-def matrix_from_pin(model, A_pin, rows="v", cols="v"):
-    """Convert a Pinocchio matrix indexed by velocities (rows/cols 'v') to symdyn ordering."""
+def matrix_from_pin(model: Model, A_pin: Any, rows: str | None = "v", cols: str | None = "v",
+                    pin_model: Any = None) -> np.ndarray:
+    """Convert a Pinocchio matrix indexed by velocities (rows/cols 'v'; ``None`` leaves that
+    dimension alone) to symdyn ordering."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).matrix_from_pin(A_pin, rows, cols)
     P = velocity_permutation(model)
     A = np.array(A_pin, float)
     out = np.empty_like(A)
@@ -125,3 +512,16 @@ def matrix_from_pin(model, A_pin, rows="v", cols="v"):
     ci = P if cols == "v" else np.arange(A.shape[1])
     out[np.ix_(ri, ci)] = A
     return out
+
+
+def matrix_to_pin(model: Model, A: Any, rows: str | None = "v", cols: str | None = "v",
+                  pin_model: Any = None) -> np.ndarray:
+    """Convert a symdyn matrix indexed by velocities to Pinocchio ordering (inverse of
+    :func:`matrix_from_pin`)."""
+    if pin_model is not None:
+        return PinocchioMaps(model, pin_model).matrix_to_pin(A, rows, cols)
+    P = velocity_permutation(model)
+    A = np.array(A, float)
+    ri = P if rows == "v" else np.arange(A.shape[0])
+    ci = P if cols == "v" else np.arange(A.shape[1])
+    return A[np.ix_(ri, ci)]

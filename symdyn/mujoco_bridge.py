@@ -1,0 +1,478 @@
+"""MJCF through MuJoCo (optional extra ``mujoco``: ``pip install "symdyn[mujoco]"``).
+
+:func:`load_mjcf` compiles an MJCF file with MuJoCo and :func:`from_mujoco` converts a compiled
+``mujoco.MjModel`` into a symdyn :class:`~symdyn.model.Model`; :func:`mujoco_maps` maps
+configurations, velocities, accelerations, forces and matrices between the two.
+
+Conventions mapped (MuJoCo -> symdyn)
+------------------------------------
+* Bodies: MuJoCo body ``b`` with pose ``(body_pos, body_quat)`` in its parent and joints
+  ``j_1 .. j_k`` becomes a chain of k symdyn bodies (MuJoCo composes the joints of one body in
+  order, each about its anchor ``jnt_pos`` in the current frame). The symdyn body of joint ``j_m``
+  has its origin at the anchor ``jnt_pos`` of ``j_m`` and the axes of the MuJoCo body frame; it is
+  named ``b`` when the body has a single joint anchored at its origin, else ``"b/j_m"``, and the
+  MuJoCo body frame is then the frame ``model.frames["b"]`` (a fixed, massless link). The body's
+  inertia (``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia``) sits on that frame, so the
+  intermediate bodies of a multi-joint body are massless. Bodies without joints are welded (fixed)
+  to their parent. Named sites become frames too (``model.frames[site]``, or ``"site:<name>"`` when a body has the
+  same name, with an :class:`MJCFWarning`); unnamed sites do not.
+* Joint types: ``hinge`` -> :class:`~symdyn.joints.Revolute` about ``jnt_axis`` (body frame),
+  angle ``q = qpos - qpos0`` (``qpos0`` is the joint's ``ref``); ``slide`` ->
+  :class:`~symdyn.joints.Prismatic` along ``jnt_axis``, ``q = qpos - qpos0`` (the anchor of a slide
+  joint does not affect its motion); ``ball`` -> :class:`~symdyn.joints.Spherical`: MuJoCo's
+  quaternion ``(w, x, y, z)`` relative to the body's initial orientation becomes symdyn's
+  ``(x, y, z, w)``, and both velocities are the angular velocity in the body (local) frame;
+  ``free`` -> :class:`~symdyn.joints.Floating` with the identity tree transform (a free joint
+  ignores ``body_pos``/``body_quat``): ``qpos = [p; quat_wxyz]`` of the body frame in the world
+  becomes ``[p; quat_xyzw]``.
+* Free-joint velocity: MuJoCo's ``qvel = [v_world; omega_local]`` (linear velocity of the body
+  origin in world coordinates, then the angular velocity in body coordinates; MuJoCo docs,
+  "Floating objects"), symdyn's ``v = [omega; R^T v_world]`` (body twist, angular first), with ``R``
+  the body orientation: ``v = T(q) qvel`` with the orthogonal ``T(q)`` of
+  :meth:`MujocoMaps.velocity_matrix`. Accelerations (MuJoCo: "defined in the same space as the
+  velocities") pick up the derivative of ``R^T``: ``vdot_O = R^T a_world - omega x (R^T v_world)``
+  (:meth:`MujocoMaps.a_from_mj`); generalized forces map with ``T^{-T} = T`` and matrices by
+  congruence, ``M_mj = T^T M T``. Every other joint maps identically.
+* Gravity is ``opt.gravity``.
+
+What is not converted, reported by a :class:`MJCFWarning` (``strict=True`` raises
+:class:`MJCFError` instead): ``dof_armature`` (the Model has no armature field yet, so
+``mj_fullM`` equals symdyn's M plus ``diag(armature)`` in MuJoCo's coordinates; the maps carry
+``armature``), joint damping, stiffness and friction loss, gravity compensation, equality
+constraints, tendons, actuators, mocap bodies (kept as fixed bodies), and flexes.
+Contacts, limits and geoms play no part in rigid-body tree dynamics (geoms only through the body
+inertias MuJoCo compiled from them). Compare with ``mj_inverse``/``mj_fullM`` after disabling
+constraints, springs and dampers and zeroing fluid forces (see the tests).
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .joints import Fixed, Floating, Joint, Prismatic, Revolute, Spherical
+from .model import Body, Model, ModelError
+from .spatial import Transform
+
+__all__ = ["MJCFError", "MJCFWarning", "MujocoMaps", "from_mujoco", "load_mjcf", "mujoco_maps"]
+
+_FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3  # mjtJoint
+_TYPE_NAMES = {_FREE: "free", _BALL: "ball", _SLIDE: "slide", _HINGE: "hinge"}
+
+
+class MJCFError(ValueError):
+    """An MJCF file MuJoCo cannot compile, or a model symdyn cannot represent; the message names
+    the file, the element and the problem."""
+
+
+class MJCFWarning(UserWarning):
+    """Parts of a MuJoCo model that the symdyn model leaves out (armature, passive forces,
+    equality constraints, tendons, actuators ...)."""
+
+
+def _mujoco():
+    try:
+        import mujoco
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("MuJoCo is needed for this: pip install mujoco "
+                          "(or pip install \"symdyn[mujoco]\")") from exc
+    return mujoco
+
+
+def _quat_wxyz_to_rot(q) -> np.ndarray:
+    w, x, y, z = (float(c) for c in q)
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _name(mj, objtype: str, i: int) -> str:
+    mujoco = _mujoco()
+    t = getattr(mujoco.mjtObj, f"mjOBJ_{objtype.upper()}")
+    return mujoco.mj_id2name(mj, t, i) or ""
+
+
+def _body_name(mj, b: int) -> str:
+    return "world" if b == 0 else (_name(mj, "body", b) or f"body{b}")
+
+
+def joint_name(mj: Any, j: int) -> str:
+    """symdyn's name for MuJoCo joint ``j``: its MJCF name, else ``"<body>:joint<k>"`` (k-th joint
+    of its body)."""
+    n = _name(mj, "joint", j)
+    if n:
+        return n
+    b = int(mj.jnt_bodyid[j])
+    return f"{_body_name(mj, b)}:joint{j - int(mj.body_jntadr[b])}"
+
+
+def _transform(R: np.ndarray, p: np.ndarray) -> Transform:
+    """symdyn tree transform of a child pose (R, p) in its parent."""
+    return Transform(np.array(R, float).T.copy(), np.array(p, float).reshape(3).copy())
+
+
+def _ignored(mj) -> list[str]:
+    """What the symdyn model leaves out, one line each."""
+    out = []
+    mujoco = _mujoco()
+
+    def names(objtype, n, limit=8):
+        shown = [_name(mj, objtype, i) or f"#{i}" for i in range(min(n, limit))]
+        return ", ".join(shown) + (f", ... ({n} in all)" if n > limit else "")
+
+    arm = np.asarray(mj.dof_armature, float)
+    if np.any(arm != 0):
+        out.append(f"dof_armature on {int(np.count_nonzero(arm))} dofs (not in the symdyn model: "
+                   "mj_fullM = M + diag(armature) in MuJoCo coordinates)")
+    for field, what in (("dof_damping", "joint damping"), ("jnt_stiffness", "joint stiffness"),
+                        ("dof_frictionloss", "joint friction loss")):
+        v = np.asarray(getattr(mj, field), float)
+        if np.any(v != 0):
+            out.append(f"{what} on {int(np.count_nonzero(v))} joints/dofs (passive forces)")
+    if np.any(np.asarray(mj.body_gravcomp, float) != 0):
+        out.append("body gravity compensation (gravcomp, a passive force)")
+    if mj.neq:
+        out.append(f"{mj.neq} equality constraints ({names('equality', mj.neq)})")
+    if mj.ntendon:
+        out.append(f"{mj.ntendon} tendons ({names('tendon', mj.ntendon)})")
+    if mj.nu:
+        out.append(f"{mj.nu} actuators ({names('actuator', mj.nu)})")
+    if mj.nmocap:
+        mocap = [_body_name(mj, b) for b in range(mj.nbody) if int(mj.body_mocapid[b]) >= 0]
+        out.append(f"mocap bodies {mocap} (kept as bodies fixed at their model pose)")
+    if getattr(mj, "nflex", 0):
+        out.append(f"{mj.nflex} flexes (deformable objects)")
+    del mujoco
+    return out
+
+
+def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
+                source: str | None = None) -> Model:
+    """A symdyn :class:`~symdyn.model.Model` of the compiled ``mujoco.MjModel`` ``mj_model``.
+
+    Conventions: see the module docstring (:mod:`symdyn.mujoco_bridge`). ``model.joint_names``
+    are MuJoCo's joint names (unnamed joints: ``"<body>:joint<k>"``); use :func:`mujoco_maps`
+    for qpos/qvel/qacc/forces/matrices. What the model leaves out (armature, passive forces,
+    equality constraints, tendons, actuators, mocap bodies, flexes) is reported by one
+    :class:`MJCFWarning` listing it, or refused with :class:`MJCFError` when ``strict=True``.
+    ``source`` labels error messages (the file name; default ``"<MjModel>"``).
+    """
+    mj = mj_model
+    label = source or "<MjModel>"
+    ignored = _ignored(mj)
+    if ignored:
+        msg = f"{label}: left out of the symdyn model: " + "; ".join(ignored)
+        if strict:
+            raise MJCFError(msg + " (strict=True)")
+        warnings.warn(msg, MJCFWarning, stacklevel=2)
+    bodies: list[Body] = []
+    used: set[str] = set()
+    jnames: set[str] = set()
+
+    def add(body: Body) -> None:
+        if body.name in used:
+            raise MJCFError(f"{label}: the name {body.name!r} is used twice in the symdyn model "
+                            "(a body, a joint-anchor body 'body/joint' or a site): rename one")
+        used.add(body.name)
+        bodies.append(body)
+
+    frame_of: dict[int, str | None] = {0: None}  # MuJoCo body -> symdyn name of its frame
+    for b in range(1, mj.nbody):
+        bname = _body_name(mj, b)
+        parent = frame_of[int(mj.body_parentid[b])]
+        R_b = _quat_wxyz_to_rot(mj.body_quat[b])
+        p_b = np.array(mj.body_pos[b], float)
+        mass = float(mj.body_mass[b])
+        com = np.array(mj.body_ipos[b], float)
+        Ri = _quat_wxyz_to_rot(mj.body_iquat[b])
+        Ic = Ri @ np.diag(np.asarray(mj.body_inertia[b], float)) @ Ri.T
+        adr, num = int(mj.body_jntadr[b]), int(mj.body_jntnum[b])
+        where = f"{label}: body {bname!r}"
+        if num == 0:  # welded to the parent
+            add(Body(bname, parent, Fixed(), mass, com, Ic, _transform(R_b, p_b)))
+            frame_of[b] = bname
+            continue
+        types = [int(mj.jnt_type[j]) for j in range(adr, adr + num)]
+        if _FREE in types:
+            jn = joint_name(mj, adr + types.index(_FREE))
+            if num > 1:
+                raise MJCFError(f"{where}: free joint {jn!r} together with other joints in one body "
+                                "(MuJoCo allows a free joint only alone)")
+            if int(mj.body_parentid[b]) != 0:
+                raise MJCFError(f"{where}: free joint {jn!r} in a body that is not a child of the "
+                                "world: symdyn's Floating joint is relative to the parent body, "
+                                "MuJoCo's free joint to the world")
+        prev, X, anchor = parent, (R_b, p_b), np.zeros(3)
+        for k, j in enumerate(range(adr, adr + num)):
+            t, jn = types[k], joint_name(mj, j)
+            if t not in _TYPE_NAMES:
+                raise MJCFError(f"{where}: joint {jn!r} has the unknown MuJoCo joint type {t}")
+            if jn in jnames:
+                raise MJCFError(f"{where}: joint name {jn!r} is used twice")
+            jnames.add(jn)
+            axis = np.array(mj.jnt_axis[j], float)
+            pos = np.array(mj.jnt_pos[j], float) if t in (_HINGE, _BALL) else np.zeros(3)
+            joint: Joint
+            if t == _FREE:
+                joint, Xtree = Floating(), (np.eye(3), np.zeros(3))
+            else:
+                joint = Spherical() if t == _BALL else \
+                    (Revolute(_axis(axis)) if t == _HINGE else Prismatic(_axis(axis)))
+                R0, p0 = X   # pose of the current (previous joint's anchor) frame, moved to `pos`
+                Xtree = (R0, p0 + R0 @ (pos - anchor))
+            last = k == num - 1
+            mname = bname if (last and num == 1 and not np.any(pos)) else f"{bname}/{jn}"
+            add(Body(mname, prev, joint, 0.0, np.zeros(3), np.zeros((3, 3)),
+                     _transform(*Xtree), joint_name=jn))
+            prev, X, anchor = mname, (np.eye(3), np.zeros(3)), pos
+        if prev == bname:  # one joint at the body origin: the body itself carries the inertia
+            bodies[-1] = Body(bname, bodies[-1].parent, bodies[-1].joint, mass, com, Ic,
+                              bodies[-1].X_tree, joint_name=bodies[-1].joint_name)
+        else:  # the MuJoCo body frame, back from the last anchor, with the inertia
+            add(Body(bname, prev, Fixed(), mass, com, Ic, _transform(np.eye(3), -anchor)))
+        frame_of[b] = bname
+    renamed = []
+    for s in range(mj.nsite):
+        sname = _name(mj, "site", s)
+        if not sname:
+            continue
+        if sname in used:  # MuJoCo names sites and bodies separately
+            renamed.append(f"{sname!r} -> 'site:{sname}'")
+            sname = f"site:{sname}"
+        R_s = _quat_wxyz_to_rot(mj.site_quat[s])
+        add(Body(sname, frame_of[int(mj.site_bodyid[s])], Fixed(), 0.0, np.zeros(3),
+                 np.zeros((3, 3)), _transform(R_s, np.array(mj.site_pos[s], float))))
+    if renamed:
+        warnings.warn(f"{label}: sites named like a body are frames under another name: "
+                      + ", ".join(renamed), MJCFWarning, stacklevel=2)
+    if not jnames:
+        raise MJCFError(f"{label}: the model has no joints (nothing moves)")
+    try:
+        return Model(bodies, gravity=np.array(mj.opt.gravity, float),
+                     name=name if name is not None else (_model_name(mj) or "mjcf"),
+                     check_inertias="semidefinite", allow_massless=True)
+    except ModelError as exc:
+        raise MJCFError(f"{label}: {exc}") from exc
+
+
+def _model_name(mj) -> str:
+    try:
+        mujoco = _mujoco()
+        return mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0) or ""
+    except Exception:  # pragma: no cover - older MuJoCo without the model name
+        return ""
+
+
+def _axis(a: np.ndarray):
+    n = float(np.linalg.norm(a))
+    a = a / n
+    for name, k in (("x", 0), ("y", 1), ("z", 2)):
+        e = np.zeros(3)
+        e[k] = 1.0
+        if np.array_equal(a, e):
+            return name
+    return tuple(float(c) for c in a)
+
+
+def load_mjcf(source: str | os.PathLike[str], name: str | None = None, strict: bool = False) -> Model:
+    """Compile an MJCF file (path, or an XML string starting with ``<``) with MuJoCo and convert
+    it with :func:`from_mujoco`.
+
+    Raises ``FileNotFoundError`` for a missing path and :class:`MJCFError` naming the file, the
+    element and the problem when MuJoCo cannot compile it (MuJoCo's own message, with the element
+    and line) or symdyn cannot represent it."""
+    mujoco = _mujoco()
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        label = "<MJCF string>"
+        try:
+            mj = mujoco.MjModel.from_xml_string(source)
+        except ValueError as exc:
+            raise MJCFError(f"{label}: MuJoCo could not compile it: {exc}") from None
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"MJCF file not found: {path}")
+        label = str(path)
+        try:
+            mj = mujoco.MjModel.from_xml_path(label)
+        except ValueError as exc:
+            raise MJCFError(f"{label}: MuJoCo could not compile it: {exc}") from None
+    if name is None:
+        name = _model_name(mj) or (Path(label).stem if label != "<MJCF string>" else "mjcf")
+    import warnings as _w
+
+    with _w.catch_warnings(record=True) as caught:
+        _w.simplefilter("always", MJCFWarning)
+        model = from_mujoco(mj, name=name, strict=strict, source=label)
+    for w in caught:  # re-issued so that they point at the caller
+        warnings.warn(w.message, w.category, stacklevel=2)
+    return model
+
+
+class MujocoMaps:
+    """Maps between a symdyn model and a MuJoCo model with the same joints (matched by name);
+    see :func:`mujoco_maps` and the module docstring for the conventions.
+
+    Every method takes the configuration in the convention of the vector it converts (``qpos``
+    for MuJoCo vectors, ``q`` for symdyn ones), because the free-joint velocity map depends on the
+    body orientation. ``armature``: MuJoCo's ``dof_armature`` (nv, MuJoCo order)."""
+
+    def __init__(self, model: Model, mj_model: Any):
+        mj = mj_model
+        self.model, self.mj_model = model, mj
+        self.nq, self.nv = model.nq, model.nv
+        if (int(mj.nq), int(mj.nv)) != (model.nq, model.nv):
+            raise MJCFError(f"sizes differ: symdyn model {model.name!r} has nq = {model.nq}, "
+                            f"nv = {model.nv}, the MuJoCo model nq = {mj.nq}, nv = {mj.nv}")
+        index = {n: i for i, n in enumerate(model.joint_names)}
+        self._joints = []  # (type, symdyn q slice start, v start, mj qpos adr, dof adr, qpos0)
+        seen = set()
+        P = np.empty(model.nv, dtype=int)  # v_mj = v[P] up to the free-joint blocks
+        for j in range(mj.njnt):
+            jn = joint_name(mj, j)
+            i = index.get(jn)
+            t = int(mj.jnt_type[j])
+            if i is None:
+                raise MJCFError(f"MuJoCo joint {jn!r} is not a joint of symdyn model {model.name!r}")
+            want = {_FREE: "floating", _BALL: "spherical", _SLIDE: "prismatic", _HINGE: "revolute"}[t]
+            if model.joints[i].type != want:
+                raise MJCFError(f"joint {jn!r}: MuJoCo {_TYPE_NAMES[t]} against symdyn "
+                                f"{model.joints[i]!r}")
+            seen.add(i)
+            qa, va = model.q_idx[i][0], model.v_idx[i][0]
+            qadr, dadr = int(mj.jnt_qposadr[j]), int(mj.jnt_dofadr[j])
+            nv = model.joints[i].nv
+            P[dadr:dadr + nv] = np.arange(va, va + nv)
+            self._joints.append((t, qa, va, qadr, dadr, float(mj.qpos0[qadr])))
+        if len(seen) != model.N:
+            extra = [model.joint_names[i] for i in range(model.N) if i not in seen]
+            raise MJCFError(f"symdyn joints {extra} are not joints of the MuJoCo model")
+        self._P = P
+        self._Pinv = np.empty_like(P)
+        self._Pinv[P] = np.arange(len(P))
+        self.armature = np.array(mj.dof_armature, float)
+
+    @staticmethod
+    def _vec(x, n, what):
+        a = np.asarray(x, float).reshape(-1)
+        if a.shape != (n,):
+            raise ValueError(f"{what} must have {n} entries, got {a.size}")
+        return a
+
+    # configurations
+    def q_from_mj(self, qpos: Any) -> np.ndarray:
+        """symdyn q of MuJoCo's qpos (hinge/slide minus qpos0, quaternions to (x, y, z, w),
+        normalized as MuJoCo's kinematics normalize them)."""
+        qp = self._vec(qpos, self.nq, "qpos")
+        q = np.empty(self.nq)
+        for t, qa, _, qadr, _, q0 in self._joints:
+            if t in (_HINGE, _SLIDE):
+                q[qa] = qp[qadr] - q0
+            else:
+                o = 3 if t == _FREE else 0
+                q[qa:qa + o] = qp[qadr:qadr + o]
+                w = qp[qadr + o:qadr + o + 4]
+                w = w / np.linalg.norm(w)
+                q[qa + o:qa + o + 4] = w[1], w[2], w[3], w[0]
+        return q
+
+    def q_to_mj(self, q: Any) -> np.ndarray:
+        """MuJoCo's qpos of symdyn's q."""
+        qs = self._vec(q, self.nq, "q")
+        qp = np.empty(self.nq)
+        for t, qa, _, qadr, _, q0 in self._joints:
+            if t in (_HINGE, _SLIDE):
+                qp[qadr] = qs[qa] + q0
+            else:
+                o = 3 if t == _FREE else 0
+                qp[qadr:qadr + o] = qs[qa:qa + o]
+                x = qs[qa + o:qa + o + 4]
+                qp[qadr + o:qadr + o + 4] = x[3], x[0], x[1], x[2]
+        return qp
+
+    # velocities
+    def _T(self, rots: dict) -> np.ndarray:
+        """T with v = T qvel; ``rots``: free-joint dof address -> body rotation R."""
+        T = np.zeros((self.nv, self.nv))
+        T[self._P, np.arange(self.nv)] = 1.0
+        for t, _, va, _, dadr, _ in self._joints:
+            if t == _FREE:
+                R = rots[dadr]
+                T[va:va + 6, dadr:dadr + 6] = 0.0
+                T[va:va + 3, dadr + 3:dadr + 6] = np.eye(3)   # omega (local) -> symdyn first block
+                T[va + 3:va + 6, dadr:dadr + 3] = R.T          # v_world -> R^T v_world
+        return T
+
+    def _rots_mj(self, qpos) -> dict:
+        qp = self._vec(qpos, self.nq, "qpos")
+        return {dadr: _quat_wxyz_to_rot(qp[qadr + 3:qadr + 7])
+                for t, _, _, qadr, dadr, _ in self._joints if t == _FREE}
+
+    def _rots_sd(self, q) -> dict:
+        qs = self._vec(q, self.nq, "q")
+        return {dadr: _quat_wxyz_to_rot([qs[qa + 6], *qs[qa + 3:qa + 6]])
+                for t, qa, _, _, dadr, _ in self._joints if t == _FREE}
+
+    def velocity_matrix(self, qpos: Any) -> np.ndarray:
+        """The orthogonal T(qpos) with symdyn v = T qvel (a permutation without free joints)."""
+        return self._T(self._rots_mj(qpos))
+
+    def v_from_mj(self, qvel: Any, qpos: Any) -> np.ndarray:
+        """symdyn v of MuJoCo's qvel at configuration qpos."""
+        return self.velocity_matrix(qpos) @ self._vec(qvel, self.nv, "qvel")
+
+    def v_to_mj(self, v: Any, q: Any) -> np.ndarray:
+        """MuJoCo's qvel of symdyn's v at configuration q."""
+        return self._T(self._rots_sd(q)).T @ self._vec(v, self.nv, "v")
+
+    def a_from_mj(self, qacc: Any, qpos: Any, qvel: Any) -> np.ndarray:
+        """symdyn qdd of MuJoCo's qacc (with qpos, qvel): T qacc plus, per free joint,
+        ``-omega x (R^T v_world)`` on the linear block."""
+        qv = self._vec(qvel, self.nv, "qvel")
+        a = self.velocity_matrix(qpos) @ self._vec(qacc, self.nv, "qacc")
+        rots = self._rots_mj(qpos)
+        for t, _, va, _, dadr, _ in self._joints:
+            if t == _FREE:
+                w, vb = qv[dadr + 3:dadr + 6], rots[dadr].T @ qv[dadr:dadr + 3]
+                a[va + 3:va + 6] -= np.cross(w, vb)
+        return a
+
+    def a_to_mj(self, qdd: Any, q: Any, v: Any) -> np.ndarray:
+        """MuJoCo's qacc of symdyn's qdd (with q, v): the inverse of :meth:`a_from_mj`."""
+        a = self._vec(qdd, self.nv, "qdd").copy()
+        vs = self._vec(v, self.nv, "v")
+        for t, _, va, _, _, _ in self._joints:
+            if t == _FREE:
+                a[va + 3:va + 6] += np.cross(vs[va:va + 3], vs[va + 3:va + 6])
+        return self._T(self._rots_sd(q)).T @ a
+
+    # generalized forces and matrices
+    def f_to_mj(self, tau: Any, q: Any) -> np.ndarray:
+        """MuJoCo generalized force (qfrc) of symdyn's tau: T^T tau (power is invariant)."""
+        return self._T(self._rots_sd(q)).T @ self._vec(tau, self.nv, "tau")
+
+    def f_from_mj(self, qfrc: Any, qpos: Any) -> np.ndarray:
+        """symdyn tau of a MuJoCo generalized force: T qfrc."""
+        return self.velocity_matrix(qpos) @ self._vec(qfrc, self.nv, "qfrc")
+
+    def matrix_to_mj(self, A: Any, q: Any) -> np.ndarray:
+        """MuJoCo form T^T A T of a symdyn nv x nv matrix (mass matrix, derivative blocks)."""
+        T = self._T(self._rots_sd(q))
+        return T.T @ np.asarray(A, float) @ T
+
+    def matrix_from_mj(self, A_mj: Any, qpos: Any) -> np.ndarray:
+        """symdyn form T A_mj T^T of a MuJoCo nv x nv matrix (e.g. mj_fullM without armature)."""
+        T = self.velocity_matrix(qpos)
+        return T @ np.asarray(A_mj, float) @ T.T
+
+
+def mujoco_maps(model: Model, mj_model: Any) -> MujocoMaps:
+    """The :class:`MujocoMaps` between ``model`` (from :func:`from_mujoco` or built otherwise with
+    the same joint names and types) and ``mj_model``."""
+    return MujocoMaps(model, mj_model)
