@@ -24,12 +24,14 @@ from .algorithms import (center_of_mass, centroidal_momentum, centroidal_momentu
                          frame_jacobian_time_variation, frame_placement, frame_velocity,
                          joint_frames, kinetic_energy, mechanical_energy, potential_energy,
                          total_mass)
+from .algorithms import friction_torque
 from .backends import BackendError, get_backend
 from .coordinates import CoMCoordinates, change_coordinates, com_coordinates
 from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
-from .model import Body, Model, ModelError
+from .model import Body, Limits, Mimic, Model, ModelError
 from .reference import reference_aba_derivatives, reference_rnea_derivatives
 from .robots import available_robots, load_robot, robot_urdf
+from .reduce import expand_mimic, mimic_aba, mimic_crba, mimic_matrix, mimic_rnea, reduced_model
 from .spatial import Transform
 from .urdf import URDFError, load_urdf
 
@@ -47,4 +49,6 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "centroidal_momentum_matrix_time_variation", "com_jacobian", "total_mass",
            "kinetic_energy", "mechanical_energy", "potential_energy",
            "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
-           "frame_placement", "frame_velocity", "joint_frames"]
+           "frame_placement", "frame_velocity", "joint_frames", "friction_torque", "Limits",
+           "Mimic", "expand_mimic", "mimic_aba", "mimic_crba", "mimic_matrix", "mimic_rnea",
+           "reduced_model"]

@@ -17,8 +17,10 @@ ranges), ``children``, ``ancestors`` (path from a body to the root), ``subtree``
 A :class:`Model` is immutable: every field is set at construction (sequences are tuples, arrays
 read-only) and assigning an attribute raises ``AttributeError``. Variants come from
 :meth:`Model.replace` (``name``, ``gravity``, ``Xtree``, ``inertias``, ``joints``,
-``joint_names``) and :meth:`Model.subs` (numbers for a symbolic model's symbols); both validate
-the result with the same checks as the constructor. Per-backend constants come from
+``joint_names`` and the actuation data ``limits``, ``armature``, ``damping``, ``friction``,
+``mimic``), :meth:`Model.subs` (numbers for a symbolic model's symbols) and
+:meth:`Model.reduced` (locked joints, :mod:`symdyn.reduce`); all validate the result with the
+same checks as the constructor. Per-backend constants come from
 :meth:`Model.constants` as a :class:`ModelConstants` named tuple, computed once per backend.
 
 Sizes are limited to :data:`MAX_BODIES` bodies (override with ``max_bodies=`` or the environment
@@ -40,7 +42,7 @@ from .joints import Fixed, Joint
 from .spatial import Transform
 from .types import Array, Backend, Seed
 
-__all__ = ["Body", "Frame", "MAX_BODIES", "Model", "ModelConstants", "ModelError",
+__all__ = ["Body", "Frame", "Limits", "MAX_BODIES", "Mimic", "Model", "ModelConstants", "ModelError",
            "UnsupportedParameterError", "check_inertia", "check_size", "max_bodies_limit"]
 
 #: Largest magnitude of a model constant (masses, lengths, inertias, gravity, and the spatial
@@ -312,16 +314,44 @@ class ModelConstants(NamedTuple):
     ``a_grav``: the 6-vector ``[0; -g]``, the base acceleration that produces gravity;
     ``inertia_params``: per body, ``(m, c, Ic)``: mass, CoM (3-vector, body coordinates) and the
     rotational inertia about the CoM, read back from ``I`` (a massless body gives ``c = 0`` and
-    ``Ic`` = the rotational block of ``I``)."""
+    ``Ic`` = the rotational block of ``I``);
+    ``armature``: per body, ``None`` (no armature on its joint: nothing is added, so expressions
+    and graphs are those of a model without armature) or the nv_i x nv_i diagonal matrix of its
+    joint's armature, added to M's diagonal block by crba, rnea, aba and coriolis_matrix."""
 
     Xtree: tuple
     I: tuple
     a_grav: Any
     inertia_params: tuple
+    armature: tuple = ()
 
+
+class Limits(NamedTuple):
+    """Joint limits (``model.limits``), read-only float arrays: ``lower``, ``upper`` (length nq:
+    position bounds per configuration entry, ``-inf``/``+inf`` where unlimited: continuous
+    joints, floating bases, quaternions), ``velocity`` and ``effort`` (length nv: bounds on
+    ``|qd|`` and ``|tau|``, ``+inf`` where unknown). URDF ``<limit lower upper velocity effort>``."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+class Mimic(NamedTuple):
+    """A mimic relation (``model.mimic[joint]``): ``q_joint = multiplier * q_master + offset``
+    (URDF ``<mimic joint=master multiplier offset>``; both joints have one coordinate)."""
+
+    master: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+#: Actuation fields (per joint; see :meth:`Model.replace`).
+ACTUATION = ("limits", "armature", "damping", "friction", "mimic")
 
 #: Fields that :meth:`Model.replace` accepts.
-REPLACEABLE = ("name", "gravity", "Xtree", "inertias", "joints", "joint_names")
+REPLACEABLE = ("name", "gravity", "Xtree", "inertias", "joints", "joint_names") + ACTUATION
 
 
 class Model:
@@ -335,6 +365,19 @@ class Model:
     :meth:`replace` and :meth:`subs` re-apply), and the derived topology (``N``, ``nq``, ``nv``,
     ``q_idx``, ``v_idx``, ``children``, ``ancestors``, ``subtree``, ``depth``, ``d``,
     ``is_floating``).
+
+    Actuation data (per joint, kept by :meth:`replace`, :meth:`subs` and :meth:`reduced`):
+    ``limits`` (:class:`Limits`: ``lower``/``upper`` of length nq, ``velocity``/``effort`` of
+    length nv; infinite where unlimited), ``armature``, ``damping`` (viscous, torque per unit
+    speed) and ``friction`` (Coulomb, a torque) as read-only float arrays of length nv (default
+    0), and ``mimic`` (read-only mapping joint name -> :class:`Mimic`).
+
+    Armature convention: the armature (rotor inertia reflected to the joint, ``I_rotor * ratio^2``)
+    is part of the model and every algorithm includes it, as Pinocchio does: ``crba`` returns
+    ``M + diag(armature)``, ``rnea`` adds ``armature * qdd``, ``aba`` and ``aba_derivatives``
+    invert the modified M, ``coriolis_matrix`` returns the modified M (C and Mdot do not change).
+    Switch it off with ``model.replace(armature=0)``. Damping and friction are not added by the
+    algorithms: :func:`symdyn.friction_torque` gives that term.
     """
 
     # Declared fields (set once by _setup/_derive through object.__setattr__; read-only after).
@@ -363,10 +406,15 @@ class Model:
     depth: tuple[int, ...]
     d: int
     is_floating: bool
+    limits: Limits
+    armature: np.ndarray
+    damping: np.ndarray
+    friction: np.ndarray
+    mimic: dict[str, Mimic]
 
     def __init__(self, bodies: Sequence[Body], gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
                  check_inertias: bool | str = True, allow_massless: bool = False,
-                 max_bodies: int | None = None) -> None:
+                 max_bodies: int | None = None, **actuation: Any) -> None:
         """``check_inertias``: ``True`` checks each body (mass > 0, rotational inertia positive
         definite with the triangle inequalities); ``"semidefinite"`` checks each moving body after
         fixed bodies are merged into it, accepting point masses and thin rods and exactly
@@ -374,7 +422,13 @@ class Model:
         check (needed for symbolic parameters; mass must still be > 0). ``allow_massless=True``
         accepts bodies of mass exactly 0 (massless frames and links, as URDF files contain; their
         inertia is taken as given) when ``check_inertias`` is not True; the caller then answers
-        for a regular mass matrix. ``max_bodies``: see :func:`check_size`."""
+        for a regular mass matrix. ``max_bodies``: see :func:`check_size`. Keyword arguments
+        ``limits``, ``armature``, ``damping``, ``friction``, ``mimic``: the actuation data, in the
+        forms :meth:`replace` accepts."""
+        unknown = sorted(set(actuation) - set(ACTUATION))
+        if unknown:
+            raise TypeError(f"Model: unknown keyword argument(s) {unknown}; actuation fields: "
+                            f"{', '.join(ACTUATION)}")
         try:
             n = len(bodies)
         except TypeError:
@@ -393,7 +447,7 @@ class Model:
         fields = _build(ordered, is_symbolic, check_inertias is True, allow_massless)
         self._setup(name=name, gravity=gravity, check_inertias=check_inertias,
                     allow_massless=allow_massless, is_symbolic=is_symbolic, _prechecked=True,
-                    **fields)
+                    actuation=actuation, **fields)
 
     # -- immutability ----------------------------------------------------------------------------
     def __setattr__(self, key: str, value: Any) -> None:
@@ -409,7 +463,7 @@ class Model:
 
     def _setup(self, *, name, gravity, names, parents, joints, joint_names, Xtree, I, body_params,
                frames, check_inertias, allow_massless, is_symbolic=None,
-               _prechecked: bool = False) -> None:
+               _prechecked: bool = False, actuation: dict | None = None) -> None:
         """Validate, convert and freeze every field, derive the topology and check the inertias
         (shared by the constructor, :meth:`replace` and :meth:`subs`). ``_prechecked``: the
         constructor already applied the strict check to each given body, so only bodies with
@@ -455,6 +509,7 @@ class Model:
                   frames=_ReadOnlyDict(frames), check_inertias=check_inertias,
                   allow_massless=bool(allow_massless), _constants_cache={})
         self._derive()
+        self._set(**_actuation(self, actuation or {}))
         self._check_inertias(_prechecked)
 
     # -- construction ---------------------------------------------------------------------------
@@ -531,7 +586,12 @@ class Model:
         return dict(name=self.name, gravity=self.gravity, names=self.names, parents=self.parents,
                     joints=self.joints, joint_names=self.joint_names, Xtree=self.Xtree, I=self.I,
                     body_params=self.body_params, frames=dict(self.frames),
-                    check_inertias=self.check_inertias, allow_massless=self.allow_massless)
+                    check_inertias=self.check_inertias, allow_massless=self.allow_massless,
+                    actuation=self._actuation_fields())
+
+    def _actuation_fields(self) -> dict:
+        return dict(limits=self.limits, armature=self.armature, damping=self.damping,
+                    friction=self.friction, mimic=dict(self.mimic))
 
     # -- variants ---------------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "Model":
@@ -544,12 +604,39 @@ class Model:
         strings). Topology, body names and frames stay. The inertia policy the model was built
         with (``check_inertias``, ``allow_massless``) is applied again; a violation raises
         :class:`ModelError` naming the body.
+
+        Actuation fields (:data:`ACTUATION`): ``armature``, ``damping``, ``friction`` each a
+        number (every speed), a dict joint name -> number (or nv_i numbers; joints not named
+        keep their values) or nv numbers, all >= 0 and finite; ``limits`` a :class:`Limits`, a dict
+        with some of ``lower``, ``upper`` (nq numbers each), ``velocity``, ``effort`` (nv
+        numbers each; numbers >= 0, ``inf`` allowed) whose missing entries keep their
+        values, or a dict joint name -> ``(lower, upper, velocity, effort)`` (the other
+        joints keep theirs); ``mimic`` a dict joint name -> :class:`Mimic` or ``(master, multiplier,
+        offset)``. When ``joints`` change, a joint whose nq/nv change gets default actuation data.
         """
         unknown = sorted(set(changes) - set(REPLACEABLE))
         if unknown:
             raise TypeError(f"Model.replace: unknown field(s) {unknown}; replaceable fields: "
                             f"{', '.join(REPLACEABLE)}")
         fields = self._fields()
+        act = fields["actuation"]
+        if "limits" in changes:
+            lim = changes.pop("limits")
+            act["limits"] = _limits(self, lim, base=self.limits) if isinstance(lim, dict) else lim
+        for key in ACTUATION:
+            if key in changes:
+                act[key] = changes.pop(key)
+                if key in ("armature", "damping", "friction") and isinstance(act[key], dict):
+                    act[key] = _per_v(self, act[key], key, base=getattr(self, key))
+        if "joints" in changes and changes["joints"] is not None:
+            act.update(_actuation_for_joints(self, changes["joints"], act))
+        if "joint_names" in changes and "mimic" not in changes and act["mimic"]:
+            try:
+                rename = dict(zip(self.joint_names, changes["joint_names"]))
+                act["mimic"] = {rename[k]: Mimic(rename[m.master], m.multiplier, m.offset)
+                                for k, m in act["mimic"].items()}
+            except (TypeError, KeyError):
+                pass  # a malformed joint_names is reported by _setup
         if "inertias" in changes:
             fields["I"], fields["body_params"] = self._inertias(changes.pop("inertias"))
         for key in ("Xtree", "joints", "joint_names"):
@@ -619,6 +706,17 @@ class Model:
         new._setup(**fields)
         return new
 
+    def reduced(self, lock: Any = (), **kwargs: Any) -> "Model":
+        """The model with the joints of ``lock`` fixed (Pinocchio's ``buildReducedModel``).
+
+        ``lock``: joint names (each locked at its neutral configuration: 0, or the identity
+        quaternion) or a dict joint name -> value (a number for one-coordinate joints, nq numbers
+        otherwise). See :func:`symdyn.reduce.reduced_model` for what is kept and how inertias
+        merge."""
+        from .reduce import reduced_model
+
+        return reduced_model(self, lock, **kwargs)
+
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
         """The constants in backend ``B``'s native types (:class:`ModelConstants`), computed once
@@ -635,6 +733,8 @@ class Model:
         def vec(x):  # a 3-vector as a flat list: each backend's const makes its own vector
             return B.const([x[k] for k in range(3)])
 
+        arm = tuple(None if not np.any(self.armature[a:b]) else
+                    B.const(np.diag(self.armature[a:b]).tolist()) for a, b in self.v_idx)
         Xtree = tuple(Transform(B.const(native(X.E)), vec(X.r)) for X in self.Xtree)
         I = tuple(B.const(native(Ii)) for Ii in self.I)
         a_grav = B.vcat([B.zeros(3), -vec(self.gravity)])
@@ -647,7 +747,7 @@ class Model:
             h = B.vector([Ii[2, 4], Ii[0, 5], Ii[1, 3]])
             H = spatial.skew(B, h)
             params.append((m, h / m, I11 - (H @ H.T) / m))
-        return ModelConstants(Xtree, I, a_grav, tuple(params))
+        return ModelConstants(Xtree, I, a_grav, tuple(params), arm)
 
     def neutral(self) -> np.ndarray:
         return np.concatenate([np.asarray(j.neutral(), float) for j in self.joints])
@@ -846,3 +946,172 @@ def _topological(bodies: Sequence[Body]) -> list[Body]:
         lost = [b.name for b in bodies if b.name not in seen]
         raise ModelError(f"bodies {lost} are not connected to the world: their parents form a cycle")
     return ordered
+
+
+# --- actuation data ---------------------------------------------------------------------------------
+
+def _numbers(x, n: int, what: str, *, nonneg: bool, allow_inf: bool) -> np.ndarray:
+    _refuse_casadi(x, what)
+    if _has_symbols(x):
+        raise ModelError(f"{what} must be numbers (SymPy symbols are not supported here)")
+    try:
+        arr = np.array(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{what} must be numbers, got {x!r}") from None
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    arr = arr.reshape(-1) if arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.shape != (n,):
+        raise ModelError(f"{what} must have {n} entries, got shape {arr.shape}")
+    if np.any(np.isnan(arr)) or (not allow_inf and not np.all(np.isfinite(arr))):
+        raise ModelError(f"{what} contains NaN" + ("" if allow_inf else " or inf"))
+    if nonneg and np.any(arr < 0):
+        k = int(np.argmax(arr < 0))
+        raise ModelError(f"{what} must be >= 0, got {arr[k]} at index {k}")
+    return _freeze(arr.copy())
+
+
+def _per_v(model: "Model", value, what: str, base=None) -> np.ndarray:
+    """A per-speed array of length nv from a number, a dict joint name -> value (the other joints
+    keep ``base``, default 0), or nv numbers."""
+    if value is None:
+        return _freeze(np.zeros(model.nv))
+    if isinstance(value, dict):
+        out = np.zeros(model.nv) if base is None else np.array(base, dtype=float)
+        for jn, val in value.items():
+            if jn not in model.joint_names:
+                raise ModelError(f"{what}: {jn!r} is not a joint of model {model.name!r} "
+                                 f"(joints: {', '.join(model.joint_names)})")
+            i = model.joint_names.index(jn)
+            a, b = model.v_idx[i]
+            out[a:b] = _numbers(val, b - a, f"{what}[{jn!r}]", nonneg=True, allow_inf=False)
+        return _freeze(out)
+    return _numbers(value, model.nv, what, nonneg=True, allow_inf=False)
+
+
+def _limits(model: "Model", value, base: Limits | None = None) -> Limits:
+    """Validated limits of ``model`` from a :class:`Limits`, a dict of some of its fields or a
+    dict joint name -> (lower, upper, velocity, effort); dict forms start from ``base`` (default:
+    no limits)."""
+    nq, nv = model.nq, model.nv
+    if value is None and base is not None:
+        value = base
+    if value is None:
+        value = Limits(np.full(nq, -np.inf), np.full(nq, np.inf), np.full(nv, np.inf),
+                       np.full(nv, np.inf))
+    elif isinstance(value, dict) and value and all(k in Limits._fields for k in value):
+        value = _limits(model, base)._replace(**value)
+    elif isinstance(value, dict):  # per joint: name -> (lower, upper, velocity, effort)
+        lo, up, vel, eff = (np.array(a, dtype=float) for a in _limits(model, base))
+        for jn, val in value.items():
+            if jn not in model.joint_names:
+                raise ModelError(f"limits: {jn!r} is neither a joint of model {model.name!r} nor "
+                                 f"one of {', '.join(Limits._fields)}")
+            if not (isinstance(val, tuple) and len(val) == 4):
+                raise ModelError(f"limits[{jn!r}] must be (lower, upper, velocity, effort), got {val!r}")
+            i = model.joint_names.index(jn)
+            (qa, qb), (va, vb) = model.q_idx[i], model.v_idx[i]
+            for arr, x, a, b, fld in ((lo, val[0], qa, qb, "lower"), (up, val[1], qa, qb, "upper"),
+                                      (vel, val[2], va, vb, "velocity"), (eff, val[3], va, vb, "effort")):
+                arr[a:b] = _numbers(x, b - a, f"limits[{jn!r}].{fld}", nonneg=False, allow_inf=True)
+        value = Limits(lo, up, vel, eff)
+    elif not (isinstance(value, tuple) and len(value) == 4):
+        raise ModelError("limits must be a symdyn.model.Limits (lower, upper, velocity, effort) "
+                         f"or a dict of some of them, got {type(value).__name__}")
+    lower = _numbers(value[0], nq, "limits.lower", nonneg=False, allow_inf=True)
+    upper = _numbers(value[1], nq, "limits.upper", nonneg=False, allow_inf=True)
+    if np.any(lower > upper):
+        k = int(np.argmax(lower > upper))
+        i = next(j for j, (a, b) in enumerate(model.q_idx) if a <= k < b)
+        raise ModelError(f"limits of joint {model.joint_names[i]!r}: lower {lower[k]} > upper "
+                         f"{upper[k]} (q index {k})")
+    return Limits(lower, upper,
+                  _numbers(value[2], nv, "limits.velocity", nonneg=True, allow_inf=True),
+                  _numbers(value[3], nv, "limits.effort", nonneg=True, allow_inf=True))
+
+
+def _mimic(model: "Model", value) -> _ReadOnlyDict:
+    out: dict[str, Mimic] = {}
+    if not value:
+        return _ReadOnlyDict(out)
+    if not isinstance(value, dict):
+        raise ModelError(f"mimic must be a dict joint name -> Mimic(master, multiplier, offset), "
+                         f"got {type(value).__name__}")
+    names = model.joint_names
+    for jn, rel in value.items():
+        if isinstance(rel, str):
+            rel = (rel,)
+        try:
+            m = Mimic(*rel)
+            m = Mimic(str(m.master), float(m.multiplier), float(m.offset))
+        except (TypeError, ValueError):
+            raise ModelError(f"mimic[{jn!r}] must be (master, multiplier, offset), got {rel!r}") from None
+        if jn not in names:
+            raise ModelError(f"mimic: {jn!r} is not a joint of model {model.name!r}")
+        if m.master not in names:
+            raise ModelError(f"mimic joint {jn!r}: its master {m.master!r} is not a joint of model "
+                             f"{model.name!r}")
+        if m.master == jn:
+            raise ModelError(f"mimic joint {jn!r} mimics itself")
+        if not (math.isfinite(m.multiplier) and math.isfinite(m.offset)):
+            raise ModelError(f"mimic joint {jn!r}: multiplier and offset must be finite, got {m}")
+        for k in (jn, m.master):
+            j = model.joints[names.index(k)]
+            if j.nq != 1 or j.nv != 1:
+                raise ModelError(f"mimic joint {jn!r}: joint {k!r} ({j!r}) must have one coordinate "
+                                 "(revolute, prismatic or helical)")
+        out[jn] = m
+    for jn, m in out.items():
+        if m.master in out:
+            raise ModelError(f"mimic joint {jn!r}: its master {m.master!r} is itself a mimic joint "
+                             f"(of {out[m.master].master!r}); give the relation to the independent "
+                             "joint directly")
+    return _ReadOnlyDict(out)
+
+
+def _actuation(model: "Model", raw: dict) -> dict:
+    """The validated, read-only actuation fields of ``model`` from raw inputs (missing: defaults)."""
+    return dict(limits=_limits(model, raw.get("limits")),
+                armature=_per_v(model, raw.get("armature"), "armature"),
+                damping=_per_v(model, raw.get("damping"), "damping"),
+                friction=_per_v(model, raw.get("friction"), "friction"),
+                mimic=_mimic(model, raw.get("mimic")))
+
+
+def _actuation_for_joints(model: "Model", joints, act: dict) -> dict:
+    """Actuation data for new ``joints``: kept where a joint keeps its nq and nv, defaults (no
+    limits, zeros) for joints whose sizes change; mimic relations of such joints are dropped."""
+    try:
+        joints = tuple(joints)
+    except TypeError:
+        return {}
+    if len(joints) != model.N or all(
+            getattr(j, "nq", None) == o.nq and getattr(j, "nv", None) == o.nv
+            for j, o in zip(joints, model.joints)):
+        return {}
+    lim = act["limits"] if isinstance(act["limits"], Limits) else _limits(model, act["limits"])
+    out = {k: [] for k in ("lower", "upper", "velocity", "effort", "armature", "damping", "friction")}
+    changed = set()
+    for i, (j, o) in enumerate(zip(joints, model.joints)):
+        (qa, qb), (va, vb) = model.q_idx[i], model.v_idx[i]
+        nq, nv = getattr(j, "nq", 0), getattr(j, "nv", 0)
+        if nq == o.nq and nv == o.nv:
+            out["lower"].append(lim.lower[qa:qb]), out["upper"].append(lim.upper[qa:qb])
+            out["velocity"].append(lim.velocity[va:vb]), out["effort"].append(lim.effort[va:vb])
+            for k in ("armature", "damping", "friction"):
+                v = act[k]
+                out[k].append(np.broadcast_to(np.asarray(v, float), (model.nv,))[va:vb]
+                              if not isinstance(v, dict) else np.zeros(nv))
+        else:
+            changed.add(model.joint_names[i])
+            out["lower"].append(np.full(nq, -np.inf)), out["upper"].append(np.full(nq, np.inf))
+            for k in ("velocity", "effort"):
+                out[k].append(np.full(nv, np.inf))
+            for k in ("armature", "damping", "friction"):
+                out[k].append(np.zeros(nv))
+    cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+    res = dict(limits=Limits(cat["lower"], cat["upper"], cat["velocity"], cat["effort"]),
+               armature=cat["armature"], damping=cat["damping"], friction=cat["friction"])
+    res["mimic"] = {k: m for k, m in dict(act["mimic"] or {}).items()
+                    if k not in changed and m.master not in changed}
+    return res

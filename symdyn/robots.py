@@ -160,15 +160,19 @@ def robot_urdf(name: str) -> Path:
     return path
 
 
-def load_robot(name: str, floating_base: bool | None = None, **kwargs: Any) -> Model:
+def load_robot(name: str, floating_base: bool | None = None, lock: Any = None,
+               **kwargs: Any) -> Model:
     """Load robot ``name`` as a :class:`~symdyn.model.Model`.
 
     ``floating_base=None`` uses the robot's default (True for legged robots, humanoids and drones).
+    ``lock``: joints to lock (names, locked at 0 / neutral, or a dict name -> value), as
+    :meth:`Model.reduced <symdyn.model.Model.reduced>`; e.g. the Panda arm without its fingers:
+    ``load_robot("panda", lock=["panda_finger_joint1", "panda_finger_joint2"])``.
     Further keyword arguments go to :func:`symdyn.urdf.load_urdf` (``gravity``, ``check_inertias``,
-    ``max_bodies``).
+    ``max_bodies``, ``armature``, ``mimic``).
     """
     from .urdf import load_urdf
 
     path = robot_urdf(name)
     fb = ROBOTS[name].floating_base if floating_base is None else bool(floating_base)
-    return load_urdf(path, floating_base=fb, name=name, **kwargs)
+    return load_urdf(path, floating_base=fb, name=name, lock=lock, **kwargs)

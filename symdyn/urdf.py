@@ -6,12 +6,24 @@ Conventions mapped (URDF -> symdyn)
   frame, ``R = Rz(yaw) Ry(pitch) Rx(roll)``; symdyn's tree transform is ``Xtree = Transform(R^T, xyz)``.
 * ``<axis xyz>`` (default ``1 0 0``, normalized) is in the joint frame; unit coordinate axes become the
   exact ``'x' | 'y' | 'z'`` forms, anything else (negative axes included) a general unit vector.
-* Joint types: revolute and continuous -> :class:`~symdyn.joints.Revolute` (limits ignored; Pinocchio
+* Joint types: revolute and continuous -> :class:`~symdyn.joints.Revolute` (Pinocchio
   stores a continuous joint as (cos, sin) with nq = 2, symdyn as the angle), prismatic ->
   ``Prismatic``, fixed -> ``Fixed`` (merged into the parent by the Model; the link stays a named
   frame in ``model.frames``), floating -> ``Floating``, planar -> ``Planar`` (only with axis ``0 0 1``).
-  ``<mimic>`` is ignored: mimic joints are independent joints (Pinocchio's default ``mimic=False``);
-  so are ``<limit>`` (not required here, unlike urdfdom), ``<dynamics>``, visuals and collisions.
+  Visuals and collisions are ignored.
+* Actuation data (:class:`~symdyn.model.Model` fields): ``<limit lower upper velocity effort>`` ->
+  ``model.limits`` (not required here, unlike urdfdom; a missing ``lower``/``upper`` is -inf/+inf
+  where urdfdom reads 0, a missing ``velocity``/``effort`` +inf; continuous, floating and planar
+  joints are unlimited in position whatever the file says); ``<dynamics damping friction>`` ->
+  ``model.damping``, ``model.friction`` (missing: 0). Armature (rotor inertia) is not part of
+  URDF: pass ``armature=`` (a number, a dict joint name -> number, or nv numbers).
+* ``<mimic joint multiplier offset>`` (``q = multiplier * q_master + offset``; defaults 1, 0):
+  ``mimic="independent"`` (default) loads mimic joints as independent joints and records the
+  relation in ``model.mimic`` (chains of mimic joints resolved to the independent joint); the
+  coupled dynamics comes from :mod:`symdyn.reduce` (``mimic_crba``, ``mimic_rnea``,
+  ``mimic_aba``, ``expand_mimic``, ``mimic_matrix``); ``mimic="error"`` refuses files with mimic
+  joints, naming the first one. A ``<mimic>`` on a fixed joint has no coordinate to couple and is
+  ignored (talos's URDFs have such leftovers).
 * ``<inertial>``: CoM = origin xyz; the inertia tensor (about the CoM, inertial-frame axes) is rotated
   into link axes, ``Ic = R I R^T``. A link without ``<inertial>`` is massless (zero inertia), as in
   Pinocchio; a link of mass 0 keeps the rotational inertia written in the file, as Pinocchio does.
@@ -225,9 +237,88 @@ def _read(source) -> tuple[bytes | str, str]:
 
 # --- loader ---------------------------------------------------------------------------------------
 
+MIMIC_MODES = ("independent", "error")
+
+
+def _actuation(ctx: _Ctx, j, jname: str, joint) -> tuple:
+    """(limits (lower, upper, velocity, effort), damping, friction) of a moving joint element."""
+    owner = f"joint {jname!r}"
+    nq, nv = joint.nq, joint.nv
+    lower, upper = [-math.inf] * nq, [math.inf] * nq
+    velocity, effort = [math.inf] * nv, [math.inf] * nv
+    lim = j.find("limit")
+    if lim is not None and nq == 1:
+        vals = {k: float(ctx.numbers(owner, lim, k, 1)[0]) for k in ("lower", "upper", "velocity",
+                                                                     "effort") if lim.get(k) is not None}
+        for k in ("velocity", "effort"):
+            if vals.get(k, 0.0) < 0:
+                raise ctx.error(owner, lim, f"<limit {k}={lim.get(k)!r}>: must be >= 0")
+        if j.get("type") != "continuous":
+            lower = [vals.get("lower", -math.inf)]
+            upper = [vals.get("upper", math.inf)]
+            if lower[0] > upper[0]:
+                raise ctx.error(owner, lim, f"<limit lower={lim.get('lower')!r} "
+                                            f"upper={lim.get('upper')!r}>: lower > upper")
+        velocity = [vals.get("velocity", math.inf)]
+        effort = [vals.get("effort", math.inf)]
+    damping = friction = 0.0
+    dyn = j.find("dynamics")
+    if dyn is not None and nv > 0:
+        for k in ("damping", "friction"):
+            if dyn.get(k) is not None:
+                val = float(ctx.numbers(owner, dyn, k, 1)[0])
+                if val < 0:
+                    raise ctx.error(owner, dyn, f"<dynamics {k}={dyn.get(k)!r}>: must be >= 0")
+                if k == "damping":
+                    damping = val
+                else:
+                    friction = val
+    return (lower, upper, velocity, effort), damping, friction
+
+
+def _mimics(ctx: _Ctx, elements: dict, kinds: dict, mode: str) -> dict:
+    """joint name -> (master, multiplier, offset) with chains resolved to the independent joint."""
+    raw = {}
+    for jname, j in elements.items():
+        m = j.find("mimic")
+        if m is None or kinds[jname] == "fixed":  # a fixed joint has no coordinate to couple
+            continue
+        owner = f"joint {jname!r}"
+        if mode == "error":
+            raise ctx.error(owner, m, f"<mimic joint={m.get('joint')!r}>: mimic joints are refused "
+                                      "(mimic='error'); load with mimic='independent' to record the "
+                                      "coupling in model.mimic")
+        master = m.get("joint")
+        if not master:
+            raise ctx.error(owner, m, "<mimic> has no 'joint' attribute")
+        if master not in elements:
+            raise ctx.error(owner, m, f"<mimic joint={master!r}>: no such joint")
+        for k in (jname, master):
+            if kinds[k] not in ("revolute", "continuous", "prismatic"):
+                raise ctx.error(owner, m, f"<mimic joint={master!r}>: joint {k!r} is {kinds[k]!r}; "
+                                          "mimic joints and their masters must be revolute, "
+                                          "continuous or prismatic")
+        mult = float(ctx.numbers(owner, m, "multiplier", 1, (1.0,))[0])
+        off = float(ctx.numbers(owner, m, "offset", 1, (0.0,))[0])
+        raw[jname] = (master, mult, off)
+    out = {}
+    for jname, (master, mult, off) in raw.items():
+        seen = {jname}
+        while master in raw:  # q = mult (m2 q_a + o2) + off
+            if master in seen:
+                raise ctx.error(f"joint {jname!r}", elements[jname].find("mimic"),
+                                f"mimic joints form a cycle through {sorted(seen)}")
+            seen.add(master)
+            m2, k2, o2 = raw[master]
+            master, mult, off = m2, mult * k2, mult * o2 + off
+        out[jname] = (master, mult, off)
+    return out
+
+
 def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name: str | None = None,
               gravity: Array = (0.0, 0.0, -9.81), check_inertias: bool = True,
-              max_bodies: int | None = None) -> Model:
+              max_bodies: int | None = None, *, armature: object = None,
+              mimic: str = "independent", lock: object = None) -> Model:
     """Build a :class:`~symdyn.model.Model` from a URDF file path or XML string.
 
     Bodies are the non-fixed links in depth-first order from the root (children in document
@@ -237,6 +328,12 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
 
     ``max_bodies``: refuse files with more ``<link>`` elements than this, right after parsing
     (default :data:`symdyn.model.MAX_BODIES` or the environment variable ``SYMDYN_MAX_BODIES``).
+
+    Actuation data (see the module docstring): ``model.limits``, ``model.damping``,
+    ``model.friction`` from the file; ``armature``: a number, a dict joint name -> number, or nv
+    numbers (default 0); ``mimic``: ``"independent"`` (record ``model.mimic``) or ``"error"``.
+    ``lock``: joints to lock after loading (names or a dict name -> value), as
+    :meth:`Model.reduced <symdyn.model.Model.reduced>`.
 
     Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem;
     values that overflow floating point name their link or joint) and ``FileNotFoundError`` for a
@@ -310,7 +407,15 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
         raise ctx.error("<robot>", root_el, f"links {lost} are not reachable from the root link "
                                             f"{roots[0]!r}: their joints form a cycle")
 
+    if mimic not in MIMIC_MODES:
+        raise ValueError(f"mimic must be one of {', '.join(map(repr, MIMIC_MODES))}, got {mimic!r}")
+    elements = {jn: el for jn, _, el in parent_joint.values()}
+    mimics = _mimics(ctx, elements, {jn: el.get("type") for jn, el in elements.items()}, mimic)
+
     bodies = []
+    limits: dict[str, tuple] = {}
+    damping: dict[str, float] = {}
+    friction: dict[str, float] = {}
     for lname in order:
         mass, com, Ic = _link_inertia(ctx, links[lname])
         if lname == roots[0]:
@@ -319,14 +424,18 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
             continue
         jname, parent, j = parent_joint[lname]
         R, xyz = ctx.origin(f"joint {jname!r}", j)
-        bodies.append(Body(lname, parent, _make_joint(ctx, j, jname), mass, com, Ic,
+        joint = _make_joint(ctx, j, jname)
+        bodies.append(Body(lname, parent, joint, mass, com, Ic,
                            Transform(R.T.copy(), xyz), joint_name=jname))
+        if joint.nv:
+            limits[jname], damping[jname], friction[jname] = _actuation(ctx, j, jname, joint)
     mname = name if name is not None else (root_el.get("name") or "urdf")
     try:
         # "semidefinite": the inertia policy of the module docstring, on the merged bodies
-        return Model(bodies, gravity=gravity, name=mname,
-                     check_inertias="semidefinite" if check_inertias else False,
-                     allow_massless=True, max_bodies=max_bodies)
+        model = Model(bodies, gravity=gravity, name=mname,
+                      check_inertias="semidefinite" if check_inertias else False,
+                      allow_massless=True, max_bodies=max_bodies, limits=limits, damping=damping,
+                      friction=friction, mimic=mimics, armature=armature)
     except ModelError as exc:
         if exc.body is None or exc.problem is None:
             raise URDFError(f"{label}: {exc}") from exc
@@ -334,3 +443,9 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
         hint = ("; pass check_inertias=False to load the file's values unchecked"
                 if check_inertias and exc.kind == "inertia" else "")
         raise URDFError(f"{label}: link {exc.body!r}{merged}: {exc.problem}{hint}") from exc
+    if lock:
+        try:
+            model = model.reduced(lock)
+        except ModelError as exc:
+            raise URDFError(f"{label}: lock= argument: {exc}") from exc
+    return model

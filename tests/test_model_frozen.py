@@ -207,7 +207,8 @@ def test_constants_named_tuple_cached_once_per_backend(backend):
     B = get_backend(backend)
     m = serial_chain(3, seed=4)
     c = m.constants(B)
-    assert isinstance(c, ModelConstants) and c._fields == ("Xtree", "I", "a_grav", "inertia_params")
+    assert isinstance(c, ModelConstants) and c._fields == ("Xtree", "I", "a_grav", "inertia_params",
+                                                         "armature")
     assert m.constants(B) is c
     assert len(c.Xtree) == len(c.I) == len(c.inertia_params) == 3
     num = (lambda x: np.array(B.to_numpy(x) if hasattr(B, "to_numpy") else x, dtype=float)) \

@@ -11,6 +11,7 @@ from .com import (center_of_mass, centroidal_momentum, centroidal_momentum_matri
 from .coriolis import coriolis_matrix, coriolis_product, coriolis_transpose_product
 from .crba import crba
 from .energy import kinetic_energy, mechanical_energy, potential_energy
+from .friction import friction_torque
 from .frames import (frame_classical_acceleration, frame_jacobian,
                      frame_jacobian_time_variation, frame_placement, frame_velocity,
                      joint_frames)
@@ -26,4 +27,4 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "centroidal_momentum_matrix_time_variation", "com_jacobian", "total_mass",
            "kinetic_energy", "mechanical_energy", "potential_energy",
            "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
-           "frame_placement", "frame_velocity", "joint_frames"]
+           "frame_placement", "frame_velocity", "joint_frames", "friction_torque"]

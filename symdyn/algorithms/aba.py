@@ -15,7 +15,8 @@ def aba(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = N
         backend: str | None = None) -> Array:
     """Forward dynamics qdd = M^-1 (tau - C qd - g + sum J^T f_ext).
 
-    ``f_ext[i]`` is an external force [n; f] on body i in body coordinates.
+    ``f_ext[i]`` is an external force [n; f] on body i in body coordinates. M includes
+    ``model.armature`` (added to D_i = S_i^T U_i, as in Pinocchio).
     """
     B, (q, qd, tau) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                             backend=backend, extra=(f_ext,))
@@ -50,7 +51,8 @@ def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
     for i in reversed(range(N)):
         p = parents[i]
         U[i] = IA[i] @ S[i]
-        Dinv[i] = B.inv(S[i].T @ U[i])
+        D = S[i].T @ U[i]
+        Dinv[i] = B.inv(D if consts.armature[i] is None else D + consts.armature[i])  # + rotor inertia
         u[i] = tau[i] - S[i].T @ pA[i]
         if p >= 0:
             Ia = IA[i] - U[i] @ Dinv[i] @ U[i].T

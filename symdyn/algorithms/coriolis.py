@@ -180,7 +180,8 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
                     backend: str | None = None) -> tuple[Array, Array, Array]:
     """Mass matrix, its time derivative and a Coriolis matrix: paper 000 Algorithm 1, O(Nd).
 
-    Returns ``(M, Mdot, C)``, each nv x nv in the inputs' backend, with ``C(q, qd) qd`` the
+    Returns ``(M, Mdot, C)``, each nv x nv in the inputs' backend (M with ``model.armature``
+    on its diagonal, as :func:`~symdyn.algorithms.crba.crba`), with ``C(q, qd) qd`` the
     Coriolis/centripetal torques (``rnea(q, qd, 0)`` without gravity) and ``Mdot = C + C^T``.
     ``factorization="christoffel"`` (eq. (10)) gives the Christoffel-consistent C*;
     ``"simple"`` (eq. (9), B = (v x*) I) is admissible but in general not Christoffel-consistent.
@@ -208,6 +209,9 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
         v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                   # lines 1-4
         I, sweep = model.constants(B).I, tree_sweep(model, Xup)
     M, C = algorithm1(B, sweep, S, Sdot, v, I, factorization)                 # lines 5-26
+    for i, Ia in enumerate(model.constants(B).armature):                      # M + armature
+        if Ia is not None:
+            M[i, i] = M[i, i] + Ia
     return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, mass_matrix_rate(C)),
             blocks_to_matrix(B, model, C))
 

@@ -12,9 +12,10 @@ if TYPE_CHECKING:
 
 
 def crba(model: Model, q: Array, *, backend: str | None = None) -> Array:
-    """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend."""
+    """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend,
+    ``model.armature`` included on the diagonal (``model.replace(armature=0)`` leaves it out)."""
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
-    I = model.constants(B).I
+    I, armature = model.constants(B).I, model.constants(B).armature
     Xup, S = joint_kinematics(B, model, q)
     IC = list(I)
     for i in reversed(range(model.N)):
@@ -25,6 +26,8 @@ def crba(model: Model, q: Array, *, backend: str | None = None) -> Array:
     for i in range(model.N):
         F = IC[i] @ S[i]
         M[i, i] = S[i].T @ F                                       # (19)
+        if armature[i] is not None:
+            M[i, i] = M[i, i] + armature[i]                        # rotor inertia
         j = i
         while model.parents[j] >= 0:
             F = xform_force_T(B, Xup[j], F)

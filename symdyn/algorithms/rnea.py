@@ -16,7 +16,8 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = 
     """Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) - sum J^T f_ext.
 
     ``f_ext[i]`` is an external spatial force [n; f] on body i in body-i coordinates. Gravity comes
-    from ``model.gravity``. Returns a vector of length nv in the inputs' backend.
+    from ``model.gravity``; ``model.armature`` adds ``armature * qdd`` (M includes it, as in
+    :func:`~symdyn.algorithms.crba.crba`). Returns a vector of length nv in the inputs' backend.
     """
     B, (q, qd, qdd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend, extra=(f_ext,))
@@ -42,6 +43,8 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = 
     for i in reversed(range(model.N)):
         p = model.parents[i]
         tau[i] = S[i].T @ f[i]                                                # (13)
+        if consts.armature[i] is not None:
+            tau[i] = tau[i] + consts.armature[i] @ qdd[i]                    # rotor inertia
         if p >= 0:
             f[p] = f[p] + xform_force_T(B, Xup[i], f[i])
     return B.vcat(tau)

@@ -31,6 +31,7 @@ Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere),
     dot(a, b)             scalar a . b of two vectors
     skew(w)               3x3 S(w) with S(w) u = w x u
     sin, cos, sqrt        scalar functions
+    sign                  scalar sign: -1, 0 (at 0) or 1
     is_zero(x)            every entry is (structurally or exactly) zero
     is_symbol(x)          x is a pure symbol (a differentiation variable); always False for NumPy
     jacobian(y, x)        graph backends only: d y / d x for column y, symbol column x

@@ -20,6 +20,7 @@ graph = True            # builds an SX graph (``jacobian`` available)
 ndarray = ca.SX
 
 sin, cos, sqrt = ca.sin, ca.cos, ca.sqrt
+sign = ca.sign  # -1, 0 or 1 (friction_torque)
 
 
 def zeros(n: int, m: int | None = None):

@@ -14,6 +14,7 @@ graph = False           # builds no expression graph (no ``jacobian``)
 ndarray = np.ndarray
 
 sin, cos, sqrt = np.sin, np.cos, np.sqrt
+sign = np.sign  # -1, 0 or 1 (friction_torque)
 
 
 def zeros(n: int, m: int | None = None):

@@ -21,6 +21,7 @@ name = "symengine"
 ndarray = se.DenseMatrix
 
 sin, cos, sqrt = se.sin, se.cos, se.sqrt
+sign = se.sign  # -1, 0 or 1 (friction_torque)
 sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(se.sin, se.cos, se.sqrt)
 
 

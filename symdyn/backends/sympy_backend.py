@@ -17,6 +17,7 @@ name = "sympy"
 ndarray = sp.MatrixBase
 
 sin, cos, sqrt = sp.sin, sp.cos, sp.sqrt
+sign = sp.sign  # -1, 0 or 1 (friction_torque)
 sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(sp.sin, sp.cos, sp.sqrt)
 
 

@@ -39,7 +39,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with the built-in and the registered subcommands."""
-    from .specs import SPEC_HELP
+    from .specs import LOCK_HELP, SPEC_HELP
 
     parser = argparse.ArgumentParser(
         prog="symdyn",
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     demo.add_argument("--model", default="serial:6", metavar="SPEC",
                       help="model spec (default: serial:6; see below)")
+    demo.add_argument("--lock", default=None, metavar="NAME[=VALUE],...", help=LOCK_HELP)
     demo.add_argument("--repeat", type=_positive, default=20, metavar="N",
                       help="evaluations timed per backend, the median is shown (default: 20)")
     demo.add_argument("--backends", default="numpy,sympy,casadi", metavar="LIST",
@@ -172,7 +173,7 @@ def _demo(args) -> int:
     for b in backends:
         if b not in ("numpy", "sympy", "casadi"):
             raise ValueError(f"unknown backend {b!r} in --backends; choose from numpy, sympy, casadi")
-    model = from_spec(args.model)
+    model = from_spec(args.model, lock=args.lock)
     if model.is_symbolic:
         backends = ["sympy"]
     q, qd, qdd = random_state(model, args.seed)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..model import Model, ModelError
 
-__all__ = ["SPEC_HELP", "SpecError", "from_spec"]
+__all__ = ["LOCK_HELP", "SPEC_HELP", "SpecError", "apply_lock", "from_spec", "parse_lock"]
 
 
 class SpecError(ValueError):
@@ -34,8 +34,14 @@ SPEC_HELP = """model specs (options after the numbers, separated by ':'):
   planar:N[:symbolic]                 planar chain (symbolic: SymPy masses, lengths, inertias)
   paper004:N                          paper 004's benchmark chain
   random:N[:seed=S][:floating][:joint=KIND]  random tree
-  robot:NAME                          a robot from example-robot-data (symdyn.robots.load_robot)
-  PATH.urdf[:floating]                a URDF file (symdyn.urdf.load_urdf)"""
+  robot:NAME[:lock=LOCKS]             a robot from example-robot-data (symdyn.robots.load_robot)
+  PATH.urdf[:floating][:lock=LOCKS]   a URDF file (symdyn.urdf.load_urdf)
+any spec may end with :lock=LOCKS (e.g. serial:4:lock=link2_joint=0.5).
+LOCKS: joints locked with Model.reduced, NAME[=VALUE],... (default value 0 / neutral), e.g.
+  robot:panda:lock=panda_finger_joint1,panda_finger_joint2   (the Panda arm without fingers)"""
+
+LOCK_HELP = ("lock joints (Model.reduced): NAME[=VALUE],... with VALUE a number (default: 0, or "
+             "the neutral configuration), e.g. panda_finger_joint1,panda_finger_joint2")
 
 _SPEC_KINDS = ("serial", "binary", "branched", "biped", "quadruped", "planar", "paper004",
                "random", "robot")
@@ -70,6 +76,43 @@ def _spec_options(spec: str, parts: list[str], allowed: set[str]) -> dict:
     return opts
 
 
+def parse_lock(text: str, where: str = "--lock") -> dict:
+    """``"NAME[=VALUE],..."`` as a dict joint name -> float (or None: neutral). Raises
+    :class:`SpecError` naming ``where`` for empty names, duplicates or values that are not
+    numbers."""
+    out: dict = {}
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"{where}: expected NAME[=VALUE],... (joint names to lock), got {text!r}")
+    for item in text.split(","):
+        name, eq, val = (s.strip() for s in item.partition("="))
+        if not name:
+            raise SpecError(f"{where}: empty joint name in {text!r} (expected NAME[=VALUE],...)")
+        if name in out:
+            raise SpecError(f"{where}: joint {name!r} is locked twice in {text!r}")
+        if eq:
+            try:
+                out[name] = float(val)
+            except ValueError:
+                raise SpecError(f"{where}: the value of joint {name!r} must be a number, got "
+                                f"{val!r} (multi-coordinate joints lock at their neutral "
+                                "configuration; give values from Python with Model.reduced)") from None
+            if val.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+                raise SpecError(f"{where}: the value of joint {name!r} must be finite, got {val!r}")
+        else:
+            out[name] = None
+    return out
+
+
+def apply_lock(model: Model, lock, where: str = "--lock") -> Model:
+    """``model.reduced(lock)`` with ``lock`` a ``NAME[=VALUE],...`` string (:func:`parse_lock`),
+    names or a dict; None or empty: the model itself."""
+    if not lock:
+        return model
+    if isinstance(lock, str):
+        lock = parse_lock(lock, where)
+    return model.reduced(lock)
+
+
 def _spec_int(spec: str, text: str, what: str) -> int:
     try:
         v = int(text)
@@ -80,19 +123,46 @@ def _spec_int(spec: str, text: str, what: str) -> int:
     return v
 
 
-def from_spec(spec: str) -> Model:
+def _split_lock(spec: str) -> tuple[str, str | None]:
+    """``spec`` without a trailing ``:lock=...`` option, and that option's text."""
+    head, sep, locks = spec.rpartition(":lock=")
+    return (head, locks) if sep else (spec, None)
+
+
+def from_spec(spec: str, lock=None) -> Model:
     """Build a model from a short spec string such as ``"serial:20"``, ``"binary:15"``,
     ``"branched:20:5"``, ``"biped:20"``, ``"quadruped:12:floating"``, ``"planar:10"``,
     ``"planar:3:symbolic"``, ``"paper004:50"``, ``"random:12:seed=3"``, ``"robot:panda"`` or a
     path to a ``.urdf`` file. See :data:`SPEC_HELP`. Raises :class:`SpecError` (a ValueError)
     for unknown or malformed specs; errors of the builders that concern the model itself
     (:class:`~symdyn.model.ModelError`, URDF errors) pass through unchanged.
-    """
-    from .. import models as M
 
+    ``lock`` (names, a dict name -> value or a ``NAME[=VALUE],...`` string) and a trailing
+    ``:lock=NAME[=VALUE],...`` option (any spec, last) lock joints with
+    :meth:`Model.reduced <symdyn.model.Model.reduced>`; both may be given (they are merged; a
+    joint in both is an error).
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise SpecError(f"model spec must be a non-empty string, got {spec!r}")
     spec = spec.strip()
+    head, locks = _split_lock(spec)
+    if locks is None:
+        return apply_lock(_from_spec(spec), lock)
+    spec_locks = parse_lock(locks, f"model spec {spec!r}: lock=")
+    if lock:
+        extra = parse_lock(lock, "lock") if isinstance(lock, str) else \
+            (dict(lock) if isinstance(lock, dict) else {n: None for n in lock})
+        both = sorted(set(extra) & set(spec_locks))
+        if both:
+            raise SpecError(f"model spec {spec!r}: joint(s) {both} locked both in the spec and by "
+                            "--lock/lock=")
+        spec_locks.update(extra)
+    return apply_lock(_from_spec(head), spec_locks)
+
+
+def _from_spec(spec: str) -> Model:
+    from .. import models as M
+
     base, _, rest = spec.partition(":")
     if base.lower().endswith(".urdf") or spec.lower().endswith(".urdf"):
         path, floating = spec, False
