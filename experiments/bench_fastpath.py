@@ -8,7 +8,10 @@ Sections: ``summary`` (the written discussion), ``overhead`` (ctypes vs cffi cal
 casadi.Function call cost), ``gamma`` (Gamma of a 20-DoF serial chain generated and compiled:
 the <= 30 s target), ``flags`` (compile CPU time and run time per gcc level), ``split`` (big
 functions cut into chunks vs CasADi's single function), ``calls`` (symdyn compiled vs Pinocchio
-in the same process). ``--merge`` replaces only the regenerated sections of an existing report.
+in the same process), ``toolkit`` (compiled frame Jacobians, CoM Jacobian and joint torque
+regressor vs Pinocchio's computeFrameJacobian, jacobianCenterOfMass, computeJointTorqueRegressor;
+not in the default list: ``--sections toolkit --merge``). ``--merge`` replaces only the
+regenerated sections of an existing report.
 
 Timing: blocks of calls sized to ~20 ms, run round-robin so that compared functions see the same
 machine load; per-call medians over the rounds and the medians of the per-round ratios.
@@ -459,6 +462,148 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
     out.append("")
     return out
 
+# --- toolkit: frames, CoM, regressor ------------------------------------------------------------------
+
+PANDA_ARM = "robot:panda:lock=panda_finger_joint1,panda_finger_joint2"
+TOOLKIT_MODELS = {  # spec -> end-effector frame
+    PANDA_ARM: "panda_hand", "robot:ur5": "tool0", "robot:solo12": "FR_FOOT",
+    "robot:talos": "left_sole_link", "serial:20:seed=1": "link20",
+}
+
+
+def _pinocchio_toolkit_model(spec: str, model):
+    """(pin model, how): the robot's URDF (free flyer where symdyn's model floats) with the same
+    joints locked, or the symdyn model converted (random-geometry chain)."""
+    import pinocchio as pin
+
+    if not spec.startswith("robot:"):
+        from symdyn.pinocchio_bridge import to_pinocchio
+
+        return to_pinocchio(model), "symdyn.pinocchio_bridge.to_pinocchio"
+    from symdyn.cli.specs import parse_lock
+    from symdyn.robots import robot_urdf
+
+    name, _, rest = spec.split(":", 1)[1].partition(":")
+    path = str(robot_urdf(name))
+    pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.is_floating
+          else pin.buildModelFromUrdf(path))
+    how = "pinocchio.buildModelFromUrdf" + (" (free flyer)" if model.is_floating else "")
+    if rest.startswith("lock="):
+        names = list(parse_lock(rest[len("lock="):]))
+        pm = pin.buildReducedModel(pm, [pm.getJointId(n) for n in names], pin.neutral(pm))
+        how += f" + buildReducedModel({', '.join(names)} at 0)"
+    return pm, how
+
+
+def _geometry(model) -> str:
+    from symdyn.codegen.functions import exact_rotations
+
+    snapped = exact_rotations(model)
+    k = sum(bool(np.all(np.isin(np.asarray(X.E, dtype=float), (0.0, 1.0, -1.0))))
+            for X in snapped.Xtree)
+    kind = "axis-aligned (favourable)" if k >= 0.6 * model.N else "random geometry"
+    return f"{kind}: {k}/{model.N} tree rotations axis-aligned"
+
+
+def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
+    """Compiled frame Jacobians (local, world), CoM Jacobian and joint torque regressor vs
+    Pinocchio, per call from Python, round-robin in one process."""
+    import pinocchio as pin
+
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rows, builds, models = [], [], []
+    for spec in specs:
+        model = from_spec(spec)
+        ee = TOOLKIT_MODELS.get(spec)
+        if ee is None:
+            raise SystemExit(f"toolkit: no end-effector frame known for {spec!r}; known: "
+                             f"{', '.join(TOOLKIT_MODELS)}")
+        request = {"frame_jacobian:local": {"frame": ee, "reference": "local"},
+                   "frame_jacobian:world": {"frame": ee, "reference": "world"},
+                   "com_jacobian": {}, "joint_torque_regressor": {}}
+        t0 = time.perf_counter()
+        lib = build(model, request, progress=True)
+        builds.append((spec, model, lib, time.perf_counter() - t0))
+        pm, how = _pinocchio_toolkit_model(spec, model)
+        if (pm.nq, pm.nv) != (model.nq, model.nv):
+            raise SystemExit(f"{spec}: Pinocchio model has nq, nv = {pm.nq}, {pm.nv}, symdyn "
+                             f"{model.nq}, {model.nv}")
+        pd = pm.createData()
+        fid = pm.getFrameId(ee)
+        if fid >= pm.nframes:
+            raise SystemExit(f"{spec}: Pinocchio model has no frame {ee!r}")
+        models.append((spec, model.nv, ee, how, _geometry(model)))
+        rng = np.random.default_rng(3)
+        pq = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) if model.is_floating \
+            else rng.uniform(-1, 1, pm.nq)
+        pv, pa = rng.uniform(-1, 1, pm.nv), rng.uniform(-1, 1, pm.nv)
+        pcalls = {
+            "frame_jacobian:local": ("computeFrameJacobian(LOCAL)",
+                                     lambda: pin.computeFrameJacobian(pm, pd, pq, fid, pin.LOCAL)),
+            "frame_jacobian:world": ("computeFrameJacobian(WORLD)",
+                                     lambda: pin.computeFrameJacobian(pm, pd, pq, fid, pin.WORLD)),
+            "com_jacobian": ("jacobianCenterOfMass", lambda: pin.jacobianCenterOfMass(pm, pd, pq)),
+            "joint_torque_regressor": ("computeJointTorqueRegressor",
+                                       lambda: pin.computeJointTorqueRegressor(pm, pd, pq, pv, pa)),
+        }
+        st = {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
+              "qdd": rng.uniform(-1, 1, model.nv)}
+        Bst = {"q": np.array([model.random_q(rng) for _ in range(batch)]),
+               "qd": rng.uniform(-1, 1, (batch, model.nv)),
+               "qdd": rng.uniform(-1, 1, (batch, model.nv))}
+        for key, opts in request.items():
+            f = lib[key]
+            ins = [st[n] for n in f.input_names]
+            ref = ALGORITHMS[f.algorithm].resolve()(model, *ins, **opts)
+            err = float(np.abs(f(*ins) - ref).max() / max(1, np.abs(ref).max()))
+            pname, pfn = pcalls[key]
+            bins = [Bst[n] for n in f.input_names]
+            bout = np.empty((batch, *f.output_shapes[0]))
+            t_s, t_p, t_b = interleaved([lambda: f(*ins), pfn,
+                                         lambda: f.batch(*bins, out=bout)], repeat)
+            med = statistics.median
+            ratio = med(a / b for a, b in zip(t_s, t_p))
+            bratio = med(a / batch / b for a, b in zip(t_b, t_p))
+            rows.append((spec, model.nv, key, pname, med(t_s), med(t_p), ratio,
+                         med(t_b) / batch, bratio, min(t_s) / min(t_p), err))
+            print(f"toolkit {spec} {key}: symdyn {med(t_s) * 1e6:.3g} us, pin "
+                  f"{med(t_p) * 1e6:.3g} us, ratio {ratio:.2f}", file=sys.stderr, flush=True)
+    out = ["## Toolkit: frame Jacobians, CoM Jacobian, joint torque regressor vs Pinocchio", "",
+           "symdyn: one build per model, `build(model, {\"frame_jacobian:local\": {\"frame\": EE, "
+           "\"reference\": \"local\"}, \"frame_jacobian:world\": {...\"world\"}, "
+           "\"com_jacobian\": {}, \"joint_torque_regressor\": {}})`, called as "
+           "`lib[\"frame_jacobian:local\"](q)`, `lib.com_jacobian(q)`, "
+           "`lib.joint_torque_regressor(q, qd, qdd)` from Python (inputs copied in, new result "
+           "arrays). Pinocchio: the one-call Python routines that compute their own kinematics "
+           "(`computeFrameJacobian(model, data, q, frame_id, LOCAL|WORLD)`, "
+           "`jacobianCenterOfMass(model, data, q)`, `computeJointTorqueRegressor(model, data, q, "
+           "v, a)`). Both run round-robin in blocks of ~20 ms in one process; times are medians "
+           f"over {repeat} rounds, ratios the medians of the per-round ratios (< 1: symdyn "
+           "faster), plus the ratio of the minima (least disturbed blocks). Batched: "
+           f"`.batch(..., out=)` over {batch} states, per state, 1 thread, against Pinocchio's "
+           "per-call time. Jacobian rows are [angular; linear] in symdyn, [linear; angular] in "
+           "Pinocchio (same work). Load average at the start of this section: "
+           f"{load0:.1f} (2 cores shared with other jobs).", "",
+           "| model | nv | end-effector frame | Pinocchio model | geometry |", "|---|---|---|---|---|"]
+    out += [f"| {s} | {nv} | {ee} | {how} | {geo} |" for s, nv, ee, how, geo in models]
+    out += ["", "| model | nv | function | Pinocchio routine | symdyn us/call | Pinocchio us/call | "
+            "ratio | ratio of minima | batch us/state (ratio) | max rel. diff vs NumPy |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for spec, nv, key, pname, ts, tp, ratio, tb, bratio, rmin, err in rows:
+        out.append(f"| {spec} | {nv} | {key} | {pname} | {us(ts)} | {us(tp)} | {ratio:.2f} | "
+                   f"{rmin:.2f} | {us(tb)} ({bratio:.2f}) | {err:.1e} |")
+    out += ["", "### Toolkit builds (cache as available; auto flags)", "",
+            "| model | function | SX instructions | flags | gcc CPU s | build wall s |",
+            "|---|---|---|---|---|---|"]
+    for spec, model, lib, wall in builds:
+        for key, s in lib.stats["functions"].items():
+            out.append(f"| {spec} | {key} | {s['n_instructions']} | "
+                       f"{' '.join(s.get('cflags', []))} | "
+                       f"{s.get('cpu_compile', float('nan')):.1f} | "
+                       f"{'cache hit' if lib.cache_hit else f'{wall:.0f}'} |")
+    out.append("")
+    return out
+
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
@@ -569,6 +714,8 @@ def main(argv=None) -> int:
     p.add_argument("--flag-levels", default="-Og,-O1,-O2,-Og -march=native,-O2 -march=native")
     p.add_argument("--flag-algorithms",
                    default="rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel")
+    p.add_argument("--toolkit-models", default=";".join(TOOLKIT_MODELS),
+                   help="';'-separated specs for the toolkit section (specs may hold commas)")
     p.add_argument("--repeat", type=int, default=15)
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
@@ -612,6 +759,9 @@ def main(argv=None) -> int:
     if "calls" in sections:
         body += section_calls(args.models.split(","), args.algorithms.split(","), repeat,
                               args.batch)
+    if "toolkit" in sections:
+        body += section_toolkit([m for m in args.toolkit_models.split(";") if m.strip()], repeat,
+                                args.batch)
     text = "\n".join(head + body)
     if args.out != "-":
         out = Path(args.out)

@@ -26,7 +26,7 @@ from . import cache as _cache
 from .compiler import (AUTO_O2_MAX_SIZE, AUTO_POLICY, OPT_LEVELS, BuildError, check_opt,
                        choose_opt, compile_library, compiler_info, native_target)
 from .csource import API_VERSION
-from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, _source_digest, _versions,
+from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, _jsonable, _source_digest, _versions,
                        codegen_source_files, function_symbol, generate_sources,
                        normalize_algorithms)
 from .names import c_identifier
@@ -45,7 +45,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
           cflags: Sequence[str] = (), native: bool = True, cse: bool = True,
           fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
           jobs: int | None = None, progress: bool | None | Callable = None,
-          reuse_results: bool = True, quaternions: str = "check", **options):
+          reuse_results: bool = True, quaternions: str = "check", parameters: str | None = None,
+          **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -66,6 +67,18 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     CPU features, see :func:`native_target`); ``cflags`` are appended. ``progress``: see
     :class:`~symdyn.codegen.progress.Progress` (periodic lines in a log). ``reuse_results`` and
     ``quaternions`` (``"check"`` or ``"normalize"``): see :func:`symdyn.codegen.loader.load`.
+
+    Build-time options and several functions of one algorithm: frame functions need ``frame``
+    (``build(model, {"frame_jacobian": {"frame": "panda_hand", "reference": "world"}})``); each
+    compiled function is keyed ``"<algorithm>:<label>"``, the label being the frame's name unless
+    given in the key (``{"frame_jacobian:hand_world": {...}}``), and a list of frames gives one
+    function each (see :func:`~symdyn.codegen.generate.normalize_algorithms`). Call them as
+    ``lib["frame_jacobian:panda_hand"](q)`` or ``lib.frame_jacobian["panda_hand"](q)``.
+
+    ``parameters="inertial"``: the functions whose result depends on the inertias take the 10 N
+    inertial parameters ``pi`` (Pinocchio's order, :func:`symdyn.inertial.inertial_parameters`)
+    as a last input, e.g. ``lib.rnea(q, qd, qdd, pi)``; frames and regressors keep their inputs
+    (:mod:`symdyn.codegen.parameters` lists the functions and the caveats).
     """
     from .loader import load
 
@@ -81,6 +94,9 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     if model.is_symbolic:
         raise ValueError(f"model {model.name!r} has SymPy parameters; substitute numbers with "
                          "model.subs(...) before compiling")
+    from .parameters import check_parameters
+
+    parameters = check_parameters(parameters)
     cflags = [str(f) for f in cflags]
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
@@ -90,7 +106,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
 
     def make(directory: Path) -> dict:
         manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse,
-                                    fast_trig=fast_trig, progress=prog)
+                                    fast_trig=fast_trig, progress=prog, parameters=parameters)
         manifest = compile_library(directory, manifest, opt=opt, cflags=cflags, native=native,
                                    cc=cc_path, jobs=jobs, progress=prog)
         manifest["t_total"] = time.perf_counter() - t0
@@ -108,12 +124,15 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
 
     key_data = {
         "format": FORMAT, "api": API_VERSION, "versions": _versions(),
-        "model": _cache.model_fingerprint(model), "algorithms": algs, "prefix": prefix,
+        "model": _cache.model_fingerprint(model),
+        "algorithms": [(k, _jsonable(o)) for k, o in algs], "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
         "fast_trig": bool(fast_trig),
         "native": native_target(cc_path)[1] if native else None,
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }
+    if parameters is not None:
+        key_data["parameters"] = parameters
     key = _cache.build_key(key_data)
     root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,9 @@ def register(subparsers) -> None:
         description="Generate C for symdyn algorithms on a model with CasADi: one source and "
                     "header per algorithm, <name>_api.c/.h (NaN-checked call and threaded batch "
                     "wrappers), an example main.c and a Makefile. The sources need no Python.",
-        epilog=f"algorithms: {', '.join(ALGORITHMS)}\n\n{SPEC_HELP}",
+        epilog=f"algorithms: {', '.join(ALGORITHMS)}\n\nFrame functions need --option "
+               "frame=NAME (a link or joint name; NAME1,NAME2 gives one function per frame) and "
+               "take --option reference=local|world|local_world_aligned.\n\n" + SPEC_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", metavar="MODEL", help="model spec (see below) or a .urdf path")
     p.add_argument("--algorithms", default="rnea,crba,aba", metavar="LIST",
@@ -43,6 +45,9 @@ def register(subparsers) -> None:
                    help="skip CasADi's common-subexpression elimination")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm option, e.g. factorization=simple (repeatable)")
+    p.add_argument("--parameters", choices=("inertial",), default=None,
+                   help="inertial: functions that depend on the inertias take the 10 N inertial "
+                        "parameters pi (Pinocchio's order) as a last input")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=run)
 
@@ -63,7 +68,11 @@ def _options(pairs) -> dict:
         key, sep, value = text.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--option expects KEY=VALUE, got {text!r}")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if key == "frame" and "," in value:      # one function per frame
+            out[key] = [v.strip() for v in value.split(",") if v.strip()]
+        else:
+            out[key] = value
     return out
 
 
@@ -77,7 +86,8 @@ def run(args) -> int:
     out = Path(args.out)
     progress = False if args.quiet else True
     manifest = generate_sources(model, args.algorithms, out, args.name, cse=args.cse,
-                                progress=progress, **_options(args.option))
+                                progress=progress, parameters=args.parameters,
+                                **_options(args.option))
     print(f"{model!r}: wrote C sources to {out}/")
     for fd in manifest["functions"]:
         print(f"  {fd['source']:<40} {fd['n_nodes']:>8} SX nodes {fd['n_instructions']:>8} "

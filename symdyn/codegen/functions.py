@@ -10,13 +10,21 @@ and SymPy) and wrapped in a ``casadi.Function``. Two output layouts:
   column holding the C-order (row-major) flattening of the NumPy result: ``tau[i]``,
   ``M[i * nv + j]``, ``Gamma[(i * nv + j) * nv + k]``.
 
-Inputs are dense columns in both layouts: ``q`` (nq), ``qd``/``qdd``/``tau`` (nv).
+Inputs are dense columns in both layouts: ``q`` (nq), ``qd``/``qdd``/``tau``/``qr_d``/``qr_dd``
+(nv) and, with ``parameters="inertial"``, ``pi`` (10 N, :mod:`symdyn.codegen.parameters`).
+Scalar outputs (energies) have rank 0: NumPy shape ``()``, one double in C.
+
+Groups of :data:`ALGORITHMS` (``AlgorithmSpec.group``): ``"dynamics"`` (rnea ... aba_derivatives,
+what :func:`available_algorithms` lists by default), ``"frames"`` (frame placement, velocity,
+Jacobian, its time variation, classical acceleration; the frame and ``reference`` are fixed at build
+time: ``frame`` is a required option), ``"com"`` (centre of mass, its Jacobian, centroidal momentum),
+``"energy"`` and ``"regressors"``. Spatial vectors and Jacobian rows are ``[angular; linear]``.
 """
 from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .names import c_identifier
@@ -26,21 +34,28 @@ LAYOUTS = ("casadi", "numpy")
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v')`` and its
-    outputs ``(name, rank)`` (rank 1 vector, 2 matrix, 3 tensor Gamma[i, j, k])."""
+    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v'|'pi')`` and its
+    outputs ``(name, rank)`` (rank 0 scalar, 1 vector, 2 matrix, 3 tensor Gamma[i, j, k]).
+
+    ``group``: see the module docstring. ``inertial``: the result depends on the inertias, so
+    ``parameters="inertial"`` gives the function an input ``pi`` (frames and regressors do not:
+    they keep their inputs)."""
 
     name: str
     function: Callable
     inputs: tuple[tuple[str, str], ...]
     outputs: tuple[tuple[str, int], ...]
     doc: str = ""
+    group: str = "dynamics"
+    inertial: bool = True
 
     def resolve(self) -> Callable:
         """The algorithm's function (kept for callers of the former string registry)."""
         return self.function
 
     def input_sizes(self, model) -> tuple[int, ...]:
-        return tuple(model.nq if kind == "q" else model.nv for _, kind in self.inputs)
+        return tuple(model.nq if kind == "q" else 10 * model.N if kind == "pi" else model.nv
+                     for _, kind in self.inputs)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -52,11 +67,28 @@ class AlgorithmSpec:
 
 
 _Q, _QD, _QDD, _TAU = ("q", "q"), ("qd", "v"), ("qdd", "v"), ("tau", "v")
+_QRD, _QRDD = ("qr_d", "v"), ("qr_dd", "v")
+PI_INPUT = ("pi", "pi")   # appended by parameters="inertial"
+
+
+def _com_position(model, q, *, backend=None):
+    """Centre of mass (3, world coordinates): ``center_of_mass(model, q)``."""
+    from ..algorithms import center_of_mass
+
+    return center_of_mass(model, q, backend=backend)
+
+
+def _com_position_velocity(model, q, qd, *, backend=None):
+    """``(c, cdot)``: ``center_of_mass(model, q, qd)``."""
+    from ..algorithms import center_of_mass
+
+    return center_of_mass(model, q, qd, backend=backend)
 
 
 def _registry() -> dict[str, AlgorithmSpec]:
     """The algorithms the code generator knows, as callables (imported here, not by name)."""
     from .. import algorithms as alg
+    from ..algorithms import regressors as reg
 
     return {s.name: s for s in [
         AlgorithmSpec("rnea", alg.rnea, (_Q, _QD, _QDD), (("tau", 1),),
@@ -82,13 +114,61 @@ def _registry() -> dict[str, AlgorithmSpec]:
         AlgorithmSpec("aba_derivatives", alg.aba_derivatives, (_Q, _QD, _TAU),
                       (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
                       "partial derivatives of forward dynamics and M^-1"),
+        # frames: the frame (and reference) are build-time options; nothing depends on inertias
+        AlgorithmSpec("frame_placement", alg.frame_placement, (_Q,), (("R", 2), ("p", 1)),
+                      "frame rotation (frame -> world) and origin in world coordinates",
+                      "frames", False),
+        AlgorithmSpec("frame_velocity", alg.frame_velocity, (_Q, _QD), (("v", 1),),
+                      "frame spatial velocity [omega; v] in the reference", "frames", False),
+        AlgorithmSpec("frame_jacobian", alg.frame_jacobian, (_Q,), (("J", 2),),
+                      "frame Jacobian (6 x nv, rows [angular; linear]) in the reference",
+                      "frames", False),
+        AlgorithmSpec("frame_jacobian_time_variation", alg.frame_jacobian_time_variation,
+                      (_Q, _QD), (("dJ", 2),), "dJ/dt of frame_jacobian", "frames", False),
+        AlgorithmSpec("frame_classical_acceleration", alg.frame_classical_acceleration,
+                      (_Q, _QD, _QDD), (("a", 1),),
+                      "classical acceleration [alpha; pddot] of the frame", "frames", False),
+        # centre of mass and centroidal momentum
+        AlgorithmSpec("center_of_mass", _com_position, (_Q,), (("c", 1),),
+                      "centre of mass (world coordinates)", "com"),
+        AlgorithmSpec("center_of_mass_velocity", _com_position_velocity, (_Q, _QD),
+                      (("c", 1), ("cdot", 1)), "centre of mass and its velocity", "com"),
+        AlgorithmSpec("com_jacobian", alg.com_jacobian, (_Q,), (("Jc", 2),),
+                      "centre-of-mass Jacobian (3 x nv)", "com"),
+        AlgorithmSpec("centroidal_momentum_matrix", alg.centroidal_momentum_matrix, (_Q,),
+                      (("Ag", 2),), "centroidal momentum matrix (6 x nv)", "com"),
+        AlgorithmSpec("centroidal_momentum_matrix_time_variation",
+                      alg.centroidal_momentum_matrix_time_variation, (_Q, _QD), (("dAg", 2),),
+                      "dAg/dt", "com"),
+        AlgorithmSpec("centroidal_momentum", alg.centroidal_momentum, (_Q, _QD), (("hg", 1),),
+                      "centroidal momentum [angular; linear]", "com"),
+        # energies (scalars: shape ())
+        AlgorithmSpec("kinetic_energy", alg.kinetic_energy, (_Q, _QD), (("T", 0),),
+                      "kinetic energy 1/2 qd^T M qd", "energy"),
+        AlgorithmSpec("potential_energy", alg.potential_energy, (_Q,), (("V", 0),),
+                      "potential energy (world origin as the reference)", "energy"),
+        AlgorithmSpec("mechanical_energy", alg.mechanical_energy, (_Q, _QD), (("E", 0),),
+                      "kinetic plus potential energy", "energy"),
+        # regressors: linear in the inertial parameters, which they do not take
+        AlgorithmSpec("joint_torque_regressor", reg.joint_torque_regressor, (_Q, _QD, _QDD),
+                      (("Y", 2),), "Y (nv x 10N) with rnea(q, qd, qdd) = Y pi",
+                      "regressors", False),
+        AlgorithmSpec("slotine_li_regressor", reg.slotine_li_regressor,
+                      (_Q, _QD, _QRD, _QRDD), (("Y", 2),),
+                      "Y (nv x 10N) with Y pi = M qr_dd + C*(q, qd) qr_d + g",
+                      "regressors", False),
+        AlgorithmSpec("kinetic_energy_regressor", reg.kinetic_energy_regressor, (_Q, _QD),
+                      (("Y", 2),), "Y (1 x 10N) with T = Y pi", "regressors", False),
+        AlgorithmSpec("potential_energy_regressor", reg.potential_energy_regressor, (_Q,),
+                      (("Y", 2),), "Y (1 x 10N) with V = Y pi", "regressors", False),
     ]}
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = _registry()
+GROUPS = ("dynamics", "frames", "com", "energy", "regressors")
 
 # parameters of the algorithm functions that are inputs or fixed by the code generator
-_NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "backend", "f_ext"}
+_NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "qr_d", "qr_dd", "backend", "f_ext"}
 
 
 def algorithm_spec(algorithm: str) -> AlgorithmSpec:
@@ -99,25 +179,53 @@ def algorithm_spec(algorithm: str) -> AlgorithmSpec:
     return spec
 
 
-def available_algorithms() -> list[str]:
-    """Names of the registered algorithms."""
-    return list(ALGORITHMS)
+def available_algorithms(group: str | tuple[str, ...] = "dynamics") -> list[str]:
+    """Names of the registered algorithms of ``group`` (a name of :data:`GROUPS`, a tuple of them,
+    or ``"all"``). The default, ``"dynamics"``, lists the algorithms whose inputs are state
+    vectors only and that need no build-time option (rnea ... aba_derivatives)."""
+    groups = GROUPS if group == "all" else (group,) if isinstance(group, str) else tuple(group)
+    bad = [g for g in groups if g not in GROUPS]
+    if bad:
+        raise ValueError(f"unknown group(s) {', '.join(map(repr, bad))}; choose from "
+                         f"{', '.join(GROUPS)} or 'all'")
+    return [n for n, s in ALGORITHMS.items() if s.group in groups]
+
+
+def _signature_options(algorithm: str):
+    spec = algorithm_spec(algorithm)
+    inputs = set(spec.input_names)
+    return [p for p in inspect.signature(spec.function).parameters.values()
+            if p.name not in _NOT_OPTIONS and p.name not in inputs
+            and p.kind is not inspect.Parameter.VAR_KEYWORD]
 
 
 def algorithm_options(algorithm: str) -> dict[str, Any]:
-    """Keyword options the algorithm accepts (name -> default), e.g. ``factorization``."""
-    fn = algorithm_spec(algorithm).function
-    return {p.name: p.default for p in inspect.signature(fn).parameters.values()
-            if p.name not in _NOT_OPTIONS and p.default is not inspect.Parameter.empty}
+    """Keyword options the algorithm accepts that have defaults (name -> default), e.g.
+    ``factorization``, ``reference``; see :func:`required_options` for the others."""
+    return {p.name: p.default for p in _signature_options(algorithm)
+            if p.default is not inspect.Parameter.empty}
+
+
+def required_options(algorithm: str) -> tuple[str, ...]:
+    """Options the build must fix because they have no default: ``("frame",)`` for the frame
+    functions (a frame or joint name of the model, or a body index), ``()`` otherwise."""
+    return tuple(p.name for p in _signature_options(algorithm)
+                 if p.default is inspect.Parameter.empty)
 
 
 def check_options(algorithm: str, options: dict) -> dict:
-    """Validate algorithm options (TypeError naming the unknown ones and the accepted ones)."""
-    allowed = algorithm_options(algorithm)
+    """Validate algorithm options (TypeError naming the unknown ones and the accepted ones, or a
+    missing required one)."""
+    allowed = [*required_options(algorithm), *algorithm_options(algorithm)]
     bad = sorted(set(options) - set(allowed))
     if bad:
         acc = ", ".join(allowed) if allowed else "none"
         raise TypeError(f"{algorithm}: unknown option(s) {', '.join(bad)}; accepted: {acc}")
+    missing = [r for r in required_options(algorithm) if r not in options]
+    if missing:
+        raise TypeError(f"{algorithm} needs the build-time option(s) {', '.join(missing)} "
+                        f"(e.g. {{{algorithm!r}: {{'frame': 'tool0'}}}}: a frame or joint name of "
+                        "the model, or a body index)")
     return dict(options)
 
 
@@ -170,6 +278,11 @@ def _shape_and_layouts(name: str, rank: int, value):
         return shape, natural, flat
     if not isinstance(value, ca.SX):
         raise RuntimeError(f"output {name}: expected casadi.SX, got {type(value).__name__}")
+    if rank == 0:
+        if value.numel() != 1:
+            raise RuntimeError(f"output {name}: expected a scalar, got shape {value.shape}")
+        v = ca.densify(ca.reshape(value, 1, 1))
+        return (), v, v
     if rank == 1:
         v = value if value.shape[1] == 1 else value.T
         return (v.shape[0],), v, ca.densify(v)
@@ -216,7 +329,7 @@ def exact_rotations(model):
 
 def casadi_function(model, algorithm: str, *, name: str | None = None, layout: str = "casadi",
                     cse: bool = True, info: dict | None = None, snap_rotations: bool = True,
-                    emit_order: bool = False, **options):
+                    emit_order: bool = False, parameters: str | None = None, **options):
     """A ``casadi.Function`` evaluating ``algorithm`` on ``model``.
 
     Inputs are named after the algorithm's arguments (``q``, ``qd``, ``qdd``, ``tau``) and
@@ -234,6 +347,12 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     row-major entry ``info["orders"][o][k]`` (``info`` must be given). For ``coriolis_matrix``,
     ``frame="auto"`` (the default here) traces the body- and root-frame forms and keeps the
     smaller graph (``FRAME_CANDIDATES``; the choice is ``info["frame"]``).
+
+    ``parameters="inertial"``: the function takes the 10 N inertial parameters ``pi`` (Pinocchio's
+    order, :func:`symdyn.inertial.inertial_parameters`) as a last input instead of the model's
+    inertias, for the algorithms whose result depends on them (``AlgorithmSpec.inertial``; see
+    :mod:`symdyn.codegen.parameters`); the others keep their inputs (``info["parameters"]`` says
+    which applied). Frame functions need ``frame=`` (a frame or joint name, or a body index).
     """
     import casadi as ca
 
@@ -258,10 +377,15 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     if emit_order and (layout != "numpy" or info is None):
         raise ValueError("emit_order=True needs layout='numpy' and an info dict")
     fname = c_identifier(name if name is not None else algorithm)
+    from .parameters import check_parameters
+
+    parameters = check_parameters(parameters)
+    pspec = spec if parameters is None or not spec.inertial else \
+        replace(spec, inputs=spec.inputs + (PI_INPUT,))
     best = None
     for frame in frames:  # frame="auto": keep the smaller graph (module docstring)
         opts = options if frame is None else dict(options, frame=frame)
-        traced = _trace(model, spec, fn, opts, layout, cse, emit_order, fname)
+        traced = _trace(model, pspec, fn, opts, layout, cse, emit_order, fname)
         if best is None or traced[0].n_instructions() < best[0].n_instructions():
             best = traced + (frame,)
     assert best is not None  # frames is never empty
@@ -273,6 +397,9 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
             info["orders"] = orders
         if frame is not None:
             info["frame"] = frame
+        info["parameters"] = parameters if pspec is not spec else None
+        info["input_names"] = pspec.input_names
+        info["input_sizes"] = pspec.input_sizes(model)
     return f
 
 
@@ -281,8 +408,14 @@ def _trace(model, spec, fn, options, layout, cse, emit_order, fname):
     import casadi as ca
 
     syms = _symbols(model, spec)
+    traced_model = model
+    if spec.inputs[-1] == PI_INPUT:
+        from .parameters import parametrized_model
+
+        traced_model = parametrized_model(model, syms[-1])
     t0 = time.perf_counter()
-    raw = fn(model, *syms, backend="casadi", **options)
+    raw = fn(traced_model, *syms[:len(syms) - (traced_model is not model)], backend="casadi",
+             **options)
     t_trace = time.perf_counter() - t0
     outs, shapes = [], {}
     for (oname, rank), value in zip(spec.outputs, _as_outputs(spec, raw)):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+
+import numpy as np
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -29,7 +31,8 @@ from typing import Any, Callable, Iterable, Mapping
 from . import cache as _cache
 from .csource import API_VERSION, api_sources, example_main, makefile
 from .emit_order import remap_output_writes
-from .functions import algorithm_options, algorithm_spec, casadi_function
+from .functions import (algorithm_options, algorithm_spec, casadi_function, check_options,
+                        required_options)
 from .names import MAX_LEN, c_identifier
 from .progress import Progress
 from .trig import use_fast_trig
@@ -79,10 +82,40 @@ def apply_passes(text: str, ctx: dict, passes=None) -> str:
 
 # --- algorithms and options --------------------------------------------------------------------------
 
+def split_key(key: str) -> tuple[str, str | None]:
+    """``"frame_jacobian:panda_hand"`` -> ``("frame_jacobian", "panda_hand")``; ``"rnea"`` ->
+    ``("rnea", None)``. The label names one of several functions of the same algorithm in a build."""
+    if not isinstance(key, str):
+        raise TypeError(f"algorithm names must be strings, got {type(key).__name__}")
+    alg, sep, label = key.partition(":")
+    alg, label = alg.strip(), label.strip()
+    if sep and not label:
+        raise ValueError(f"{key!r}: empty label after ':'")
+    return alg, (label if sep else None)
+
+
+def _frame_label(frame) -> str:
+    if isinstance(frame, str):
+        return frame
+    if isinstance(frame, int) and not isinstance(frame, bool):
+        return f"body{frame}"
+    raise TypeError(f"frame {frame!r}: only a frame or joint name or a body index can name the "
+                    "compiled function; give a label ('frame_jacobian:LABEL') for other frames")
+
+
 def normalize_algorithms(algorithms, options: Mapping[str, Any]) -> list[tuple[str, dict]]:
-    """``[(name, options)]`` from a name, a comma-separated string, a sequence of names or a dict
+    """``[(key, options)]`` from a name, a comma-separated string, a sequence of names or a dict
     ``{name: options}``. Shared ``options`` go to every algorithm that accepts them (an option no
-    selected algorithm accepts is an error)."""
+    selected algorithm accepts is an error).
+
+    Keys: the algorithm's name (``"rnea"``), or ``"<algorithm>:<label>"`` where a build holds
+    several functions of one algorithm. Frame functions always carry a label, by default the
+    frame's name (``{"frame_jacobian": {"frame": "panda_hand"}}`` -> key
+    ``"frame_jacobian:panda_hand"``; a body index ``3`` -> ``"frame_jacobian:body3"``); a list of
+    frames (``"frame": ["panda_hand", "panda_link7"]``) gives one function per frame. Give labels
+    yourself for one frame in two references:
+    ``{"frame_jacobian:hand_world": {"frame": "panda_hand", "reference": "world"}, ...}``.
+    """
     if isinstance(algorithms, str):
         names = [a.strip() for a in algorithms.split(",") if a.strip()]
         per: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -99,22 +132,44 @@ def normalize_algorithms(algorithms, options: Mapping[str, Any]) -> list[tuple[s
         raise ValueError("no algorithm given")
     if len(set(names)) != len(names):
         raise ValueError(f"algorithm listed twice in {names}")
-    out = []
+    out: list[tuple[str, dict]] = []
     used = set()
     for n in names:
-        algorithm_spec(n)
-        accepted = algorithm_options(n)
+        alg, label = split_key(n)
+        algorithm_spec(alg)
+        accepted = {**dict.fromkeys(required_options(alg)), **algorithm_options(alg)}
         opts = {k: v for k, v in options.items() if k in accepted}
         used |= set(opts)
         bad = set(per[n]) - set(accepted)
         if bad:
-            raise TypeError(f"{n}: unknown option(s) {', '.join(sorted(bad))}; accepted: "
+            raise TypeError(f"{alg}: unknown option(s) {', '.join(sorted(bad))}; accepted: "
                             f"{', '.join(accepted) or 'none'}")
-        out.append((n, {**opts, **per[n]}))
+        opts = {**opts, **per[n]}
+        if "frame" in required_options(alg):
+            frames = opts.get("frame")
+            if frames is None:
+                check_options(alg, {k: v for k, v in opts.items() if k != "frame"})  # names it
+            if isinstance(frames, (list, tuple)):
+                if label is not None and len(frames) != 1:
+                    raise ValueError(f"{n!r}: a label names one function; give one frame, not "
+                                     f"{len(frames)}")
+                if not frames:
+                    raise ValueError(f"{alg}: empty list of frames")
+                out += [(f"{alg}:{label or _frame_label(fr)}", dict(opts, frame=fr))
+                        for fr in frames]
+                continue
+            label = label or _frame_label(frames)
+        check_options(alg, opts)
+        out.append((alg if label is None else f"{alg}:{label}", opts))
     unused = sorted(set(options) - used)
     if unused:
         raise TypeError(f"option(s) {', '.join(unused)} are accepted by none of "
                         f"{', '.join(names)}")
+    keys = [k for k, _ in out]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"two functions named {', '.join(dup)}: give them distinct labels "
+                         "('frame_jacobian:LABEL')")
     return out
 
 
@@ -134,11 +189,11 @@ _SOURCE_DIGEST: list[str] = []
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
-                   "types.py",
+                   "types.py", "inertial.py", "reduce.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
                                                   "csource", "emit_order", "functions",
-                                                  "generate", "loader", "names", "progress",
-                                                  "trig")))
+                                                  "generate", "loader", "names", "parameters",
+                                                  "progress", "trig")))
 
 
 def codegen_source_files() -> list[Path]:
@@ -167,7 +222,7 @@ def _source_digest() -> str:
 
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
                      fast_trig: bool = True, progress: bool | None | Callable = None,
-                     **options) -> dict:
+                     parameters: str | None = None, **options) -> dict:
     """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
     call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
     ``out_dir``.
@@ -175,11 +230,17 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     Returns the manifest dict (function signatures, SX node and instruction counts, timings).
     ``name`` (default: the model's name) becomes the C prefix after sanitizing. ``options`` are
     algorithm options (see :func:`normalize_algorithms`). ``fast_trig`` replaces libm's sin/cos
-    by branch-free inline versions (:mod:`symdyn.codegen.trig`).
+    by branch-free inline versions (:mod:`symdyn.codegen.trig`). ``parameters="inertial"``: the
+    functions that depend on the inertias take ``pi`` (10 N) as a last input
+    (:mod:`symdyn.codegen.parameters`). Functions are keyed as in :func:`normalize_algorithms`;
+    a labelled key ``alg:label`` gets the C symbol ``<prefix>_alg_label`` (sanitized).
     """
     import casadi as ca
     import numpy as np
 
+    from .parameters import check_parameters
+
+    parameters = check_parameters(parameters)
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
     directory = Path(out_dir)
@@ -187,21 +248,27 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     prog = progress if isinstance(progress, Progress) else Progress(progress, prefix)
     versions = _versions()
     functions = []
-    for alg, opts in algs:
+    symbols: dict[str, str] = {}
+    for key, opts in algs:
+        alg, label = split_key(key)
         spec = algorithm_spec(alg)
-        fname = function_symbol(prefix, alg)
+        fname = function_symbol(prefix, alg if label is None else c_identifier(key))
+        if fname in symbols:
+            raise ValueError(f"functions {symbols[fname]!r} and {key!r} get the same C symbol "
+                             f"{fname!r}; choose labels that differ in letters, digits or '_'")
+        symbols[fname] = key
         info: dict = {}
-        with prog.step(f"tracing {alg} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15):
+        with prog.step(f"tracing {key} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15):
             f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
-                                emit_order=True, **opts)
+                                emit_order=True, parameters=parameters, **opts)
         if f.name() != fname:
             raise RuntimeError(f"CasADi named the function {f.name()!r}, expected {fname!r}")
         tr = info["trace"]
         frame = f", {info['frame']} frame" if "frame" in info else ""
-        prog(f"{alg}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions{frame} "
+        prog(f"{key}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions{frame} "
              f"(trace {tr.t_trace:.2f}s, Function {tr.t_function:.2f}s)")
         t0 = time.perf_counter()
-        with prog.step(f"generating C for {alg}", slow=tr.n_instructions > 20000):
+        with prog.step(f"generating C for {key}", slow=tr.n_instructions > 20000):
             cg = ca.CodeGenerator(f"{fname}.c", {"with_header": True,
                                                   "casadi_int": "long long int",
                                                   "casadi_real": "double"})
@@ -212,9 +279,10 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             src.write_text(apply_passes(src.read_text(), ctx))
         t_gen = time.perf_counter() - t0
         functions.append({
-            "algorithm": alg, "name": f"{prefix}_{alg}", "fname": fname, "options": opts,
-            "frame": info.get("frame"), "source": f"{fname}.c", "header": f"{fname}.h",
-            "input_names": list(spec.input_names), "input_sizes": list(spec.input_sizes(model)),
+            "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
+            "options": _jsonable(opts), "frame": info.get("frame"),
+            "parameters": info.get("parameters"), "source": f"{fname}.c", "header": f"{fname}.h",
+            "input_names": list(info["input_names"]), "input_sizes": list(info["input_sizes"]),
             "output_names": list(spec.output_names),
             "output_shapes": [list(tr.output_shapes[o]) for o in spec.output_names],
             "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
@@ -230,6 +298,14 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     example_inputs = {"q": model.random_q(rng)}
     for n in ("qd", "qdd", "tau"):
         example_inputs[n] = rng.uniform(-1, 1, model.nv)
+    names = {n for fd in functions for n in fd["input_names"]}
+    for n in ("qr_d", "qr_dd"):
+        if n in names:
+            example_inputs[n] = rng.uniform(-1, 1, model.nv)
+    if "pi" in names:
+        from ..inertial import inertial_parameters
+
+        example_inputs["pi"] = inertial_parameters(model)
     (directory / "main.c").write_text(example_main(prefix, functions, example_inputs,
                                                    versions["symdyn"]))
     sources = [fd["source"] for fd in functions] + [f"{prefix}_api.c"]
@@ -242,6 +318,24 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         "quaternions": quaternions,
         "example_inputs": {k: [float(x) for x in v] for k, v in example_inputs.items()},
     }
+
+
+def _jsonable(options: dict) -> dict:
+    """Options as JSON for the manifest and the cache key: a :class:`~symdyn.model.Frame` becomes
+    ``{"body", "E", "r"}`` with every digit of its transform (a repr would round NumPy arrays, and
+    two frames differing beyond that would share a cache entry)."""
+    def conv(v):
+        if isinstance(v, (str, int, float, bool, type(None))):
+            return v
+        if isinstance(v, (list, tuple)):
+            return [conv(x) for x in v]
+        X = getattr(v, "X", None)
+        if hasattr(v, "body") and X is not None and hasattr(X, "E"):
+            return {"body": int(v.body), "E": np.asarray(X.E, dtype=float).tolist(),
+                    "r": np.asarray(X.r, dtype=float).reshape(-1).tolist()}
+        raise TypeError(f"option value {v!r} cannot be recorded (expected a name, number or "
+                        "Frame)")
+    return {k: conv(v) for k, v in options.items()}
 
 
 def quaternion_slices(model) -> list[dict]:

@@ -41,6 +41,7 @@ import ctypes
 import sys
 import threading
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -71,6 +72,8 @@ class CompiledFunction:
                  quaternions=(), thread_id=None, quaternion_mode: str = "check"):
         self.meta = meta
         self.algorithm = meta["algorithm"]
+        self.key = meta.get("key", self.algorithm)      # "alg" or "alg:label" (module lookup)
+        self.parameters = meta.get("parameters")        # None or "inertial" (input pi last)
         self.name = meta.get("name", meta["fname"])     # public name (may exceed 48 characters)
         self.symbol = meta["fname"]                     # C symbol (at most 48 characters)
         self.reuse_results = bool(reuse_results)
@@ -477,11 +480,46 @@ def _specialize(fn: CompiledFunction) -> type:
                                                           "__module__": __name__})
 
 
-class CompiledModule:
-    """A loaded build: one :class:`CompiledFunction` attribute per algorithm.
+class FunctionGroup(Mapping):
+    """The labelled functions of one algorithm in a build, by label:
+    ``lib.frame_jacobian["panda_hand"]`` is ``lib["frame_jacobian:panda_hand"]``."""
 
+    def __init__(self, algorithm: str, functions: dict):
+        self.algorithm = algorithm
+        self._functions = dict(functions)
+
+    def __getitem__(self, label: str) -> "CompiledFunction":
+        try:
+            return self._functions[label]
+        except KeyError:
+            raise KeyError(f"{label!r}: this build has {self.algorithm} for "
+                           f"{', '.join(map(repr, self._functions))}") from None
+
+    def __iter__(self):
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __call__(self, *args, **kwargs):
+        if len(self._functions) == 1:
+            return next(iter(self._functions.values()))(*args, **kwargs)
+        raise TypeError(f"this build has {self.algorithm} for several labels "
+                        f"({', '.join(map(repr, self._functions))}); pick one: "
+                        f"lib.{self.algorithm}[label](...)")
+
+    def __repr__(self) -> str:
+        return f"<{self.algorithm} for {', '.join(map(repr, self._functions))}>"
+
+
+class CompiledModule:
+    """A loaded build: one :class:`CompiledFunction` per function key.
+
+    ``lib[key]`` for every key (``"rnea"``, ``"frame_jacobian:panda_hand"``); ``lib.rnea`` for an
+    unlabelled algorithm, and ``lib.frame_jacobian`` a :class:`FunctionGroup` by label for the
+    labelled ones (``lib.frame_jacobian["panda_hand"]``; callable itself when it holds one).
     Attributes: ``path`` (build directory), ``library`` (shared library), ``header``
-    (``<prefix>_api.h``), ``prefix``, ``algorithms``, ``functions`` (name -> function),
+    (``<prefix>_api.h``), ``prefix``, ``algorithms`` (the keys), ``functions`` (key -> function),
     ``stats`` (SX sizes, trace/generate/compile times, flags, compiler), ``cache_hit``.
     """
 
@@ -503,23 +541,30 @@ class CompiledModule:
         thread_id.restype = ctypes.c_void_p
         thread_id.argtypes = []
         self.functions = {}
+        groups: dict[str, dict] = {}
         for fd in manifest["functions"]:
             f = CompiledFunction(fd, single, batch, reuse_results=reuse_results,
                                  quaternions=manifest.get("quaternions", ()),
                                  thread_id=thread_id, quaternion_mode=quaternions)
-            self.functions[fd["algorithm"]] = f
-            setattr(self, fd["algorithm"], f)
+            self.functions[f.key] = f
+            if f.key == f.algorithm:
+                setattr(self, f.algorithm, f)
+            else:
+                groups.setdefault(f.algorithm, {})[f.key.partition(":")[2]] = f
+        for alg, members in groups.items():
+            if alg not in self.functions:
+                setattr(self, alg, FunctionGroup(alg, members))
         self.algorithms = tuple(self.functions)
         keys = ("t_total", "t_compile_wall", "t_compile_cpu", "cc", "cc_version", "opt", "cflags",
                 "jobs", "versions", "cse")
         self.stats = {k: manifest[k] for k in keys if k in manifest}
         self.stats["functions"] = {a: f.stats for a, f in self.functions.items()}
 
-    def __getitem__(self, algorithm: str) -> CompiledFunction:
+    def __getitem__(self, key: str) -> CompiledFunction:
         try:
-            return self.functions[algorithm]
+            return self.functions[key]
         except KeyError:
-            raise KeyError(f"{algorithm!r} is not in this build (it has "
+            raise KeyError(f"{key!r} is not in this build (it has "
                            f"{', '.join(self.algorithms)})") from None
 
     def __repr__(self) -> str:
