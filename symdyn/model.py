@@ -620,16 +620,13 @@ class Model:
                             f"{', '.join(REPLACEABLE)}")
         fields = self._fields()
         act = fields["actuation"]
-        if "limits" in changes:
-            lim = changes.pop("limits")
-            act["limits"] = _limits(self, lim, base=self.limits) if isinstance(lim, dict) else lim
-        for key in ACTUATION:
-            if key in changes:
-                act[key] = changes.pop(key)
-                if key in ("armature", "damping", "friction") and isinstance(act[key], dict):
-                    act[key] = _per_v(self, act[key], key, base=getattr(self, key))
+        given = {key: changes.pop(key) for key in ACTUATION if key in changes}
         if "joints" in changes and changes["joints"] is not None:
+            # the current data in the new joints' layout (defaults where a joint's sizes change);
+            # values given now are in the new layout, dicts complete that data
             act.update(_actuation_for_joints(self, changes["joints"], act))
+        for key, value in given.items():
+            act[key] = _Given(value, act[key]) if isinstance(value, dict) and key != "mimic" else value
         if "joint_names" in changes and "mimic" not in changes and act["mimic"]:
             try:
                 rename = dict(zip(self.joint_names, changes["joint_names"]))
@@ -971,9 +968,18 @@ def _numbers(x, n: int, what: str, *, nonneg: bool, allow_inf: bool) -> np.ndarr
     return _freeze(arr.copy())
 
 
+class _Given(NamedTuple):
+    """A dict given to :meth:`Model.replace`, completed by ``base`` (the current data)."""
+
+    value: dict
+    base: Any
+
+
 def _per_v(model: "Model", value, what: str, base=None) -> np.ndarray:
     """A per-speed array of length nv from a number, a dict joint name -> value (the other joints
     keep ``base``, default 0), or nv numbers."""
+    if isinstance(value, _Given):
+        value, base = value
     if value is None:
         return _freeze(np.zeros(model.nv))
     if isinstance(value, dict):
@@ -994,6 +1000,8 @@ def _limits(model: "Model", value, base: Limits | None = None) -> Limits:
     dict joint name -> (lower, upper, velocity, effort); dict forms start from ``base`` (default:
     no limits)."""
     nq, nv = model.nq, model.nv
+    if isinstance(value, _Given):
+        value, base = value
     if value is None and base is not None:
         value = base
     if value is None:

@@ -176,6 +176,14 @@ def test_replace_forms_keep_and_reset():
     np.testing.assert_array_equal(c.armature, [0.2, 0, 0, 0, 0.2])
     np.testing.assert_array_equal(c.limits.effort, [1, np.inf, np.inf, np.inf, 3])
     assert c.limits.lower.shape == (6,)
+    # values given with new joints are in the new layout; dicts complete the remapped data
+    J = [m.joints[0], sd.Spherical(), m.joints[2]]
+    np.testing.assert_array_equal(a.replace(joints=J, armature=[1, 2, 3, 4, 5]).armature, [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(a.replace(joints=J, armature={"link2_joint": [1, 2, 3]}).armature,
+                                  [0.2, 1, 2, 3, 0.2])
+    lim = a.replace(joints=J, limits={"link2_joint": (-1, 1, [4, 5, 6], 7)}).limits
+    np.testing.assert_array_equal(lim.lower, [-np.inf, -1, -1, -1, -1, -np.inf])
+    np.testing.assert_array_equal(lim.effort, [1, 7, 7, 7, 3])
     # renaming joints renames the mimic relations
     d = m.replace(mimic={"link3_joint": ("link2_joint", 2.0, 0.0)})
     e = d.replace(joint_names=["a", "b", "c"])
