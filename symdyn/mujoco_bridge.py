@@ -35,11 +35,19 @@ Conventions mapped (MuJoCo -> symdyn)
   congruence, ``M_mj = T^T M T``. Every other joint maps identically.
 * Gravity is ``opt.gravity``.
 
+* Actuation data, where the Model has these fields
+  (:func:`symdyn.pinocchio_bridge.supports_actuation`): ``dof_armature`` -> ``model.armature``
+  (so ``crba`` equals ``mj_fullM``), ``dof_damping`` -> ``model.damping``, ``dof_frictionloss`` ->
+  ``model.friction``, ranges of limited hinge and slide joints (minus ``ref``) ->
+  ``model.limits.lower/upper``, symmetric ``actuatorfrcrange`` -> ``model.limits.effort``.
+
 What is not converted, reported by a :class:`MJCFWarning` (``strict=True`` raises
-:class:`MJCFError` instead): ``dof_armature`` (the Model has no armature field yet, so
-``mj_fullM`` equals symdyn's M plus ``diag(armature)`` in MuJoCo's coordinates; the maps carry
-``armature``), joint damping, stiffness and friction loss, gravity compensation, equality
-constraints, tendons, actuators, mocap bodies (kept as fixed bodies), and flexes.
+:class:`MJCFError` instead): joint stiffness (springs), gravity compensation, equality
+constraints, tendons, actuators, mocap bodies (kept as fixed bodies), flexes, the cone limits of
+ball joints, the gyroscopic part of a free joint's linear armature (MuJoCo applies it in world
+axes), and, for a Model without actuation fields, armature (``mj_fullM`` is then symdyn's M plus
+``diag(armature)`` in MuJoCo's coordinates; the maps carry ``armature``), damping, friction loss
+and joint ranges.
 Contacts, limits and geoms play no part in rigid-body tree dynamics (geoms only through the body
 inertias MuJoCo compiled from them). Compare with ``mj_inverse``/``mj_fullM`` after disabling
 constraints, springs and dampers and zeroing fluid forces (see the tests).
@@ -117,24 +125,36 @@ def _transform(R: np.ndarray, p: np.ndarray) -> Transform:
     return Transform(np.array(R, float).T.copy(), np.array(p, float).reshape(3).copy())
 
 
-def _ignored(mj) -> list[str]:
-    """What the symdyn model leaves out, one line each."""
+def _ignored(mj, actuation: bool) -> list[str]:
+    """What the symdyn model leaves out, one line each (``actuation``: the Model keeps armature,
+    damping, friction and limits)."""
     out = []
-    mujoco = _mujoco()
 
     def names(objtype, n, limit=8):
         shown = [_name(mj, objtype, i) or f"#{i}" for i in range(min(n, limit))]
         return ", ".join(shown) + (f", ... ({n} in all)" if n > limit else "")
 
-    arm = np.asarray(mj.dof_armature, float)
-    if np.any(arm != 0):
-        out.append(f"dof_armature on {int(np.count_nonzero(arm))} dofs (not in the symdyn model: "
-                   "mj_fullM = M + diag(armature) in MuJoCo coordinates)")
-    for field, what in (("dof_damping", "joint damping"), ("jnt_stiffness", "joint stiffness"),
-                        ("dof_frictionloss", "joint friction loss")):
+    fields = [("jnt_stiffness", "joint stiffness (springs)")]
+    if not actuation:
+        fields += [("dof_armature", "dof_armature (mj_fullM = M + diag(armature) in MuJoCo "
+                                    "coordinates)"),
+                   ("dof_damping", "joint damping"), ("dof_frictionloss", "joint friction loss")]
+    for field, what in fields:
         v = np.asarray(getattr(mj, field), float)
         if np.any(v != 0):
-            out.append(f"{what} on {int(np.count_nonzero(v))} joints/dofs (passive forces)")
+            out.append(f"{what} on {int(np.count_nonzero(v))} joints/dofs")
+    free_arm = [joint_name(mj, j) for j in range(mj.njnt) if int(mj.jnt_type[j]) == _FREE
+                and np.any(np.asarray(mj.dof_armature[mj.jnt_dofadr[j]:mj.jnt_dofadr[j] + 3]) != 0)]
+    if actuation and free_arm:
+        out.append(f"the gyroscopic part of the linear armature of free joints {free_arm} (symdyn "
+                   "adds armature * qdd in body axes, MuJoCo armature * qacc in world axes: M "
+                   "agrees, inverse dynamics differ by armature * omega x v)")
+    limited = np.asarray(mj.jnt_limited, bool)
+    balls = [joint_name(mj, j) for j in range(mj.njnt) if limited[j] and int(mj.jnt_type[j]) == _BALL]
+    if balls:
+        out.append(f"the cone limits of ball joints {balls} (symdyn limits bound coordinates)")
+    if not actuation and np.any(limited):
+        out.append(f"joint ranges of {int(np.count_nonzero(limited))} joints")
     if np.any(np.asarray(mj.body_gravcomp, float) != 0):
         out.append("body gravity compensation (gravcomp, a passive force)")
     if mj.neq:
@@ -148,7 +168,6 @@ def _ignored(mj) -> list[str]:
         out.append(f"mocap bodies {mocap} (kept as bodies fixed at their model pose)")
     if getattr(mj, "nflex", 0):
         out.append(f"{mj.nflex} flexes (deformable objects)")
-    del mujoco
     return out
 
 
@@ -158,14 +177,18 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
 
     Conventions: see the module docstring (:mod:`symdyn.mujoco_bridge`). ``model.joint_names``
     are MuJoCo's joint names (unnamed joints: ``"<body>:joint<k>"``); use :func:`mujoco_maps`
-    for qpos/qvel/qacc/forces/matrices. What the model leaves out (armature, passive forces,
-    equality constraints, tendons, actuators, mocap bodies, flexes) is reported by one
-    :class:`MJCFWarning` listing it, or refused with :class:`MJCFError` when ``strict=True``.
+    for qpos/qvel/qacc/forces/matrices. What the model leaves out (springs, gravity
+    compensation, equality constraints, tendons, actuators, mocap bodies, flexes, ...; see the
+    module docstring) is reported by one :class:`MJCFWarning` listing it, or refused with
+    :class:`MJCFError` when ``strict=True``.
     ``source`` labels error messages (the file name; default ``"<MjModel>"``).
     """
     mj = mj_model
     label = source or "<MjModel>"
-    ignored = _ignored(mj)
+    from .pinocchio_bridge import supports_actuation
+
+    actuation = supports_actuation()
+    ignored = _ignored(mj, actuation)
     if ignored:
         msg = f"{label}: left out of the symdyn model: " + "; ".join(ignored)
         if strict:
@@ -254,11 +277,42 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     if not jnames:
         raise MJCFError(f"{label}: the model has no joints (nothing moves)")
     try:
-        return Model(bodies, gravity=np.array(mj.opt.gravity, float),
-                     name=name if name is not None else (_model_name(mj) or "mjcf"),
-                     check_inertias="semidefinite", allow_massless=True)
+        model = Model(bodies, gravity=np.array(mj.opt.gravity, float),
+                      name=name if name is not None else (_model_name(mj) or "mjcf"),
+                      check_inertias="semidefinite", allow_massless=True)
+        return _with_mj_actuation(model, mj) if actuation else model
     except ModelError as exc:
         raise MJCFError(f"{label}: {exc}") from exc
+
+
+def _with_mj_actuation(model: Model, mj) -> Model:
+    """``model`` with MuJoCo's armature, damping, friction loss (per dof, the free joint's
+    [linear; angular] reordered) and the ranges of limited hinge and slide joints (minus ``ref``,
+    as q is), and symmetric actuator-force ranges (``actfrcrange``) as effort limits."""
+    index = {n: i for i, n in enumerate(model.joint_names)}
+    arm, damp, fric = np.zeros(model.nv), np.zeros(model.nv), np.zeros(model.nv)
+    lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
+    effort = np.full(model.nv, np.inf)
+    for j in range(mj.njnt):
+        i, t = index[joint_name(mj, j)], int(mj.jnt_type[j])
+        (qa, _), (va, vb) = model.q_idx[i], model.v_idx[i]
+        d = int(mj.jnt_dofadr[j])
+        dofs = np.arange(d, d + vb - va)
+        if t == _FREE:
+            dofs = np.concatenate([dofs[3:], dofs[:3]])   # MuJoCo [v; omega] -> symdyn [omega; v]
+        arm[va:vb] = np.asarray(mj.dof_armature, float)[dofs]
+        damp[va:vb] = np.asarray(mj.dof_damping, float)[dofs]
+        fric[va:vb] = np.asarray(mj.dof_frictionloss, float)[dofs]
+        if t in (_HINGE, _SLIDE):
+            q0 = float(mj.qpos0[mj.jnt_qposadr[j]])
+            if bool(mj.jnt_limited[j]):
+                lower[qa], upper[qa] = float(mj.jnt_range[j][0]) - q0, float(mj.jnt_range[j][1]) - q0
+            if bool(mj.jnt_actfrclimited[j]):
+                lo, hi = (float(x) for x in mj.jnt_actfrcrange[j])
+                if lo == -hi:
+                    effort[va] = hi
+    return model.replace(limits={"lower": lower, "upper": upper, "effort": effort},
+                         armature=arm, damping=damp, friction=fric)
 
 
 def _model_name(mj) -> str:

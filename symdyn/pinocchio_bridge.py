@@ -51,9 +51,10 @@ from .joints import Fixed, Floating, Helical, Joint, Prismatic, Revolute, Spheri
 from .model import Body, Model, ModelError
 from .spatial import Transform
 
-__all__ = ["PinocchioConversionError", "PinocchioMaps", "configuration_permutation", "from_pinocchio",
-           "matrix_from_pin", "matrix_to_pin", "pinocchio_maps", "pinocchio_order", "q_from_pin",
-           "q_to_pin", "to_pinocchio", "v_from_pin", "v_to_pin", "velocity_permutation"]
+__all__ = ["PinocchioConversionError", "PinocchioMaps", "configuration_permutation",
+           "from_pinocchio", "matrix_from_pin", "matrix_to_pin", "pinocchio_maps", "pinocchio_order",
+           "q_from_pin", "q_to_pin", "supports_actuation", "to_pinocchio", "v_from_pin", "v_to_pin",
+           "velocity_permutation"]
 
 
 class PinocchioConversionError(ValueError):
@@ -77,7 +78,8 @@ def to_pinocchio(model: Model) -> Any:
     Joints are added in :func:`pinocchio_order` and named ``model.joint_names``; each gets a JOINT
     frame (the joint name) and a BODY frame (the body name); the other entries of ``model.frames``
     (fixed links merged into a body, or attached to the world) become BODY frames on their body's
-    joint, so that :func:`from_pinocchio` gives the model back."""
+    joint, so that :func:`from_pinocchio` gives the model back. Limits, armature, damping and
+    friction are copied where the Model has them (infinite values as Pinocchio's +-max double)."""
     pin = _pin()
     if model.is_symbolic:
         raise ValueError("only numeric models convert to Pinocchio (use model.subs(...) first)")
@@ -99,6 +101,8 @@ def to_pinocchio(model: Model) -> Any:
         parent_frame = 0 if p < 0 else body_frame[p]
         jf = pm.addJointFrame(jid, parent_frame)
         body_frame[i] = pm.addBodyFrame(model.names[i], jid, pin.SE3.Identity(), jf)
+    if supports_actuation():
+        _set_pin_actuation(model, pm)
     moving = set(model.names)
     for fname, fr in model.frames.items():
         if fname in moving:
@@ -108,6 +112,28 @@ def to_pinocchio(model: Model) -> Any:
         prev = 0 if fr.body < 0 else body_frame[fr.body]
         pm.addBodyFrame(fname, jid, pin.SE3(E.T, r), prev)
     return pm
+
+
+def _set_pin_actuation(model: Model, pm) -> None:
+    """Copy the model's limits, armature, damping and friction into ``pm`` (infinite values as
+    Pinocchio's +-max double; quaternion entries keep Pinocchio's bounds)."""
+    maps = PinocchioMaps(model, pm)
+    big = np.finfo(float).max
+
+    def fin(x):
+        return np.clip(np.asarray(x, float), -big, big)
+
+    pm.armature = maps.v_to_pin(model.armature)
+    pm.damping = maps.v_to_pin(model.damping)
+    pm.friction = maps.v_to_pin(model.friction)
+    pm.velocityLimit = fin(maps.v_to_pin(model.limits.velocity))
+    pm.effortLimit = fin(maps.v_to_pin(model.limits.effort))
+    lo, up = np.array(pm.lowerPositionLimit, float), np.array(pm.upperPositionLimit, float)
+    for i, (a, b, k, _) in enumerate(maps._q):
+        t = model.joints[i].type
+        n = 0 if t == "spherical" else (3 if t == "floating" else b - a)
+        lo[k:k + n], up[k:k + n] = fin(model.limits.lower[a:a + n]), fin(model.limits.upper[a:a + n])
+    pm.lowerPositionLimit, pm.upperPositionLimit = lo, up
 
 
 def pinocchio_order(model: Model) -> list[int]:
@@ -242,9 +268,10 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
     Bodies follow Pinocchio's joint order (parents first); body i is moved by Pinocchio joint
     i + 1, whose name becomes ``model.joint_names[i]``. A body is named after the first BODY frame
     that sits on its joint with the identity placement (the URDF link), else after its joint.
-    Placements, inertias (``pin_model.inertias``, already holding the fixed links' inertias) and
-    gravity are copied; joint limits, effort/velocity limits, armature, damping and friction are not
-    (the Model has no fields for them yet).
+    Placements, inertias (``pin_model.inertias``, already holding the fixed links' inertias),
+    gravity and, where the Model has these fields (:func:`supports_actuation`), the position,
+    velocity and effort limits, armature, damping and friction are copied (Pinocchio's +-max
+    double becomes +-inf; position limits of (cos, sin) joints and quaternion entries are +-inf).
 
     ``frames=True``: Pinocchio's BODY, FIXED_JOINT, OP_FRAME and SENSOR frames (except ``universe``)
     become entries of ``model.frames`` (massless fixed bodies on the joint's body); JOINT frames
@@ -325,10 +352,54 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
                           f"already a body or frame of the model: {', '.join(dropped)}", stacklevel=2)
     g = np.array(pm.gravity.linear, float)
     try:
-        return Model(bodies, gravity=g, name=name if name is not None else (pm.name or "pinocchio"),
-                     check_inertias=check_inertias, allow_massless=True)
+        model = Model(bodies, gravity=g, name=name if name is not None else (pm.name or "pinocchio"),
+                      check_inertias=check_inertias, allow_massless=True)
+        return _with_pin_actuation(model, pm)
     except ModelError as exc:
         raise PinocchioConversionError(f"Pinocchio model {pm.name!r}: {exc}") from exc
+
+
+_BIG = 1e300  # Pinocchio writes "no limit" as +-max double
+
+
+def supports_actuation() -> bool:
+    """Whether :class:`~symdyn.model.Model` has the actuation fields (limits, armature, damping,
+    friction) that the bridges copy."""
+    from . import model as _model
+
+    return {"limits", "armature", "damping", "friction"} <= set(getattr(_model, "ACTUATION", ()))
+
+
+def _inf(x: np.ndarray) -> np.ndarray:
+    x = np.array(x, float)
+    x[x >= _BIG] = np.inf
+    x[x <= -_BIG] = -np.inf
+    return x
+
+
+def _with_pin_actuation(model: Model, pm) -> Model:
+    """``model`` with Pinocchio's limits, armature, damping and friction (per joint, by name).
+    Position limits of (cos, sin) joints and of quaternion entries are dropped (symdyn: +-inf;
+    Pinocchio bounds those coordinates by +-1.01, not the motion)."""
+    maps = PinocchioMaps(model, pm)
+    arm, damp, fric = (maps.v_from_pin(np.asarray(x, float))
+                       for x in (pm.armature, pm.damping, pm.friction))
+    vel, eff = (_inf(maps.v_from_pin(np.asarray(x, float))) for x in (pm.velocityLimit, pm.effortLimit))
+    lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
+    lo_p, up_p = _inf(pm.lowerPositionLimit), _inf(pm.upperPositionLimit)
+    for i, (a, b, k, cs) in enumerate(maps._q):
+        t = model.joints[i].type
+        n = 0 if cs or t == "spherical" else (3 if t == "floating" else b - a)
+        lower[a:a + n], upper[a:a + n] = lo_p[k:k + n], up_p[k:k + n]
+    if supports_actuation():
+        return model.replace(limits={"lower": lower, "upper": upper, "velocity": vel, "effort": eff},
+                             armature=arm, damping=damp, friction=fric)
+    kept = [what for what, x in (("armature", arm), ("damping", damp), ("friction", fric)) if np.any(x)]
+    if kept or np.isfinite(lower).any() or np.isfinite(upper).any():
+        warnings.warn(f"from_pinocchio({pm.name!r}): this symdyn Model has no actuation fields, so "
+                      f"{', '.join(kept + ['joint limits'])} of the Pinocchio model are left out",
+                      UserWarning, stacklevel=3)
+    return model
 
 
 # --- vector and matrix maps -----------------------------------------------------------------------

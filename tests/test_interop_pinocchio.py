@@ -157,8 +157,9 @@ def test_from_pinocchio_of_urdf_models(name, floating):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         m = pb.from_pinocchio(pm)
-    for w in caught:   # only frames whose name clashes (a fixed joint named like its link)
-        assert "frames left out because their name is already" in str(w.message)
+    for w in caught:   # frames whose name clashes (a fixed joint named like its link), actuation
+        assert "frames left out because their name is already" in str(w.message) or (
+            not pb.supports_actuation() and "has no actuation fields" in str(w.message)), w.message
     maps = pb.pinocchio_maps(m, pm)
     for seed in (0, 1):
         assert max(compare(m, pm, maps, seed)) < TOL
@@ -192,6 +193,48 @@ def test_from_pinocchio_of_urdf_models(name, floating):
                maps.matrix_from_pin(sym(pin.crba(pm, pd, maps.q_to_pin(q))))) < TOL
     assert rel(maps2.v_from_pin(pin.rnea(pm2, pd2, maps2.q_to_pin(q), maps2.v_to_pin(v), maps2.v_to_pin(a))),
                maps.v_from_pin(pin.rnea(pm, pd, maps.q_to_pin(q), maps.v_to_pin(v), maps.v_to_pin(a)))) < TOL
+
+
+@pytest.mark.parametrize("name,floating", [("panda", False), ("solo12", True),
+                                           ("double_pendulum_continuous", True), ("talos", True)])
+def test_actuation_data_follows_the_joints(name, floating):
+    """Limits, armature, damping and friction: Pinocchio's (by joint name) equal those of symdyn's
+    URDF loader, and to_pinocchio writes them back; without the Model fields a warning says they
+    are left out."""
+    mu, pm = load_pair(name, floating)
+    pm = pm.copy()
+    pm.armature = np.linspace(0.01, 0.02, pm.nv)
+    if not pb.supports_actuation():
+        with pytest.warns(UserWarning, match="no actuation fields.*armature.*left out"):
+            pb.from_pinocchio(pm)
+        return
+    m = pb.from_pinocchio(pm)
+    maps = pb.pinocchio_maps(m, pm)
+    assert np.array_equal(maps.v_to_pin(m.armature), pm.armature)
+    assert np.array_equal(maps.v_to_pin(m.damping), pm.damping)
+    assert np.array_equal(maps.v_to_pin(m.friction), pm.friction)
+    for i, jn in enumerate(m.joint_names):      # limits as symdyn's URDF loader reads them
+        k = mu.joint_names.index(jn)
+        (a, b), (c, d) = m.q_idx[i], mu.q_idx[k]
+        (va, vb), (vc, vd) = m.v_idx[i], mu.v_idx[k]
+        assert np.array_equal(m.limits.lower[a:b], mu.limits.lower[c:d]), jn
+        assert np.array_equal(m.limits.upper[a:b], mu.limits.upper[c:d]), jn
+        assert np.array_equal(m.limits.velocity[va:vb], mu.limits.velocity[vc:vd]), jn
+        assert np.array_equal(m.limits.effort[va:vb], mu.limits.effort[vc:vd]), jn
+    # the armature is part of the dynamics on both sides
+    assert max(compare(m, pm, maps)) < TOL
+    pm2 = pb.to_pinocchio(m)
+    maps2 = pb.pinocchio_maps(m, pm2)
+    assert np.array_equal(maps2.v_from_pin(pm2.armature), m.armature)
+    back = pb.from_pinocchio(pm2)               # model -> pin -> model keeps them, joint by joint
+    for i, jn in enumerate(back.joint_names):
+        k = m.joint_names.index(jn)
+        for f, idx in (("lower", "q_idx"), ("upper", "q_idx"), ("velocity", "v_idx"),
+                       ("effort", "v_idx")):
+            (a, b), (c, d) = getattr(back, idx)[i], getattr(m, idx)[k]
+            assert np.array_equal(getattr(back.limits, f)[a:b], getattr(m.limits, f)[c:d]), (jn, f)
+        (a, b), (c, d) = back.v_idx[i], m.v_idx[k]
+        assert np.array_equal(back.armature[a:b], m.armature[c:d]), jn
 
 
 def test_name_clash_is_reported_not_silent():
@@ -365,14 +408,15 @@ def test_planar_symdyn_joint_is_refused_by_to_pinocchio():
 
 def test_mjcf_through_pinocchio_parser():
     """pinocchio.buildModelFromMJCF makes composite joints of bodies with several joints; they
-    become chains, and the dynamics match Pinocchio's (its crba adds pm.armature, which
-    from_pinocchio leaves out unless the Model carries armature)."""
+    become chains, and the dynamics match Pinocchio's (armature included where the Model has
+    the field)."""
     from pathlib import Path
 
     data = Path(__file__).parent / "data"
     for f in ("mj_slides.xml", "mj_arm.xml"):
         pm = pin.buildModelFromMJCF(str(data / f))
-        pm.armature[:] = 0.0
+        if not pb.supports_actuation():      # the armature would be left out (with a warning)
+            pm.armature = np.zeros(pm.nv)
         m = pb.from_pinocchio(pm)
         maps = pb.pinocchio_maps(m, pm)
         assert any("/" in jn for jn in m.joint_names)     # a composite joint became a chain

@@ -179,7 +179,7 @@ def test_shipped_model_warns_about_what_it_leaves_out():
         mb.load_mjcf(SHIPPED)
     text = " ".join(str(w.message) for w in rec)
     assert str(SHIPPED) in text
-    for what in ("equality constraints", "tendons (spatial, fixed)", "actuators", "joint damping",
+    for what in ("equality constraints", "tendons (spatial, fixed)", "actuators", "joint stiffness",
                  "gravity compensation", "'head' -> 'site:head'"):
         assert what in text, what
     with pytest.raises(mb.MJCFError, match="left out of the symdyn model.*strict=True"):
@@ -221,3 +221,26 @@ def test_maps_refuse_another_model():
     _, mj, _ = load(str(DATA / "mj_slides.xml"))
     with pytest.raises(mb.MJCFError, match="sizes differ|is not a joint"):
         mb.mujoco_maps(model, mj)
+
+
+def test_actuation_data_is_copied_or_reported():
+    """Armature, damping, joint range (minus ref) and a symmetric actuator-force range reach the
+    Model where it has these fields; otherwise the warning names them."""
+    from symdyn.pinocchio_bridge import supports_actuation
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always", mb.MJCFWarning)
+        model = mb.load_mjcf(DATA / "mj_arm.xml")
+    text = " ".join(str(w.message) for w in rec)
+    if not supports_actuation():
+        for what in ("dof_armature on 5", "joint damping on 5", "joint ranges of 1"):
+            assert what in text, what
+        return
+    assert not rec, text
+    assert np.allclose(model.armature, 0.01) and np.allclose(model.damping, 0.5)
+    i = model.joint_names.index("shoulder")
+    a = model.q_idx[i][0]
+    assert model.limits.lower[a] == pytest.approx(np.radians(-90) - np.radians(0.3))
+    assert model.limits.upper[a] == pytest.approx(np.radians(60) - np.radians(0.3))
+    assert model.limits.effort[model.v_idx[model.joint_names.index("elbow")][0]] == 20.0
+    assert np.isinf(model.limits.lower[model.q_idx[0][0]])       # 'yaw' has no range
