@@ -52,3 +52,9 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "frame_placement", "frame_velocity", "joint_frames", "friction_torque", "Limits",
            "Mimic", "expand_mimic", "mimic_aba", "mimic_crba", "mimic_matrix", "mimic_rnea",
            "reduced_model"]
+
+# Interop (issue 13, section 5): Pinocchio models both ways, MJCF through MuJoCo (optional extra)
+from .mujoco_bridge import from_mujoco, load_mjcf  # noqa: E402
+from .pinocchio_bridge import from_pinocchio, to_pinocchio  # noqa: E402
+
+__all__ += ["from_pinocchio", "to_pinocchio", "from_mujoco", "load_mjcf"]

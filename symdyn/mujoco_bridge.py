@@ -5,7 +5,7 @@
 configurations, velocities, accelerations, forces and matrices between the two.
 
 Conventions mapped (MuJoCo -> symdyn)
-------------------------------------
+-------------------------------------
 * Bodies: MuJoCo body ``b`` with pose ``(body_pos, body_quat)`` in its parent and joints
   ``j_1 .. j_k`` becomes a chain of k symdyn bodies (MuJoCo composes the joints of one body in
   order, each about its anchor ``jnt_pos`` in the current frame). The symdyn body of joint ``j_m``

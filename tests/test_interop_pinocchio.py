@@ -421,3 +421,8 @@ def test_mjcf_through_pinocchio_parser():
         maps = pb.pinocchio_maps(m, pm)
         assert any("/" in jn for jn in m.joint_names)     # a composite joint became a chain
         assert max(compare(m, pm, maps)) < TOL
+
+
+def test_top_level_exports():
+    assert sd.from_pinocchio is pb.from_pinocchio and sd.to_pinocchio is pb.to_pinocchio
+    assert {"from_pinocchio", "to_pinocchio"} <= set(sd.__all__)

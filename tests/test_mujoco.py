@@ -244,3 +244,8 @@ def test_actuation_data_is_copied_or_reported():
     assert model.limits.upper[a] == pytest.approx(np.radians(60) - np.radians(0.3))
     assert model.limits.effort[model.v_idx[model.joint_names.index("elbow")][0]] == 20.0
     assert np.isinf(model.limits.lower[model.q_idx[0][0]])       # 'yaw' has no range
+
+
+def test_top_level_exports():
+    assert sd.load_mjcf is mb.load_mjcf and sd.from_mujoco is mb.from_mujoco
+    assert {"load_mjcf", "from_mujoco"} <= set(sd.__all__)
