@@ -27,8 +27,9 @@ Unlike :func:`~symdyn.inertial.with_inertial_parameters`, the compiled function 
 that ``pi`` is physically consistent (positive mass, positive-definite inertia with the triangle
 inequalities): aba of an inconsistent ``pi`` may divide by zero. A body mass of exactly 0 gives
 ``c = 0`` and ``Ic = Ibar`` (``m c`` must then be zero), as for the model's massless bodies. SX
-graphs are larger than the numeric model's (every inertia entry is a symbol, no structural zeros:
-robot:panda rnea 1.3k -> 1.7k SX instructions).
+graphs stay about the size of the numeric model's, whose inertias are dense already (SX
+instructions, numeric / with pi: Panda arm rnea 1115 / 1066, aba 2360 / 2341, coriolis_matrix
+2622 / 2626; talos crba 5931 / 5993, coriolis_matrix 24469 / 24661).
 """
 from __future__ import annotations
 
