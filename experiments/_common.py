@@ -73,36 +73,13 @@ def machine() -> str:
             f"(1/5/15 min): {load_average()}.")
 
 
-def source_state(script: str):
-    """The commit (and dirty flag) the report of ``script`` is generated from: the runner's
-    (``$SYMDYN_SOURCE_STATE``, taken when it started the script), else read from git now."""
-    import json
-
-    from symdyn.experiments import STATE_ENV
-    from symdyn.experiments import source_state as _state
-
-    given = os.environ.get(STATE_ENV)
-    if given:
-        try:
-            st = json.loads(given)
-            if isinstance(st, dict) and st.get("commit"):
-                return st
-        except ValueError:
-            pass
-    return _state(ROOT, script)
-
-
 def provenance(script: str) -> list[str]:
     """Lines for a report: the commit it comes from (plus "dirty" and the uncommitted files when
     its sources differ from that commit) and a marker that ``symdyn experiments`` reads to flag
     the report as stale once its sources change (``symdyn.experiments.staleness``)."""
-    from symdyn.experiments import describe_state, state_marker
+    from symdyn.experiments import report_provenance
 
-    st = source_state(script)
-    out = [describe_state(st)]
-    if st is not None:
-        out.append(state_marker(st))
-    return out + [""]
+    return report_provenance(ROOT, script)
 
 
 def header(title: str, cmd: str, t_start: float, what: str = "") -> list[str]:

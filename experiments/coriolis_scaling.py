@@ -18,7 +18,7 @@ import numpy as np
 from symdyn.algorithms import rnea
 from symdyn.algorithms.christoffel import christoffel
 from symdyn.algorithms.coriolis import coriolis_matrix
-from symdyn.experiments import cpu_name
+from symdyn.experiments import cpu_name, report_provenance
 from symdyn.models import binary_tree, serial_chain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,6 +126,7 @@ def main():
              "minima over repeats of CPU time (time.process_time, less sensitive to the shared load) over "
              "batched calls of the pure-Python NumPy implementation (no code generation), so "
              "small-N times are dominated by per-body Python overhead.", "",
+             *report_provenance(ROOT, "coriolis_scaling.py"),
              "Models: `symdyn.models.serial_chain(N, seed=1)` and `binary_tree(N, seed=1)` "
              "(revolute joints, random geometry); q in [0, 2 pi], qd in [0, 10] (paper 000 Sec. 5).",
              "", "## Timings", "",

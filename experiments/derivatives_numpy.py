@@ -27,7 +27,7 @@ import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
 import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
-from symdyn.experiments import cpu_name  # noqa: E402
+from symdyn.experiments import cpu_name, report_provenance  # noqa: E402
 from symdyn.algorithms.aba_derivatives import aba_pass, aza  # noqa: E402
 from symdyn.algorithms.common import entry, joint_kinematics  # noqa: E402
 from symdyn.algorithms.rnea import rnea  # noqa: E402
@@ -285,6 +285,7 @@ def main(argv=None):
         f"Python {platform.python_version()}, NumPy {np.__version__}, CasADi {ca.__version__}, "
         "BLAS pinned to 1 thread. Times are CPU times, minimum over repeats of a batch mean.",
         "",
+        *report_provenance(ROOT, "derivatives_numpy.py"),
         "Models: paper 004's serial chain (`symdyn.models.paper004_chain`: revolute about local z, "
         "m = 1 kg, l = 1 m, CoM mid-link, Izz = 1 kg m^2, gravity in the plane) and a binary tree of "
         "revolute joints (`binary_tree`). States: random angles, qd and qdd uniform in [-1, 1].",

@@ -176,7 +176,7 @@ def main(argv=None) -> int:
             p = PAPER[label]
             rows.append([f"*paper 000, {label}*", "", "", sci(p[0]), sci(p[1]), sci(p[2]), ""])
 
-    lines = header("Verification of Algorithms 1 and 2 (paper 000 Sec. 5)",
+    lines = header("Verification of Algorithms 1 and 2 (Echeandia & Wensing 2021, paper 000, Sec. 5)",
                    command("verification.py", args), t0)
     lines += [f"Max residuals over {trials} random trials per model, NumPy path (`coriolis_matrix`, "
               "`christoffel`, `rnea`), gravity 0, q uniform in [0, 2 pi] (unit quaternions for "

@@ -114,15 +114,17 @@ class Experiment:
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("verification", "verification.py",
-               "Paper 000 Sec. 5 verification residuals (C qd vs RNEA, Mdot - C - C^T, "
-               "C - Gamma qd, vs Pinocchio) on chains, trees, floating bases, TALOS",
+               "Echeandia & Wensing 2021 (paper 000) Sec. 5 verification residuals (C qd vs "
+               "RNEA, Mdot vs AD of CRBA, C - Gamma qd, vs Pinocchio, vs the Lagrangian "
+               "sum J^T I J route of Liu & Jain) on chains, trees, floating bases, TALOS",
                ("verification.md",), minutes=(0.5, 0.1)),
     Experiment("com_coordinates", "com_coordinates.py",
-               "Paper 000 Remark 6: CoM speeds on TALOS / a floating biped, block-diagonal M "
+               "Echeandia & Wensing 2021 (paper 000) Remark 6: CoM speeds on TALOS / a floating biped, block-diagonal M "
                "and zero blocks of C*",
                ("com_coordinates.md", "com_coordinates.png"), minutes=(0.1, 0.1)),
     Experiment("passivity", "passivity.py",
-               "Paper 001 Sec. IV-A: Slotine-Li tracking with C* vs C* + torsion (point mass, "
+               "Coriolis factorizations and Riemannian geometry (paper 001) Sec. IV-A: "
+               "Slotine-Li tracking with C* vs C* + torsion (point mass, "
                "Figs. 4-7; 7-DoF Panda with eq. (12)), high-frequency content",
                ("passivity.md", "passivity_pointmass_errors.png", "passivity_pointmass_path.png",
                 "passivity_pointmass_lyapunov.png", "passivity_arm.png"), minutes=(0.5, 0.2),
@@ -132,26 +134,26 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "000 Sec. 5 residuals on serial chains",
                ("coriolis_scaling.md", "coriolis_scaling.png"), minutes=(0.6, 0.3)),
     Experiment("derivatives_numpy", "derivatives_numpy.py",
-               "Papers 003/004 with NumPy: IDSVA vs FD/AD (accuracy, time, SX op counts), "
+               "Singh, Russell & Wensing (papers 003/004) with NumPy: IDSVA vs FD/AD (accuracy, time, SX op counts), "
                "DMM vs AZA up to n = 400",
                ("derivatives_numpy.md", "derivatives_numpy.png"), minutes=(1.2, 0.5)),
     Experiment("constrained", "constrained_demo.py",
-               "Paper 001 Secs. V-VI: maximal-coordinates and differentiation routes, closed "
+               "Coriolis factorizations (paper 001) Secs. V-VI: maximal-coordinates and differentiation routes, closed "
                "loops (four-bar Lagrangian, energy, Christoffel consistency), cluster-tree method",
                ("constrained.md",), quick_args=(), minutes=(0.3, 0.3)),
     Experiment("derivatives_compiled", "derivatives_compiled.py",
-               "Papers 003/004 compiled: IDSVA vs AD vs FD (chain to n = 100, bf 2 and 5), "
+               "Singh, Russell & Wensing (papers 003/004) compiled: IDSVA vs AD vs FD (chain to n = 100, bf 2 and 5), "
                "vs Pinocchio on real robots, DMM vs AZA crossover",
                ("derivatives_compiled.md", "derivatives_compiled.png"), minutes=(2.5, 0.6),
                cold_minutes=5.0),
     Experiment("table1_timing", "table1_timing.py",
-               "Paper 000 Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
+               "Echeandia & Wensing 2021 (paper 000) Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
                "quadruped), NumPy / compiled / Pinocchio, slopes vs theory",
                ("table1_timing.md", "table1_fig2_serial.png", "table1_fig3_binary.png",
                 "table1_fig4_legged.png", "table1_opcount.png"), minutes=(1.2, 0.6),
                cold_minutes=2.5),
     Experiment("table2_symbolic", "table2_symbolic.py",
-               "Paper 000 Table 2: symbolic Christoffel symbols, eq. (4) vs Alg. 2 on "
+               "Echeandia & Wensing 2021 (paper 000) Table 2: symbolic Christoffel symbols, eq. (4) vs Alg. 2 on "
                "SymPy / SymEngine / CasADi",
                ("table2_symbolic.md",), full_args=("--budget", "60"),
                quick_args=("--quick", "--budget", "30"),
@@ -307,6 +309,27 @@ def state_from_report(path) -> dict | None:
             "fingerprint": m.group(3)}
 
 
+STATE_ENV = "SYMDYN_SOURCE_STATE"
+
+
+def report_provenance(root, script: str) -> list[str]:
+    """Lines for the header of ``script``'s report: the commit it is generated from (the runner's
+    :func:`source_state`, passed in ``$SYMDYN_SOURCE_STATE`` when it started the script; else read
+    from git now) and the marker :func:`state_from_report` reads back."""
+    st = None
+    given = os.environ.get(STATE_ENV)
+    if given:
+        try:
+            st = json.loads(given)
+        except ValueError:
+            st = None
+        if not (isinstance(st, dict) and st.get("commit")):
+            st = None
+    if st is None:
+        st = source_state(root, script)
+    return [describe_state(st)] + ([state_marker(st)] if st is not None else []) + [""]
+
+
 def staleness(root, script: str, state: dict | None) -> str | None:
     """None when the sources of ``script``'s report are what they were when it was generated
     (``state``), else a short reason: "stale: sources changed since <commit> (files)"."""
@@ -364,9 +387,6 @@ def _env(root: Path) -> dict:
         env.setdefault(var, "1")
     env.setdefault("MPLBACKEND", "Agg")
     return env
-
-
-STATE_ENV = "SYMDYN_SOURCE_STATE"
 
 
 def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
@@ -505,7 +525,7 @@ def record(directory: Path, exp: Experiment, quick: bool, res: RunResult,
 
 def _source_cell(root, exp: Experiment, state: dict | None) -> str:
     if state is None:
-        return "unknown"
+        return "not recorded"
     cell = f"`{state['commit'][:7]}`" + (" + uncommitted changes (dirty)" if state.get("dirty")
                                          else "")
     stale = staleness(root, exp.script, state) if root is not None else None
