@@ -29,12 +29,12 @@ Planar joints (S varies with the joint's own angle) are refused, naming the join
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xform_motion
 from .aba import aba_pass
 from .aba_derivatives import aza
-from .common import entry, external_forces, joint_kinematics
+from .common import entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul
 from ..types import Array, ExternalForces
 
@@ -83,7 +83,7 @@ def _rnea_cr(B, model, qd, qdd, f_ext, Xup, S):
     I, a_grav = consts.I, consts.a_grav
     N, parents, nv = model.N, model.parents, model.nv
     m = 2 * nv
-    v, a, f, dv, da, df = ([None] * N for _ in range(6))
+    v, a, f, dv, da, df = per_body(N, 6)
     for i, p in enumerate(parents):
         a0, _ = model.v_idx[i]
         vJ = S[i] @ qd[i]
@@ -136,8 +136,9 @@ def aba_derivatives_cr(model: Model, q: Array, qd: Array, tau: Array,
     armature = getattr(consts, "armature", ()) or (None,) * model.N
     N, parents, nv = model.N, model.parents, model.nv
     m = 2 * nv
-    v, c, IA, pA, dv, dc, dpA = ([None] * N for _ in range(7))
-    dIA = [dict() for _ in range(N)]  # q-direction k -> 6x6 (only descendants' coordinates)
+    v, c, IA, pA, dv, dc, dpA = per_body(N, 7)
+    # q-direction k -> 6x6 (only descendants' coordinates)
+    dIA: list[dict[int, Any]] = [dict() for _ in range(N)]
     for i, p in enumerate(parents):                                         # pass 1
         a0, _ = model.v_idx[i]
         vJ = S[i] @ qd[i]
@@ -157,7 +158,7 @@ def aba_derivatives_cr(model: Model, q: Array, qd: Array, tau: Array,
         dpA[i] = cross_force(B, v[i], I[i] @ dv[i]) + crfbar_mul(B, h, dv[i])
         if f_ext[i] is not None:
             pA[i] = pA[i] - f_ext[i]
-    U, Dinv, u, dU, dDinv, du = ([None] * N for _ in range(6))
+    U, Dinv, u, dU, dDinv, du = per_body(N, 6)
     for i in reversed(range(N)):                                            # pass 2
         p = parents[i]
         Si = S[i]
@@ -195,7 +196,7 @@ def aba_derivatives_cr(model: Model, q: Array, qd: Array, tau: Array,
         pA[p] = pA[p] + xform_force_T(B, Xup[i], pa)
         dpA[p] = dpA[p] + xform_force_T(B, Xup[i], dpa) \
             + _place(B, xform_force_T(B, Xup[i], crfbar_mul(B, pa, Si)), a0, m)
-    a, da, rows = [None] * N, [None] * N, [None] * N
+    a, da, rows = per_body(N, 3)
     for i, p in enumerate(parents):                                         # pass 3
         a0, _ = model.v_idx[i]
         ap = xform_motion(B, Xup[i], a_grav if p < 0 else a[p])

@@ -1,6 +1,8 @@
 """Shared entry code for the algorithms: backend resolution, input validation, joint kinematics."""
 from __future__ import annotations
 
+from typing import Any
+
 from ..backends import resolve_backend
 from ..spatial import compose
 
@@ -75,3 +77,8 @@ def assemble_blocks(B, model, blocks, rows="v", cols="v"):
             row.append(B.zeros(b - a, d - c) if blk is None else blk)
         grid.append(row)
     return B.block(grid)
+
+
+def per_body(N: int, k: int) -> tuple[list[Any], ...]:
+    """``k`` lists of ``N`` Nones, filled body by body with native arrays (typed for mypy)."""
+    return tuple([None] * N for _ in range(k))

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..spatial import (compose, congruence, cross_force, cross_motion, inertia_congruence,
                        xform_force_T, xform_motion, xform_motion_inv)
 from .chain_rule import check_constant_S
-from .common import assemble_blocks, entry, external_forces, joint_kinematics
+from .common import assemble_blocks, entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul, ground_inertia, twice_B
 from ..types import Array, ExternalForces
 
@@ -67,7 +67,7 @@ def _forward(B, model, qd, qdd, f_ext, Xup, S, ground):
     consts = model.constants(B)
     a_grav = consts.a_grav
     N = model.N
-    X0, Sx, v, a, Sd, Psid, Psidd, IC, BC, fC = ([None] * N for _ in range(10))
+    X0, Sx, v, a, Sd, Psid, Psidd, IC, BC, fC = per_body(N, 10)
     zero = B.zeros(6)
     for i, p in enumerate(model.parents):
         if ground:
@@ -103,8 +103,9 @@ def _ts(B, S, Sd, Psid, Psidd, IC, BC, fC):
 def _backward_body(B, model, Xup, S, Sd, Psid, Psidd, IC, BC, fC):
     N, parents = model.N, model.parents
     Tq, Tqd = {}, {}
-    T = [None] * N          # stacked (t1, t2, t3, t4) over the subtree, in body-i coordinates
-    order = [None] * N      # the subtree's bodies in the stacked column order
+    T, order = per_body(N, 2)
+    # T: stacked (t1, t2, t3, t4) over the subtree, in body-i coordinates
+    # order: the subtree's bodies in the stacked column order
     for i in reversed(range(N)):
         ts = _ts(B, S[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i], fC[i])
         kids = model.children[i]
