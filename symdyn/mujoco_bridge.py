@@ -9,13 +9,14 @@ Conventions mapped (MuJoCo -> symdyn)
 * Bodies: MuJoCo body ``b`` with pose ``(body_pos, body_quat)`` in its parent and joints
   ``j_1 .. j_k`` becomes a chain of k symdyn bodies (MuJoCo composes the joints of one body in
   order, each about its anchor ``jnt_pos`` in the current frame). The symdyn body of joint ``j_m``
-  has its origin at the anchor ``jnt_pos`` of ``j_m`` and the axes of the MuJoCo body frame; it is
-  named ``b`` when the body has a single joint anchored at its origin, else ``"b/j_m"``, and the
-  MuJoCo body frame is then the frame ``model.frames["b"]`` (a fixed, massless link). The body's
-  inertia (``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia``) sits on that frame, so the
-  intermediate bodies of a multi-joint body are massless. Bodies without joints are welded (fixed)
-  to their parent. Named sites become frames too (``model.frames[site]``, or ``"site:<name>"`` when a body has the
-  same name, with an :class:`MJCFWarning`); unnamed sites do not.
+  has its origin at the anchor ``jnt_pos`` of ``j_m`` and the axes of the MuJoCo body frame; it
+  is named ``b`` when the body has a single joint anchored at its origin, else ``"b/j_m"``, and
+  the MuJoCo body frame is then the frame ``model.frames["b"]`` (a fixed, massless link). The
+  body's inertia (``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia``) sits on that
+  frame, so the intermediate bodies of a multi-joint body are massless. Bodies without joints are
+  welded (fixed) to their parent. Named sites become frames too (``model.frames[site]``, or
+  ``"site:<name>"`` when a body has the same name, with an :class:`MJCFWarning`); unnamed sites
+  do not.
 * Joint types: ``hinge`` -> :class:`~symdyn.joints.Revolute` about ``jnt_axis`` (body frame),
   angle ``q = qpos - qpos0`` (``qpos0`` is the joint's ``ref``); ``slide`` ->
   :class:`~symdyn.joints.Prismatic` along ``jnt_axis``, ``q = qpos - qpos0`` (the anchor of a slide
@@ -150,7 +151,8 @@ def _ignored(mj, actuation: bool) -> list[str]:
                    "adds armature * qdd in body axes, MuJoCo armature * qacc in world axes: M "
                    "agrees, inverse dynamics differ by armature * omega x v)")
     limited = np.asarray(mj.jnt_limited, bool)
-    balls = [joint_name(mj, j) for j in range(mj.njnt) if limited[j] and int(mj.jnt_type[j]) == _BALL]
+    balls = [joint_name(mj, j) for j in range(mj.njnt)
+             if limited[j] and int(mj.jnt_type[j]) == _BALL]
     if balls:
         out.append(f"the cone limits of ball joints {balls} (symdyn limits bound coordinates)")
     if not actuation and np.any(limited):
@@ -225,8 +227,8 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
         if _FREE in types:
             jn = joint_name(mj, adr + types.index(_FREE))
             if num > 1:
-                raise MJCFError(f"{where}: free joint {jn!r} together with other joints in one body "
-                                "(MuJoCo allows a free joint only alone)")
+                raise MJCFError(f"{where}: free joint {jn!r} together with other joints in one "
+                                "body (MuJoCo allows a free joint only alone)")
             if int(mj.body_parentid[b]) != 0:
                 raise MJCFError(f"{where}: free joint {jn!r} in a body that is not a child of the "
                                 "world: symdyn's Floating joint is relative to the parent body, "
@@ -306,7 +308,8 @@ def _with_mj_actuation(model: Model, mj) -> Model:
         if t in (_HINGE, _SLIDE):
             q0 = float(mj.qpos0[mj.jnt_qposadr[j]])
             if bool(mj.jnt_limited[j]):
-                lower[qa], upper[qa] = float(mj.jnt_range[j][0]) - q0, float(mj.jnt_range[j][1]) - q0
+                lower[qa] = float(mj.jnt_range[j][0]) - q0
+                upper[qa] = float(mj.jnt_range[j][1]) - q0
             if bool(mj.jnt_actfrclimited[j]):
                 lo, hi = (float(x) for x in mj.jnt_actfrcrange[j])
                 if lo == -hi:
@@ -334,7 +337,8 @@ def _axis(a: np.ndarray):
     return tuple(float(c) for c in a)
 
 
-def load_mjcf(source: str | os.PathLike[str], name: str | None = None, strict: bool = False) -> Model:
+def load_mjcf(source: str | os.PathLike[str], name: str | None = None,
+              strict: bool = False) -> Model:
     """Compile an MJCF file (path, or an XML string starting with ``<``) with MuJoCo and convert
     it with :func:`from_mujoco`.
 
@@ -359,10 +363,8 @@ def load_mjcf(source: str | os.PathLike[str], name: str | None = None, strict: b
             raise MJCFError(f"{label}: MuJoCo could not compile it: {exc}") from None
     if name is None:
         name = _model_name(mj) or (Path(label).stem if label != "<MJCF string>" else "mjcf")
-    import warnings as _w
-
-    with _w.catch_warnings(record=True) as caught:
-        _w.simplefilter("always", MJCFWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MJCFWarning)
         model = from_mujoco(mj, name=name, strict=strict, source=label)
     for w in caught:  # re-issued so that they point at the caller
         warnings.warn(w.message, w.category, stacklevel=2)
@@ -393,8 +395,10 @@ class MujocoMaps:
             i = index.get(jn)
             t = int(mj.jnt_type[j])
             if i is None:
-                raise MJCFError(f"MuJoCo joint {jn!r} is not a joint of symdyn model {model.name!r}")
-            want = {_FREE: "floating", _BALL: "spherical", _SLIDE: "prismatic", _HINGE: "revolute"}[t]
+                raise MJCFError(f"MuJoCo joint {jn!r} is not a joint of symdyn model "
+                                f"{model.name!r}")
+            want = {_FREE: "floating", _BALL: "spherical", _SLIDE: "prismatic",
+                    _HINGE: "revolute"}[t]
             if model.joints[i].type != want:
                 raise MJCFError(f"joint {jn!r}: MuJoCo {_TYPE_NAMES[t]} against symdyn "
                                 f"{model.joints[i]!r}")

@@ -1,11 +1,11 @@
-"""Conversion between symdyn models and Pinocchio models (``pip install pin``), the numeric reference.
+"""Conversion between symdyn and Pinocchio models (``pip install pin``), the numeric reference.
 
 Two directions:
 
-* :func:`to_pinocchio` builds a ``pinocchio.Model`` from a numeric symdyn model: one Pinocchio joint
-  per body, added in the depth-first order :func:`pinocchio_order`, named ``model.joint_names``, with
-  a JOINT frame and a BODY frame named after the body, and every other entry of ``model.frames``
-  (merged fixed links) as a BODY frame.
+* :func:`to_pinocchio` builds a ``pinocchio.Model`` from a numeric symdyn model: one Pinocchio
+  joint per body, added in the depth-first order :func:`pinocchio_order`, named
+  ``model.joint_names``, with a JOINT frame and a BODY frame named after the body, and every other
+  entry of ``model.frames`` (merged fixed links) as a BODY frame.
 * :func:`from_pinocchio` builds a symdyn model from a ``pinocchio.Model`` (for instance one built by
   ``pinocchio.buildModelFromUrdf``, ``buildModelFromMJCF`` or by hand): bodies in Pinocchio's joint
   order, named after the joint's BODY frame, BODY/FIXED_JOINT/OP_FRAME/SENSOR frames as
@@ -21,19 +21,20 @@ otherwise assume the model of :func:`to_pinocchio`.
 
 Conventions mapped:
 
-* Placements: symdyn's ``Xtree = Transform(E, r)`` is ``SE3(E^T, r)``; inertias ``Inertia(m, c, Ic)``
-  (mass, CoM and rotational inertia about the CoM, body coordinates) in both.
+* Placements: symdyn's ``Xtree = Transform(E, r)`` is ``SE3(E^T, r)``; inertias
+  ``Inertia(m, c, Ic)`` (mass, CoM and rotational inertia about the CoM, body coordinates) in both.
 * Configurations coincide joint by joint (quaternions are (x, y, z, w) in both; free-flyer
   ``[p; quat]``), except Pinocchio's unbounded revolute joints (URDF ``continuous``:
-  ``JointModelRUBX/Y/Z``, ``RevoluteUnboundedUnaligned``) stored as ``(cos q, sin q)`` (nq = 2, nv = 1)
-  where symdyn stores the angle ``q``: ``q_from_pin`` takes ``atan2(sin, cos)``.
+  ``JointModelRUBX/Y/Z``, ``RevoluteUnboundedUnaligned``) stored as ``(cos q, sin q)`` (nq = 2,
+  nv = 1) where symdyn stores the angle ``q``: ``q_from_pin`` takes ``atan2(sin, cos)``.
 * Velocities coincide except the free-flyer, whose body twist is ``[v; omega]`` in Pinocchio and
   ``[omega; v]`` in symdyn (both in body coordinates, so the map is a constant permutation).
 * Joint types: revolute (``RX/RY/RZ``, ``RevoluteUnaligned``), unbounded revolute, prismatic
   (``PX/PY/PZ``, ``PrismaticUnaligned``), helical (``HX/HY/HZ``, ``HelicalUnaligned``; translation
   ``pitch * q`` along the axis in both), spherical (quaternion), free-flyer. Refused with a
-  :class:`PinocchioConversionError` naming the joint: planar (Pinocchio stores (x, y, cos, sin) with a
-  body-frame velocity, symdyn (x, y, theta) with their rates: not a constant map), ``SphericalZYX``
+  :class:`PinocchioConversionError` naming the joint: planar (Pinocchio stores (x, y, cos, sin)
+  with a body-frame velocity, symdyn (x, y, theta) with their rates: not a constant map),
+  ``SphericalZYX``
   (Euler angles), translation, universal, mimic and any other joint type.
 * Composite joints (Pinocchio's MJCF parser makes one for a body with several joints) become a
   chain of symdyn bodies, one per sub-joint, named ``"<body>/<k>"`` (massless) before the body
@@ -52,9 +53,9 @@ from .model import Body, Model, ModelError
 from .spatial import Transform
 
 __all__ = ["PinocchioConversionError", "PinocchioMaps", "configuration_permutation",
-           "from_pinocchio", "matrix_from_pin", "matrix_to_pin", "pinocchio_maps", "pinocchio_order",
-           "q_from_pin", "q_to_pin", "supports_actuation", "to_pinocchio", "v_from_pin", "v_to_pin",
-           "velocity_permutation"]
+           "from_pinocchio", "matrix_from_pin", "matrix_to_pin", "pinocchio_maps",
+           "pinocchio_order", "q_from_pin", "q_to_pin", "supports_actuation", "to_pinocchio",
+           "v_from_pin", "v_to_pin", "velocity_permutation"]
 
 
 class PinocchioConversionError(ValueError):
@@ -132,7 +133,8 @@ def _set_pin_actuation(model: Model, pm) -> None:
     for i, (a, b, k, _) in enumerate(maps._q):
         t = model.joints[i].type
         n = 0 if t == "spherical" else (3 if t == "floating" else b - a)
-        lo[k:k + n], up[k:k + n] = fin(model.limits.lower[a:a + n]), fin(model.limits.upper[a:a + n])
+        lo[k:k + n] = fin(model.limits.lower[a:a + n])
+        up[k:k + n] = fin(model.limits.upper[a:a + n])
     pm.lowerPositionLimit, pm.upperPositionLimit = lo, up
 
 
@@ -177,9 +179,9 @@ def _joint_model(pin, joint, jname="?"):
     if t == "floating":
         return pin.JointModelFreeFlyer()
     raise PinocchioConversionError(
-        f"joint {jname!r}: type {t!r} has no Pinocchio equivalent in this bridge (Pinocchio's planar "
-        "joint stores (x, y, cos, sin) with a body-frame velocity, symdyn's (x, y, theta) with their "
-        "rates)")
+        f"joint {jname!r}: type {t!r} has no Pinocchio equivalent in this bridge (Pinocchio's "
+        "planar joint stores (x, y, cos, sin) with a body-frame velocity, symdyn's (x, y, theta) "
+        "with their rates)")
 
 
 # --- Pinocchio -> symdyn --------------------------------------------------------------------------
@@ -189,14 +191,15 @@ _UNBOUNDED = {"JointModelRUBX": "x", "JointModelRUBY": "y", "JointModelRUBZ": "z
 _PRISMATIC = {"JointModelPX": "x", "JointModelPY": "y", "JointModelPZ": "z"}
 _HELICAL = {"JointModelHX": "x", "JointModelHY": "y", "JointModelHZ": "z"}
 _WHY_NOT = {
-    "JointModelPlanar": "Pinocchio's planar joint stores (x, y, cos, sin) with a body-frame velocity "
-                        "(vx, vy, wz), symdyn's Planar (x, y, theta) with their rates: the velocity map "
-                        "depends on q",
+    "JointModelPlanar": "Pinocchio's planar joint stores (x, y, cos, sin) with a body-frame "
+                        "velocity (vx, vy, wz), symdyn's Planar (x, y, theta) with their rates: "
+                        "the velocity map depends on q",
     "JointModelSphericalZYX": "ZYX Euler angles have no symdyn joint (symdyn's Spherical uses a "
                               "quaternion and the body angular velocity)",
     "JointModelTranslation": "symdyn has no 3-D translation joint (chain three prismatic joints)",
     "JointModelUniversal": "symdyn has no universal joint (chain two revolute joints)",
-    "JointModelMimic": "mimic joints are not supported (build the Pinocchio model with mimic=False)",
+    "JointModelMimic": "mimic joints are not supported (build the Pinocchio model with "
+                       "mimic=False; symdyn's URDF loader keeps the relation in model.mimic)",
 }
 
 
@@ -251,8 +254,14 @@ def _leaves(pm, jid: int) -> list[tuple[str, Any, int, int, Any]]:
             walk(f"{name}/{k}", sub, iq, iv, M * P if k == 0 else P)
             iq, iv = iq + sub.nq, iv + sub.nv
 
-    walk(pm.names[jid], pm.joints[jid], int(pm.idx_qs[jid]), int(pm.idx_vs[jid]), pin.SE3.Identity())
+    walk(pm.names[jid], pm.joints[jid], int(pm.idx_qs[jid]), int(pm.idx_vs[jid]),
+         pin.SE3.Identity())
     return out
+
+
+def _se3_transform(M) -> Transform:
+    """symdyn tree transform of a Pinocchio placement (child pose in its parent)."""
+    return Transform(np.array(M.rotation, float).T, np.array(M.translation, float))
 
 
 def _frame_type_names(pin) -> dict:
@@ -288,7 +297,8 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
     pin = _pin()
     pm = pin_model
     if pm.njoints < 2:
-        raise PinocchioConversionError(f"Pinocchio model {pm.name!r} has no joints besides the universe")
+        raise PinocchioConversionError(f"Pinocchio model {pm.name!r} has no joints besides the "
+                                       "universe")
     FT = pin.FrameType
     jnames = list(pm.names)
     leaves = {j: _leaves(pm, j) for j in range(1, pm.njoints)}
@@ -324,8 +334,7 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
                                float(In.mass) if last else 0.0,
                                np.array(In.lever, float) if last else np.zeros(3),
                                np.array(In.inertia, float) if last else np.zeros((3, 3)),
-                               Transform(np.array(M.rotation, float).T, np.array(M.translation, float)),
-                               joint_name=lname))
+                               _se3_transform(M), joint_name=lname))
             prev = sub
     if frames:
         dropped = []
@@ -340,19 +349,20 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
                     and f.placement.isIdentity(1e-14):
                 continue  # the body itself
             if f.name in used:
-                dropped.append(f"{f.name!r} ({tnames.get(f.type, f.type)} on joint {jnames[jid]!r})")
+                kind = tnames.get(f.type, f.type)
+                dropped.append(f"{f.name!r} ({kind} on joint {jnames[jid]!r})")
                 continue
             used.add(f.name)
-            P = f.placement
             bodies.append(Body(f.name, None if jid == 0 else body_name[jid], Fixed(), 0.0,
-                               (0.0, 0.0, 0.0), np.zeros((3, 3)),
-                               Transform(np.array(P.rotation, float).T, np.array(P.translation, float))))
+                               (0.0, 0.0, 0.0), np.zeros((3, 3)), _se3_transform(f.placement)))
         if dropped:
             warnings.warn(f"from_pinocchio({pm.name!r}): frames left out because their name is "
-                          f"already a body or frame of the model: {', '.join(dropped)}", stacklevel=2)
+                          f"already a body or frame of the model: {', '.join(dropped)}",
+                          stacklevel=2)
     g = np.array(pm.gravity.linear, float)
     try:
-        model = Model(bodies, gravity=g, name=name if name is not None else (pm.name or "pinocchio"),
+        model = Model(bodies, gravity=g,
+                      name=name if name is not None else (pm.name or "pinocchio"),
                       check_inertias=check_inertias, allow_massless=True)
         return _with_pin_actuation(model, pm)
     except ModelError as exc:
@@ -384,7 +394,8 @@ def _with_pin_actuation(model: Model, pm) -> Model:
     maps = PinocchioMaps(model, pm)
     arm, damp, fric = (maps.v_from_pin(np.asarray(x, float))
                        for x in (pm.armature, pm.damping, pm.friction))
-    vel, eff = (_inf(maps.v_from_pin(np.asarray(x, float))) for x in (pm.velocityLimit, pm.effortLimit))
+    vel, eff = (_inf(maps.v_from_pin(np.asarray(x, float)))
+                for x in (pm.velocityLimit, pm.effortLimit))
     lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
     lo_p, up_p = _inf(pm.lowerPositionLimit), _inf(pm.upperPositionLimit)
     for i, (a, b, k, cs) in enumerate(maps._q):
@@ -392,9 +403,10 @@ def _with_pin_actuation(model: Model, pm) -> Model:
         n = 0 if cs or t == "spherical" else (3 if t == "floating" else b - a)
         lower[a:a + n], upper[a:a + n] = lo_p[k:k + n], up_p[k:k + n]
     if supports_actuation():
-        return model.replace(limits={"lower": lower, "upper": upper, "velocity": vel, "effort": eff},
-                             armature=arm, damping=damp, friction=fric)
-    kept = [what for what, x in (("armature", arm), ("damping", damp), ("friction", fric)) if np.any(x)]
+        limits = {"lower": lower, "upper": upper, "velocity": vel, "effort": eff}
+        return model.replace(limits=limits, armature=arm, damping=damp, friction=fric)
+    kept = [what for what, x in (("armature", arm), ("damping", damp), ("friction", fric))
+            if np.any(x)]
     if kept or np.isfinite(lower).any() or np.isfinite(upper).any():
         warnings.warn(f"from_pinocchio({pm.name!r}): this symdyn Model has no actuation fields, so "
                       f"{', '.join(kept + ['joint limits'])} of the Pinocchio model are left out",
@@ -444,7 +456,8 @@ class PinocchioMaps:
                 raise PinocchioConversionError(
                     f"joint {jn!r}: symdyn {j!r} has nq = {qb - qa}, Pinocchio {short} nq = {nq_p}")
             if (j.type == "floating") != (short == "JointModelFreeFlyer"):
-                raise PinocchioConversionError(f"joint {jn!r}: symdyn {j!r} against Pinocchio {short}")
+                raise PinocchioConversionError(
+                    f"joint {jn!r}: symdyn {j!r} against Pinocchio {short}")
             self.cos_sin.append(cs)
             self._q.append((qa, qb, iq, cs))
             idx = list(range(va, vb))
@@ -475,7 +488,8 @@ class PinocchioMaps:
         return out
 
     def q_from_pin(self, q_pin: Any) -> np.ndarray:
-        """symdyn configuration of the Pinocchio configuration ``q_pin`` (angles atan2(sin, cos))."""
+        """symdyn configuration of the Pinocchio configuration ``q_pin`` (angles of (cos, sin)
+        joints: atan2(sin, cos))."""
         qp = self._vec(q_pin, self.nq_pin, "q_pin")
         out = np.zeros(self.nq)
         for a, b, k, cs in self._q:
@@ -490,7 +504,8 @@ class PinocchioMaps:
         """symdyn ordering of a Pinocchio velocity-sized vector."""
         return self._vec(v_pin, self.nv, "v_pin")[self._v_inv]
 
-    def matrix_from_pin(self, A_pin: Any, rows: str | None = "v", cols: str | None = "v") -> np.ndarray:
+    def matrix_from_pin(self, A_pin: Any, rows: str | None = "v",
+                        cols: str | None = "v") -> np.ndarray:
         """symdyn ordering of a Pinocchio matrix whose rows and/or columns ('v') are indexed by
         velocities (``None``: leave that dimension as it is)."""
         A = np.array(A_pin, float)
@@ -512,8 +527,8 @@ def pinocchio_maps(model: Model, pin_model: Any) -> PinocchioMaps:
     Works for any Pinocchio model with the same joints (same names, compatible types), in
     particular ``pinocchio.buildModelFromUrdf(path)`` beside ``symdyn.load_urdf(path)`` (add
     ``pinocchio.JointModelFreeFlyer()`` for ``floating_base=True``: both name the root
-    ``"root_joint"``). Raises :class:`PinocchioConversionError` listing joints missing on either side
-    or of different sizes."""
+    ``"root_joint"``). Raises :class:`PinocchioConversionError` listing joints missing on either
+    side or of different sizes."""
     return PinocchioMaps(model, pin_model)
 
 

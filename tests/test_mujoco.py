@@ -95,9 +95,10 @@ def test_mass_matrix_and_inverse_dynamics_match_mujoco(src):
 
 @pytest.mark.parametrize("src", SOURCES, ids=[Path(s).stem for s in SOURCES])
 def test_poses_and_velocities_match_mujoco(src):
-    """Every MuJoCo body and named site is a frame of the model at MuJoCo's pose, and the
-    body frames' velocities (mj_objectVelocity of mjOBJ_XBODY, local axes) equal symdyn's frame velocities: this pins down
-    the free-joint ([v_world; omega_local]) and ball-joint (omega_local) velocity conventions."""
+    """Every MuJoCo body and named site is a frame of the model at MuJoCo's pose, and the body
+    frames' velocities (mj_objectVelocity of mjOBJ_XBODY, local axes) equal symdyn's frame
+    velocities: this pins down the free-joint ([v_world; omega_local]) and ball-joint
+    (omega_local) velocity conventions."""
     model, mj, maps = load(src)
     d = mujoco.MjData(mj)
     rng = np.random.default_rng(7)
@@ -209,7 +210,8 @@ def test_errors_name_the_file_element_and_problem(tmp_path):
     with pytest.raises(mb.MJCFError, match=r"nested_free\.xml: .*(free|body 'b')"):
         mb.load_mjcf(nested)
     static = tmp_path / "static.xml"
-    static.write_text('<mujoco><worldbody><body name="s"><geom size="0.1"/></body></worldbody></mujoco>')
+    static.write_text('<mujoco><worldbody><body name="s"><geom size="0.1"/></body>'
+                      '</worldbody></mujoco>')
     with pytest.raises(mb.MJCFError, match=r"static\.xml: the model has no joints"):
         mb.load_mjcf(static)
     with pytest.raises(mb.MJCFError, match="<MJCF string>: MuJoCo could not compile it"):
