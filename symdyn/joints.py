@@ -57,6 +57,10 @@ class Joint:
     type: str = "joint"
     S_constant: bool = True
 
+    def calc(self, B, q):
+        """``(XJ, S)`` at ``q`` (see the module docstring); every moving joint defines it."""
+        raise NotImplementedError(f"{type(self).__name__} has no joint transform (calc)")
+
     def Sring(self, B, q, qd):
         return None
 

@@ -1098,27 +1098,31 @@ def _actuation_for_joints(model: "Model", joints, act: dict) -> dict:
             for j, o in zip(joints, model.joints)):
         return {}
     lim = act["limits"] if isinstance(act["limits"], Limits) else _limits(model, act["limits"])
-    out = {k: [] for k in ("lower", "upper", "velocity", "effort", "armature", "damping", "friction")}
+    out: dict[str, list[Any]] = {
+        k: [] for k in ("lower", "upper", "velocity", "effort", "armature", "damping", "friction")}
     changed = set()
     for i, (j, o) in enumerate(zip(joints, model.joints)):
         (qa, qb), (va, vb) = model.q_idx[i], model.v_idx[i]
         nq, nv = getattr(j, "nq", 0), getattr(j, "nv", 0)
         if nq == o.nq and nv == o.nv:
-            out["lower"].append(lim.lower[qa:qb]), out["upper"].append(lim.upper[qa:qb])
-            out["velocity"].append(lim.velocity[va:vb]), out["effort"].append(lim.effort[va:vb])
+            out["lower"].append(lim.lower[qa:qb])
+            out["upper"].append(lim.upper[qa:qb])
+            out["velocity"].append(lim.velocity[va:vb])
+            out["effort"].append(lim.effort[va:vb])
             for k in ("armature", "damping", "friction"):
                 v = act[k]
                 out[k].append(np.broadcast_to(np.asarray(v, float), (model.nv,))[va:vb]
                               if not isinstance(v, dict) else np.zeros(nv))
         else:
             changed.add(model.joint_names[i])
-            out["lower"].append(np.full(nq, -np.inf)), out["upper"].append(np.full(nq, np.inf))
+            out["lower"].append(np.full(nq, -np.inf))
+            out["upper"].append(np.full(nq, np.inf))
             for k in ("velocity", "effort"):
                 out[k].append(np.full(nv, np.inf))
             for k in ("armature", "damping", "friction"):
                 out[k].append(np.zeros(nv))
     cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
-    res = dict(limits=Limits(cat["lower"], cat["upper"], cat["velocity"], cat["effort"]),
+    res: dict[str, Any] = dict(limits=Limits(cat["lower"], cat["upper"], cat["velocity"], cat["effort"]),
                armature=cat["armature"], damping=cat["damping"], friction=cat["friction"])
     res["mimic"] = {k: m for k, m in dict(act["mimic"] or {}).items()
                     if k not in changed and m.master not in changed}

@@ -124,7 +124,13 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
         raise ModelError(f"model {model.name!r}: every joint is locked; a model needs at least one "
                          "moving joint")
     where: list[tuple[int, Transform | None]] = []   # old body -> (new body or -1, X new -> old)
-    names, parents, joints, jnames, Xtree, I, params = [], [], [], [], [], [], []
+    names: list[str] = []
+    parents: list[int] = []
+    joints: list[Any] = []
+    jnames: list[str] = []
+    Xtree: list[Transform] = []
+    I: list[Any] = []
+    params: list[Any] = []
     kept_q: list[tuple[int, int]] = []
     kept_v: list[tuple[int, int]] = []
     for i, jn in enumerate(model.joint_names):

@@ -194,8 +194,9 @@ class CompiledFunction:
                             f"({', '.join(self.input_names)}), got {len(args)}")
         self._check_nan(nan)
         if self.quaternion_mode == "normalize" and self.quaternions:
-            args = list(args)
-            args[self._qin] = self._normalize_q(args[self._qin])
+            normalized = list(args)
+            normalized[self._qin] = self._normalize_q(args[self._qin])
+            args = tuple(normalized)
         status = self._call(*self._input_bytes(args), self._pctx)
         if status == _OTHER_THREAD:
             return self._threaded(args, out, nan)
