@@ -17,12 +17,14 @@ Conventions mapped (MuJoCo -> symdyn)
   welded (fixed) to their parent. Named sites become frames too (``model.frames[site]``, or
   ``"site:<name>"`` when a body has the same name, with an :class:`MJCFWarning`); unnamed sites
   do not.
-* Joint types: ``hinge`` -> :class:`~symdyn.joints.Revolute` about ``jnt_axis`` (body frame),
-  angle ``q = qpos - qpos0`` (``qpos0`` is the joint's ``ref``); ``slide`` ->
-  :class:`~symdyn.joints.Prismatic` along ``jnt_axis``, ``q = qpos - qpos0`` (the anchor of a slide
-  joint does not affect its motion); ``ball`` -> :class:`~symdyn.joints.Spherical`: MuJoCo's
-  quaternion ``(w, x, y, z)`` relative to the body's initial orientation becomes symdyn's
-  ``(x, y, z, w)``, and both velocities are the angular velocity in the body (local) frame;
+* Joint types: ``hinge`` -> :class:`~symdyn.joints.Revolute` about ``jnt_axis`` (body frame) and
+  ``slide`` -> :class:`~symdyn.joints.Prismatic` along ``jnt_axis`` (the anchor of a slide joint
+  does not affect its motion), both with ``q = qpos``: MuJoCo moves the body by ``qpos - ref``
+  (``ref`` = ``qpos0``, the XML pose is at ``qpos = ref``), so the tree transform holds the
+  rotation (translation) by ``-ref`` about (along) the axis, as Pinocchio's MJCF parser does;
+  ``ball`` -> :class:`~symdyn.joints.Spherical`: MuJoCo's quaternion ``(w, x, y, z)`` relative to
+  the body's initial orientation becomes symdyn's ``(x, y, z, w)``, and both velocities are the
+  angular velocity in the body (local) frame;
   ``free`` -> :class:`~symdyn.joints.Floating` with the identity tree transform (a free joint
   ignores ``body_pos``/``body_quat``): ``qpos = [p; quat_wxyz]`` of the body frame in the world
   becomes ``[p; quat_xyzw]``.
@@ -39,7 +41,7 @@ Conventions mapped (MuJoCo -> symdyn)
 * Actuation data, where the Model has these fields
   (:func:`symdyn.pinocchio_bridge.supports_actuation`): ``dof_armature`` -> ``model.armature``
   (so ``crba`` equals ``mj_fullM``), ``dof_damping`` -> ``model.damping``, ``dof_frictionloss`` ->
-  ``model.friction``, ranges of limited hinge and slide joints (minus ``ref``) ->
+  ``model.friction``, ranges of limited hinge and slide joints ->
   ``model.limits.lower/upper``, symmetric ``actuatorfrcrange`` -> ``model.limits.effort``.
 
 What is not converted, reported by a :class:`MJCFWarning` (``strict=True`` raises
@@ -251,6 +253,11 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
                     (Revolute(_axis(axis)) if t == _HINGE else Prismatic(_axis(axis)))
                 R0, p0 = X   # pose of the current (previous joint's anchor) frame, moved to `pos`
                 Xtree = (R0, p0 + R0 @ (pos - anchor))
+                ref = float(mj.qpos0[mj.jnt_qposadr[j]]) if t in (_HINGE, _SLIDE) else 0.0
+                if t == _HINGE and ref != 0.0:   # MuJoCo rotates by qpos - ref: q = qpos here
+                    Xtree = (Xtree[0] @ _rot_axis(axis, -ref), Xtree[1])
+                elif t == _SLIDE and ref != 0.0:
+                    Xtree = (Xtree[0], Xtree[1] - ref * (Xtree[0] @ (axis / np.linalg.norm(axis))))
             last = k == num - 1
             mname = bname if (last and num == 1 and not np.any(pos)) else f"{bname}/{jn}"
             add(Body(mname, prev, joint, 0.0, np.zeros(3), np.zeros((3, 3)),
@@ -289,8 +296,8 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
 
 def _with_mj_actuation(model: Model, mj) -> Model:
     """``model`` with MuJoCo's armature, damping, friction loss (per dof, the free joint's
-    [linear; angular] reordered) and the ranges of limited hinge and slide joints (minus ``ref``,
-    as q is), and symmetric actuator-force ranges (``actfrcrange``) as effort limits."""
+    [linear; angular] reordered) and the ranges of limited hinge and slide joints (``q = qpos``),
+    and symmetric actuator-force ranges (``actfrcrange``) as effort limits."""
     index = {n: i for i, n in enumerate(model.joint_names)}
     arm, damp, fric = np.zeros(model.nv), np.zeros(model.nv), np.zeros(model.nv)
     lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
@@ -306,10 +313,8 @@ def _with_mj_actuation(model: Model, mj) -> Model:
         damp[va:vb] = np.asarray(mj.dof_damping, float)[dofs]
         fric[va:vb] = np.asarray(mj.dof_frictionloss, float)[dofs]
         if t in (_HINGE, _SLIDE):
-            q0 = float(mj.qpos0[mj.jnt_qposadr[j]])
             if bool(mj.jnt_limited[j]):
-                lower[qa] = float(mj.jnt_range[j][0]) - q0
-                upper[qa] = float(mj.jnt_range[j][1]) - q0
+                lower[qa], upper[qa] = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
             if bool(mj.jnt_actfrclimited[j]):
                 lo, hi = (float(x) for x in mj.jnt_actfrcrange[j])
                 if lo == -hi:
@@ -324,6 +329,13 @@ def _model_name(mj) -> str:
         return mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0) or ""
     except Exception:  # pragma: no cover - older MuJoCo without the model name
         return ""
+
+
+def _rot_axis(a: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation by ``angle`` about the axis ``a`` (Rodrigues)."""
+    a = np.asarray(a, float) / float(np.linalg.norm(a))
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * (K @ K)
 
 
 def _axis(a: np.ndarray):
@@ -387,7 +399,7 @@ class MujocoMaps:
             raise MJCFError(f"sizes differ: symdyn model {model.name!r} has nq = {model.nq}, "
                             f"nv = {model.nv}, the MuJoCo model nq = {mj.nq}, nv = {mj.nv}")
         index = {n: i for i, n in enumerate(model.joint_names)}
-        self._joints = []  # (type, symdyn q slice start, v start, mj qpos adr, dof adr, qpos0)
+        self._joints = []  # (type, symdyn q slice start, v start, mj qpos adr, dof adr)
         seen = set()
         P = np.empty(model.nv, dtype=int)  # v_mj = v[P] up to the free-joint blocks
         for j in range(mj.njnt):
@@ -407,7 +419,7 @@ class MujocoMaps:
             qadr, dadr = int(mj.jnt_qposadr[j]), int(mj.jnt_dofadr[j])
             nv = model.joints[i].nv
             P[dadr:dadr + nv] = np.arange(va, va + nv)
-            self._joints.append((t, qa, va, qadr, dadr, float(mj.qpos0[qadr])))
+            self._joints.append((t, qa, va, qadr, dadr))
         if len(seen) != model.N:
             extra = [model.joint_names[i] for i in range(model.N) if i not in seen]
             raise MJCFError(f"symdyn joints {extra} are not joints of the MuJoCo model")
@@ -425,13 +437,13 @@ class MujocoMaps:
 
     # configurations
     def q_from_mj(self, qpos: Any) -> np.ndarray:
-        """symdyn q of MuJoCo's qpos (hinge/slide minus qpos0, quaternions to (x, y, z, w),
+        """symdyn q of MuJoCo's qpos (hinge/slide equal, quaternions to (x, y, z, w),
         normalized as MuJoCo's kinematics normalize them)."""
         qp = self._vec(qpos, self.nq, "qpos")
         q = np.empty(self.nq)
-        for t, qa, _, qadr, _, q0 in self._joints:
+        for t, qa, _, qadr, _ in self._joints:
             if t in (_HINGE, _SLIDE):
-                q[qa] = qp[qadr] - q0
+                q[qa] = qp[qadr]
             else:
                 o = 3 if t == _FREE else 0
                 q[qa:qa + o] = qp[qadr:qadr + o]
@@ -444,9 +456,9 @@ class MujocoMaps:
         """MuJoCo's qpos of symdyn's q."""
         qs = self._vec(q, self.nq, "q")
         qp = np.empty(self.nq)
-        for t, qa, _, qadr, _, q0 in self._joints:
+        for t, qa, _, qadr, _ in self._joints:
             if t in (_HINGE, _SLIDE):
-                qp[qadr] = qs[qa] + q0
+                qp[qadr] = qs[qa]
             else:
                 o = 3 if t == _FREE else 0
                 qp[qadr:qadr + o] = qs[qa:qa + o]
@@ -459,7 +471,7 @@ class MujocoMaps:
         """T with v = T qvel; ``rots``: free-joint dof address -> body rotation R."""
         T = np.zeros((self.nv, self.nv))
         T[self._P, np.arange(self.nv)] = 1.0
-        for t, _, va, _, dadr, _ in self._joints:
+        for t, _, va, _, dadr in self._joints:
             if t == _FREE:
                 R = rots[dadr]
                 T[va:va + 6, dadr:dadr + 6] = 0.0
@@ -470,12 +482,12 @@ class MujocoMaps:
     def _rots_mj(self, qpos) -> dict:
         qp = self._vec(qpos, self.nq, "qpos")
         return {dadr: _quat_wxyz_to_rot(qp[qadr + 3:qadr + 7])
-                for t, _, _, qadr, dadr, _ in self._joints if t == _FREE}
+                for t, _, _, qadr, dadr in self._joints if t == _FREE}
 
     def _rots_sd(self, q) -> dict:
         qs = self._vec(q, self.nq, "q")
         return {dadr: _quat_wxyz_to_rot([qs[qa + 6], *qs[qa + 3:qa + 6]])
-                for t, qa, _, _, dadr, _ in self._joints if t == _FREE}
+                for t, qa, _, _, dadr in self._joints if t == _FREE}
 
     def velocity_matrix(self, qpos: Any) -> np.ndarray:
         """The orthogonal T(qpos) with symdyn v = T qvel (a permutation without free joints)."""
@@ -495,7 +507,7 @@ class MujocoMaps:
         qv = self._vec(qvel, self.nv, "qvel")
         a = self.velocity_matrix(qpos) @ self._vec(qacc, self.nv, "qacc")
         rots = self._rots_mj(qpos)
-        for t, _, va, _, dadr, _ in self._joints:
+        for t, _, va, _, dadr in self._joints:
             if t == _FREE:
                 w, vb = qv[dadr + 3:dadr + 6], rots[dadr].T @ qv[dadr:dadr + 3]
                 a[va + 3:va + 6] -= np.cross(w, vb)
@@ -505,7 +517,7 @@ class MujocoMaps:
         """MuJoCo's qacc of symdyn's qdd (with q, v): the inverse of :meth:`a_from_mj`."""
         a = self._vec(qdd, self.nv, "qdd").copy()
         vs = self._vec(v, self.nv, "v")
-        for t, _, va, _, _, _ in self._joints:
+        for t, _, va, _, _ in self._joints:
             if t == _FREE:
                 a[va + 3:va + 6] += np.cross(vs[va:va + 3], vs[va + 3:va + 6])
         return self._T(self._rots_sd(q)).T @ a

@@ -141,13 +141,20 @@ def test_maps_round_trip(src):
 
 
 def test_joint_conventions():
-    """hinge/slide angles are relative to ref (qpos0); quaternions (w, x, y, z) -> (x, y, z, w);
-    the free joint's linear velocity is in world axes, its angular velocity in body axes."""
+    """hinge/slide coordinates equal qpos (MuJoCo moves by qpos - ref; the tree transform holds
+    -ref); quaternions (w, x, y, z) -> (x, y, z, w); the free joint's linear velocity is in world
+    axes, its angular velocity in body axes."""
     model, mj, maps = load(str(DATA / "mj_arm.xml"))
     j = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, "shoulder")
     qpos = np.asarray(mj.qpos0, float).copy()
     assert qpos[mj.jnt_qposadr[j]] == pytest.approx(np.radians(0.3))   # ref="0.3" (degrees)
-    assert np.allclose(maps.q_from_mj(qpos), 0.0)
+    assert np.array_equal(maps.q_from_mj(qpos), qpos)
+    d = mujoco.MjData(mj)                         # at qpos0 = ref: the pose written in the XML
+    mujoco.mj_kinematics(mj, d)
+    for b in range(1, mj.nbody):
+        R, p = sd.frame_placement(model, qpos, mb._body_name(mj, b))
+        assert np.allclose(R, d.xmat[b].reshape(3, 3), atol=1e-12)
+        assert np.allclose(p, d.xpos[b], atol=1e-12)
     model, mj, maps = load(str(DATA / "mj_humanoid.xml"))
     assert [type(jt).__name__ for jt in model.joints] == [
         "Floating", "Spherical", "Revolute", "Spherical", "Revolute", "Spherical", "Prismatic",
@@ -226,7 +233,7 @@ def test_maps_refuse_another_model():
 
 
 def test_actuation_data_is_copied_or_reported():
-    """Armature, damping, joint range (minus ref) and a symmetric actuator-force range reach the
+    """Armature, damping, joint range (in qpos units) and a symmetric actuator-force range reach the
     Model where it has these fields; otherwise the warning names them."""
     from symdyn.pinocchio_bridge import supports_actuation
 
@@ -242,8 +249,8 @@ def test_actuation_data_is_copied_or_reported():
     assert np.allclose(model.armature, 0.01) and np.allclose(model.damping, 0.5)
     i = model.joint_names.index("shoulder")
     a = model.q_idx[i][0]
-    assert model.limits.lower[a] == pytest.approx(np.radians(-90) - np.radians(0.3))
-    assert model.limits.upper[a] == pytest.approx(np.radians(60) - np.radians(0.3))
+    assert model.limits.lower[a] == pytest.approx(np.radians(-90))
+    assert model.limits.upper[a] == pytest.approx(np.radians(60))
     assert model.limits.effort[model.v_idx[model.joint_names.index("elbow")][0]] == 20.0
     assert np.isinf(model.limits.lower[model.q_idx[0][0]])       # 'yaw' has no range
 
@@ -251,3 +258,25 @@ def test_actuation_data_is_copied_or_reported():
 def test_top_level_exports():
     assert sd.load_mjcf is mb.load_mjcf and sd.from_mujoco is mb.from_mujoco
     assert {"load_mjcf", "from_mujoco"} <= set(sd.__all__)
+
+
+@pytest.mark.parametrize("stem", ["mj_arm", "mj_slides"])
+def test_same_dynamics_as_pinocchio_mjcf_parser(stem):
+    """The same MJCF through MuJoCo (load_mjcf) and through Pinocchio's parser (from_pinocchio of
+    pinocchio.buildModelFromMJCF): equal mass matrices and gravity torques at the same q (q = qpos
+    in both). Pinocchio's parser keeps its default gravity instead of <option gravity>, so the
+    gravity is taken from the MuJoCo model; it also merges a body's joints into a composite joint
+    (a chain here) and, on mj_humanoid, leaves out the second free-floating body."""
+    pin = pytest.importorskip("pinocchio")
+    from symdyn.pinocchio_bridge import from_pinocchio
+
+    path = str(DATA / f"{stem}.xml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = mb.load_mjcf(path)
+        b = from_pinocchio(pin.buildModelFromMJCF(path)).replace(gravity=a.gravity)
+    assert (a.nq, a.nv) == (b.nq, b.nv)
+    for seed in range(3):
+        q = a.random_q(seed)
+        assert rel(sd.crba(b, q), sd.crba(a, q)) < TOL
+        assert rel(sd.gravity_vector(b, q), sd.gravity_vector(a, q)) < TOL
