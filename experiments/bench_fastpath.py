@@ -611,6 +611,7 @@ def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
             "which is most of a frame or CoM Jacobian's time on these models: per call they sit "
             "near Pinocchio's, batched they are well below it. The regressor's work grows with "
             "the 10 N columns, where generated code gains most.", ""]
+    out += section_parameters(specs, repeat)
     out += ["", "### Toolkit builds (cache as available; auto flags)", "",
             "| model | function | SX instructions | flags | gcc CPU s | build wall s |",
             "|---|---|---|---|---|---|"]
@@ -621,6 +622,49 @@ def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
                        f"{s.get('cpu_compile', float('nan')):.1f} | "
                        f"{'cache hit' if lib.cache_hit else f'{wall:.0f}'} |")
     out.append("")
+    return out
+
+
+PARAMETER_ALGS = ("rnea", "crba", "aba", "coriolis_matrix")
+
+
+def section_parameters(specs: list[str], repeat: int) -> list[str]:
+    """Compiled functions with the inertial parameters as an input (parameters="inertial") vs the
+    same functions with the model's inertias compiled in: SX size and per-call time."""
+    from symdyn.inertial import inertial_parameters
+
+    rows = []
+    for spec in specs:
+        model = from_spec(spec)
+        plain = build(model, list(PARAMETER_ALGS), progress=True)
+        withp = build(model, list(PARAMETER_ALGS), parameters="inertial", progress=True)
+        rng = np.random.default_rng(4)
+        st = {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
+              "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv)}
+        pi = inertial_parameters(model)
+        for alg in PARAMETER_ALGS:
+            f, g = plain[alg], withp[alg]
+            ins = [st[n] for n in f.input_names]
+            a, b = f(*ins), g(*ins, pi)
+            a, b = (a if isinstance(a, tuple) else (a,)), (b if isinstance(b, tuple) else (b,))
+            err = max(float(np.abs(x - y).max() / max(1, np.abs(x).max())) for x, y in zip(a, b))
+            t_f, t_g = interleaved([lambda: f(*ins), lambda: g(*ins, pi)], repeat)
+            med = statistics.median
+            rows.append((spec, model.nv, alg, f.stats["n_instructions"], g.stats["n_instructions"],
+                         med(t_f), med(t_g), med(y / x for x, y in zip(t_f, t_g)), err))
+    out = ["", "### parameters=\"inertial\": the inertial parameters as an input", "",
+           "`build(model, [...], parameters=\"inertial\")`: the functions take `pi` (10 N, "
+           "Pinocchio's order) as a last input, `lib.rnea(q, qd, qdd, pi)`, so an adaptive "
+           "controller or an identification loop runs compiled with its current estimate. "
+           "Against the same functions with the model's inertias compiled in, per call from "
+           "Python, round-robin; `pi` = the model's own parameters, so both give the same "
+           "result (last column).", "",
+           "| model | nv | algorithm | SX instructions (inertias compiled in / pi input) | "
+           "us/call (compiled in / pi input) | ratio | max rel. diff |",
+           "|---|---|---|---|---|---|---|"]
+    for spec, nv, alg, n0, n1, t0, t1, ratio, err in rows:
+        out.append(f"| {spec} | {nv} | {alg} | {n0} / {n1} | {us(t0)} / {us(t1)} | "
+                   f"{ratio:.2f} | {err:.1e} |")
     return out
 
 

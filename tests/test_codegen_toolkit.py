@@ -288,6 +288,21 @@ def test_inertial_parameters_batch(plib):
         lib.rnea(Q[0], QD[0], QDD[0], pis[0][:-1])
 
 
+def test_parameters_are_part_of_the_cache_key(cache_dir):
+    model = _fixed()
+    plain = build(model, ["gravity_vector"], opt="-O1", cache_dir=cache_dir, progress=False)
+    withp = build(model, ["gravity_vector"], opt="-O1", cache_dir=cache_dir, progress=False,
+                  parameters="inertial")
+    assert plain.path != withp.path
+    assert plain.gravity_vector.input_names == ("q",)
+    assert withp.gravity_vector.input_names == ("q", "pi")
+    again = build(model, ["gravity_vector"], opt="-O1", cache_dir=cache_dir, progress=False,
+                  parameters="inertial")
+    assert again.cache_hit and again.path == withp.path
+    q = model.random_q(np.random.default_rng(0))
+    _close(withp.gravity_vector(q, inertial_parameters(model)), plain.gravity_vector(q))
+
+
 def test_parametrized_model_guards():
     from symdyn.backends import get_backend
     from symdyn.codegen.parameters import parametrized_model

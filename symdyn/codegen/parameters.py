@@ -27,9 +27,11 @@ Unlike :func:`~symdyn.inertial.with_inertial_parameters`, the compiled function 
 that ``pi`` is physically consistent (positive mass, positive-definite inertia with the triangle
 inequalities): aba of an inconsistent ``pi`` may divide by zero. A body mass of exactly 0 gives
 ``c = 0`` and ``Ic = Ibar`` (``m c`` must then be zero), as for the model's massless bodies. SX
-graphs stay about the size of the numeric model's, whose inertias are dense already (SX
-instructions, numeric / with pi: Panda arm rnea 1115 / 1066, aba 2360 / 2341, coriolis_matrix
-2622 / 2626; talos crba 5931 / 5993, coriolis_matrix 24469 / 24661).
+graphs keep about the size of the numeric model's where its inertias are dense (SX instructions,
+inertias compiled in / pi input: Panda arm rnea 1115 / 1066, aba 2360 / 2341, coriolis_matrix
+2622 / 2626; talos crba 5931 / 5993, coriolis_matrix 24469 / 24661) and grow where they have
+structural zeros (ur5, diagonal URDF inertias: rnea 628 / 982, coriolis_matrix 1352 / 1995);
+``reports/fastpath.md`` times them.
 """
 from __future__ import annotations
 
