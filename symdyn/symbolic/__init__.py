@@ -1,6 +1,10 @@
 """Closed-form symbolic output: simplified M, C* and Christoffel symbols, printed as LaTeX,
 Python and C. See :mod:`symdyn.symbolic.core` for conventions.
 
+``christoffel(model, structured=True)`` (and ``coriolis_matrix``, ``mass_matrix``, ``regressor``)
+return structured closed forms (:mod:`symdyn.symbolic.structured`): shared definitions in recursion
+order, then per-entry expressions, for real arms.
+
 Attributes load lazily, so ``symdyn.symbolic.cli`` (registered with the ``symdyn`` command) does
 not import SymPy until a symbolic command runs.
 """
@@ -11,6 +15,7 @@ import importlib
 _ATTRS = {
     "SymbolicResult": "core", "as_model": "core", "christoffel": "core", "coordinates": "core",
     "Progress": "progress",
+    "StructuredResult": "structured", "regressor": "structured",
     "coriolis_matrix": "core", "mass_matrix": "core", "symbolize_inertias": "core",
     "coriolis_from_christoffel": "export", "lambdify": "export", "to_c": "export",
     "to_latex": "export", "to_python": "export",

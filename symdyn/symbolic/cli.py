@@ -9,6 +9,11 @@ _KINDS = {"christoffel": "Christoffel symbols Gamma[i,j,k] (C*[i,j] = sum_k Gamm
           "mass-matrix": "the mass matrix M(q)"}
 
 
+#: numeric models with at least this many velocities get the structured closed form by default
+#: (the flattened expressions of real 6- and 7-DoF arms blow up; see symdyn.symbolic.structured)
+STRUCTURED_FROM_NV = 5
+
+
 def register(subparsers) -> None:
     from ..cli.specs import SPEC_HELP
 
@@ -29,6 +34,17 @@ def register(subparsers) -> None:
         p.add_argument("--method", choices=("algorithm2", "eq4"), default="algorithm2",
                        help="christoffel only: paper 000 Algorithm 2 or eq. (4) (partials of M)")
         p.add_argument("--no-simplify", action="store_true", help="skip simplification")
+        form = p.add_mutually_exclusive_group()
+        form.add_argument("--structured", action="store_true",
+                          help="structured closed form: shared definitions (s_i = sin q_i, c_i, "
+                               "t_k) in recursion order, then the entries in terms of them "
+                               f"(default for numeric models with nv >= {STRUCTURED_FROM_NV})")
+        form.add_argument("--flat", action="store_true",
+                          help="one simplified expression per entry (default for nv < "
+                               f"{STRUCTURED_FROM_NV} and with --symbolic-params)")
+        p.add_argument("--parameters", choices=("inertial",), default=None,
+                       help="structured only: the 10 N inertial parameters pi1.. as symbols, "
+                            "entries written as linear combinations of them")
         p.add_argument("--q", default=None, metavar="LIST",
                        help="numeric mode: comma-separated configuration (default: random, --seed)")
         p.add_argument("--seed", type=int, default=0)
@@ -61,7 +77,22 @@ def _run(args) -> int:
     else:
         progress = not args.quiet
         simplify = not args.no_simplify
-        if args.kind == "christoffel":
+        structured = args.structured or args.parameters is not None or (
+            not args.flat and not model.is_symbolic and model.nv >= STRUCTURED_FROM_NV)
+        if structured and args.flat:
+            raise ValueError("--parameters needs the structured form (drop --flat)")
+        if structured and args.symbolic_params:
+            raise ValueError("--structured needs numeric model parameters: use --parameters "
+                             "inertial for symbolic inertial parameters, or drop --structured")
+        if structured:
+            from . import structured as st
+
+            kind = {"christoffel": "christoffel", "coriolis": "coriolis_matrix",
+                    "mass-matrix": "mass_matrix"}[args.kind]
+            if args.kind == "christoffel" and args.method != "algorithm2":
+                raise ValueError("--structured traces Algorithm 2: drop --method eq4 or add --flat")
+            res = st.structured(model, kind, parameters=args.parameters, progress=progress)
+        elif args.kind == "christoffel":
             res = core.christoffel(model, simplify=simplify, method=args.method, progress=progress)
         elif args.kind == "coriolis":
             res = core.coriolis_matrix(model, simplify=simplify, progress=progress)
@@ -73,6 +104,10 @@ def _run(args) -> int:
             text = export.to_python(res)
         elif args.format == "c":
             text = export.to_c(res)
+        elif structured:
+            text = "\n".join([repr(res)] + [f"{s} = {e}" for s, e in res.definitions]
+                             + [f"{tuple(i + 1 for i in k)}: {e}"
+                                for k, e in sorted(res.entries.items())]) + "\n"
         else:
             text = "\n".join([repr(res)] + [f"{tuple(i + 1 for i in k)}: {e}"
                                             for k, e in sorted(res.entries.items())]) + "\n"

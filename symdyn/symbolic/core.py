@@ -185,8 +185,17 @@ def _finish(kind, model, shape, raw: dict, q, qd, simplify, progress, seconds, m
 
 
 def mass_matrix(model, simplify: bool = True, engine: str | None = None,
-                progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
-    """Closed-form M(q) (CRBA with symbolic q); entries i <= j."""
+                progress: bool | Progress = False, measure: bool = False,
+                structured: bool = False, parameters: str | None = None):
+    """Closed-form M(q) (CRBA with symbolic q); entries i <= j.
+
+    ``structured=True``: a :class:`symdyn.symbolic.structured.StructuredResult` (shared
+    definitions in recursion order, then entries; numeric models, or ``parameters="inertial"``
+    for the 10 N inertial parameters as symbols) instead of flattened simplified entries."""
+    if structured or parameters is not None:
+        from . import structured as st
+
+        return st.mass_matrix(model, parameters=parameters, progress=progress)
     from ..algorithms.crba import crba
 
     model, eng, prog, detail = _start("mass_matrix", model, progress, engine, "CRBA")
@@ -202,8 +211,14 @@ def mass_matrix(model, simplify: bool = True, engine: str | None = None,
 
 
 def coriolis_matrix(model, simplify: bool = True, engine: str | None = None,
-                    progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
-    """Closed-form Christoffel-consistent C*(q, qd) (paper 000 Algorithm 1 with eq. (10))."""
+                    progress: bool | Progress = False, measure: bool = False,
+                    structured: bool = False, parameters: str | None = None):
+    """Closed-form Christoffel-consistent C*(q, qd) (paper 000 Algorithm 1 with eq. (10)).
+    ``structured`` and ``parameters``: as in :func:`mass_matrix`."""
+    if structured or parameters is not None:
+        from . import structured as st
+
+        return st.coriolis_matrix(model, parameters=parameters, progress=progress)
     from ..algorithms.coriolis import coriolis_matrix as alg1
 
     model, eng, prog, detail = _start("coriolis_matrix", model, progress, engine, "Algorithm 1")
@@ -224,12 +239,20 @@ def _symmetric_jk(model) -> bool:
 
 
 def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine: str | None = None,
-                progress: bool | Progress = False, measure: bool = False) -> SymbolicResult:
+                progress: bool | Progress = False, measure: bool = False,
+                structured: bool = False, parameters: str | None = None):
     """Closed-form Christoffel symbols of the first kind: nonzero unique Gamma[i, j, k].
 
     ``method="algorithm2"``: paper 000 Algorithm 2 (generalized) with symbolic inputs;
     ``method="eq4"``: symbolic partial derivatives of M (eq. (4)), the baseline of Table 2.
+    ``structured`` and ``parameters``: as in :func:`mass_matrix` (Algorithm 2 only).
     """
+    if structured or parameters is not None:
+        if method != "algorithm2":
+            raise ValueError("structured closed forms trace Algorithm 2: leave method out")
+        from . import structured as st
+
+        return st.christoffel(model, parameters=parameters, progress=progress)
     from ..algorithms.christoffel import christoffel as algorithm2
     from ..algorithms.christoffel import christoffel_from_mass_matrix as eq4
 

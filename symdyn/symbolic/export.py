@@ -35,6 +35,13 @@ def _index_latex(key) -> str:
     return ",".join(str(i + 1) for i in key)
 
 
+def _structured(res):
+    """``res`` if it is a StructuredResult (printed by its own methods), else None."""
+    from .structured import StructuredResult
+
+    return res if isinstance(res, StructuredResult) else None
+
+
 def _check(res, fn: str) -> SymbolicResult:
     if not isinstance(res, SymbolicResult):
         raise TypeError(f"{fn}: expected a SymbolicResult (from symdyn.symbolic.christoffel, "
@@ -56,7 +63,10 @@ def coriolis_from_christoffel(res: SymbolicResult) -> dict:
 
 
 def to_latex(res: SymbolicResult, document: bool = True) -> str:
-    """A LaTeX document (or fragment) listing the nonzero unique entries (and, for Gamma, C*)."""
+    """A LaTeX document (or fragment) listing the nonzero unique entries (and, for Gamma, C*).
+    A StructuredResult prints its definitions as an aligned list, then its entries."""
+    if _structured(res):
+        return res.to_latex(document)
     _check(res, "to_latex")
     names = _latex_names(res)
     lines = []
@@ -166,7 +176,10 @@ def to_python(res: SymbolicResult, function_name: str | None = None) -> str:
 
     The function checks its arguments: q (and qd) must hold nq (nv) numbers and p the
     ``len(res.params)`` parameters in the order of ``res.params``; otherwise a ValueError names
-    the argument and the expected length."""
+    the argument and the expected length. A StructuredResult prints its own module
+    (:meth:`symdyn.symbolic.structured.StructuredResult.to_python`)."""
+    if _structured(res):
+        return res.to_python(function_name)
     _check(res, "to_python")
     fname = _identifier(function_name or res.kind)
     ins = _inputs(res)
@@ -219,7 +232,9 @@ def lambdify(res: SymbolicResult):
 
     Called with the wrong number of arguments it raises a TypeError, with vectors of the wrong
     length a ValueError; both say what it takes (e.g. ``f(q, p) takes q (2 joint coordinates),
-    p (7 parameters: ...)``)."""
+    p (7 parameters: ...)``). A StructuredResult gives ``f(q[, qd[, qdd]][, pi])``."""
+    if _structured(res):
+        return res.lambdify()
     import functools
     import inspect
 
@@ -250,7 +265,11 @@ def _identifier(name: str) -> str:
 
 def to_c(res: SymbolicResult, function_name: str | None = None) -> str:
     """C source of ``void NAME(const double *q, [const double *qd,] const double *p, double *out)``
-    writing the full quantity (row-major; Gamma as out[(i*n + j)*n + k]), with CSE temporaries."""
+    writing the full quantity (row-major; Gamma as out[(i*n + j)*n + k]), with CSE temporaries.
+    A StructuredResult prints its definitions as temporaries
+    (:meth:`symdyn.symbolic.structured.StructuredResult.to_c`)."""
+    if _structured(res):
+        return res.to_c(function_name)
     _check(res, "to_c")
     fname = _identifier(function_name or res.kind)
     ins = _inputs(res)

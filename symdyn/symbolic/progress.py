@@ -94,18 +94,18 @@ class Progress:
             self._last = now
 
     # --- helpers for the symbolic functions ------------------------------------------------------
-    def loop(self, what: str, total: int) -> Callable[[int], None]:
-        """A ``report(done)`` for a loop over ``total`` items: a start line, periodic updates and
-        an end line with the time taken."""
+    def loop(self, what: str, total: int, unit: str = "entries") -> Callable[[int], None]:
+        """A ``report(done)`` for a loop over ``total`` items (``unit``: what they are): a start
+        line, periodic updates and an end line with the time taken."""
         t0 = self.clock()
-        self.line(f"{what} {total} entries")
+        self.line(f"{what} {total} {unit}")
 
         def report(done: int) -> None:
             el = self.clock() - t0
             if done >= total:
-                self.update(f"{_past(what)} {done}/{total} entries in {el:.1f} s", final=True)
+                self.update(f"{_past(what)} {done}/{total} {unit} in {el:.1f} s", final=True)
             else:
-                self.update(f"{_past(what)} {done}/{total} entries ({el:.1f} s)")
+                self.update(f"{_past(what)} {done}/{total} {unit} ({el:.1f} s)")
         return report
 
     @contextmanager
