@@ -159,6 +159,12 @@ def _ignored(mj, actuation: bool) -> list[str]:
         out.append(f"the cone limits of ball joints {balls} (symdyn limits bound coordinates)")
     if not actuation and np.any(limited):
         out.append(f"joint ranges of {int(np.count_nonzero(limited))} joints")
+    frc = [joint_name(mj, j) for j in range(mj.njnt) if bool(mj.jnt_actfrclimited[j]) and (
+        not actuation or int(mj.jnt_type[j]) not in (_HINGE, _SLIDE)
+        or float(mj.jnt_actfrcrange[j][0]) != -float(mj.jnt_actfrcrange[j][1]))]
+    if frc:
+        out.append(f"actuator-force ranges of joints {frc} (symdyn's effort limit is a symmetric "
+                   "bound on one coordinate)")
     if np.any(np.asarray(mj.body_gravcomp, float) != 0):
         out.append("body gravity compensation (gravcomp, a passive force)")
     if mj.neq:

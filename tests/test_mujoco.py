@@ -280,3 +280,13 @@ def test_same_dynamics_as_pinocchio_mjcf_parser(stem):
         q = a.random_q(seed)
         assert rel(sd.crba(b, q), sd.crba(a, q)) < TOL
         assert rel(sd.gravity_vector(b, q), sd.gravity_vector(a, q)) < TOL
+
+
+def test_asymmetric_actuator_force_range_is_reported(tmp_path):
+    f = tmp_path / "asym.xml"
+    f.write_text('<mujoco><worldbody><body name="b"><joint name="j" axis="0 0 1" '
+                 'actuatorfrclimited="true" actuatorfrcrange="-1 2"/><geom size="0.1"/></body>'
+                 '</worldbody></mujoco>')
+    with pytest.warns(mb.MJCFWarning, match=r"asym\.xml.*actuator-force ranges of joints \['j'\]"):
+        model = mb.load_mjcf(f)
+    assert np.all(np.isinf(np.asarray(getattr(model, "limits", (0, 0, 0, [np.inf]))[3])))
