@@ -66,19 +66,30 @@ def timings(kind, sizes, rng):
 
 
 def residuals(n, trials, rng):
-    """Max over trials of |C qd - RNEA|, |Mdot - C - C^T|, |C - sum_k Gamma_k qd_k| (serial chain)."""
+    """Max over trials of |C qd - RNEA|, |Mdot - dM/dt| (Mdot of Alg. 1 against forward-mode AD
+    of CRBA along the motion: Mdot - C - C^T would hold by construction, since Alg. 1 forms
+    Mdot = C + C^T), |C - sum_k Gamma_k qd_k| (serial chain), and the worst of the three in
+    units of eps x the largest entry of the compared quantity."""
+    from symdyn.reference import reference_mass_matrix_rate
+
     model = zero_gravity(serial_chain(n))
     zero = np.zeros(model.nv)
     r1 = r2 = r3 = 0.0
-    for _ in range(trials):
-        q = rng.uniform(0, 2 * np.pi, model.nq)
-        qd = rng.uniform(0, 10, model.nv)
+    worst = 0.0
+    eps = np.finfo(float).eps
+    Q = rng.uniform(0, 2 * np.pi, (trials, model.nq))
+    QD = rng.uniform(0, 10, (trials, model.nv))
+    for q, qd, Mdot_ref in zip(Q, QD, reference_mass_matrix_rate(model, Q, QD)):
         _, Mdot, C = coriolis_matrix(model, q, qd)
         G = christoffel(model, q)
-        r1 = max(r1, np.abs(C @ qd - rnea(model, q, qd, zero)).max())
-        r2 = max(r2, np.abs(Mdot - C - C.T).max())
-        r3 = max(r3, np.abs(C - G @ qd).max())
-    return r1, r2, r3
+        tau = rnea(model, q, qd, zero)
+        a = np.abs(C @ qd - tau).max()
+        b = np.abs(Mdot - Mdot_ref).max()
+        c = np.abs(C - G @ qd).max()
+        r1, r2, r3 = max(r1, a), max(r2, b), max(r3, c)
+        worst = max(worst, a / (eps * np.abs(tau).max()), b / (eps * np.abs(Mdot).max()),
+                    c / (eps * np.abs(C).max()))
+    return r1, r2, r3, worst
 
 
 def plot(results, path):
@@ -157,13 +168,23 @@ def main():
               "", "![timings](coriolis_scaling.png)", "",
               f"## Residuals (max over {trials} random trials, deterministic serial chain "
               "`serial_chain(N)`: 1 m links, 1 kg, gravity 0)", "",
-              "| N | C qd - RNEA (N m) | Mdot - C - C^T (N m s) | C - sum_k Gamma_k qd_k (N m s) |",
-              "|---|---|---|---|"]
-    for n, (r1, r2, r3) in res.items():
-        lines.append(f"| {n} | {r1:.1e} | {r2:.1e} | {r3:.1e} |")
-    lines += ["| paper 000 (C/C++) | 1.3e-11 (N=10), 1.4e-9 (N=20, 30) | 1.8e-12 | 1.6e-11 |", "",
-              "All residuals are at the level of double-precision rounding of the entries' "
-              "magnitudes, like the paper's.", ""]
+              "| N | C qd - RNEA (N m) | Mdot - dM/dt, AD of CRBA (N m s) | "
+              "C - sum_k Gamma_k qd_k (N m s) | worst, in eps x magnitude |",
+              "|---|---|---|---|---|"]
+    for n, (r1, r2, r3, w) in res.items():
+        lines.append(f"| {n} | {r1:.1e} | {r2:.1e} | {r3:.1e} | {w:.1f} |")
+    worst = max(r[3] for r in res.values())
+    lines += ["| paper 000 (C/C++) | 1.3e-11 (N=10), 1.4e-9 (N=20, 30) | 1.8e-12 (Mdot - C - C^T) "
+              "| 1.6e-11 | |", "",
+              "The paper's Mdot column is Mdot - C - C^T; symdyn's Algorithm 1 forms Mdot as "
+              "C + C^T (Prop. 1), so that check would hold by construction, and this column "
+              "compares Mdot with forward-mode AD of CRBA along q (+) e qd instead "
+              "(`symdyn.reference.reference_mass_matrix_rate`). The worst residual of the three "
+              f"checks is {worst:.1f} eps times the largest entry of the compared quantity "
+              "(last column), i.e. "
+              + ("rounding level." if worst < 100 else "more than rounding: investigate.")
+              + " The paper's chain parameters are not given, so its digits are not expected; "
+              "see verification.md for more models and an independent Lagrangian reference.", ""]
     with open(os.path.join(args.out_dir, "coriolis_scaling.md"), "w") as fh:
         fh.write("\n".join(lines))
     print("\n".join(lines))

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
 from symdyn.experiments import cpu_name, report_provenance  # noqa: E402
-from symdyn.algorithms.aba_derivatives import aba_pass, aza  # noqa: E402
+from symdyn.algorithms.aba_derivatives import AUTO_CROSSOVER, aba_pass, aza  # noqa: E402
 from symdyn.algorithms.common import entry, joint_kinematics  # noqa: E402
 from symdyn.algorithms.rnea import rnea  # noqa: E402
 from symdyn.algorithms.rnea_derivatives import idsva, rnea_derivatives  # noqa: E402
@@ -247,6 +247,8 @@ def main(argv=None):
     log("eq. (5): DMM vs AZA (CasADi SX graph):")
     cas = casadi_ipr(cas_sizes, log)
     x_np = {k: crossover(v) for k, v in ipr.items()}
+    ipr_share = max((r["t_dmm"] / r["t_full_dmm"] for v in ipr.values() for r in v
+                     if r.get("t_full_dmm")), default=float("nan"))
     x_ca = crossover(cas)
     elapsed = time.time() - t_start
     os.makedirs(args.out_dir, exist_ok=True)
@@ -347,8 +349,11 @@ def main(argv=None):
         "",
         f"NumPy: {np_cross}. With NumPy the O(n^3) product runs in one BLAS call while AZA is a Python "
         "loop over bodies on 6 x 3n blocks that are streamed through memory several times per body; "
-        "the cubic term does not catch up in the practical range, so `method=\"auto\"` uses DMM "
-        "with NumPy (the IPR step is anyway <= 20% of `aba_derivatives` there).",
+        "the cubic term does not catch up in the practical range"
+        + (", and `method=\"auto\"` uses DMM with NumPy" if AUTO_CROSSOVER.get("numeric") is None
+           else f"; `method=\"auto\"` switches to AZA from n = {AUTO_CROSSOVER['numeric']} with "
+           "NumPy")
+        + f" (the IPR step with DMM is at most {ipr_share:.0%} of `aba_derivatives` in this sweep).",
         "",
         "CasADi SX graphs of the same IPR step (chain; inputs q and a symbolic n x 2n matrix in "
         "place of [dtau/dq, dtau/dqd]): operation count and evaluation in CasADi's VM:",
@@ -357,8 +362,13 @@ def main(argv=None):
         "",
         f"CasADi: AZA is faster, with fewer operations, from n = {x_ca} on (smallest swept n from "
         "which it stays faster); operation counts grow as n^3 (DMM) against n^2 (AZA). "
-        "`method=\"auto\"` uses AZA from this n on with CasADi, and with SymPy/SymEngine, whose "
-        "expression size follows the same operation count.",
+        + (f"`method=\"auto\"` uses AZA from n = {AUTO_CROSSOVER.get('graph')} on with "
+           "expression graphs (CasADi, SymPy/SymEngine, whose expression size follows the same "
+           "operation count)" if AUTO_CROSSOVER.get("graph") is not None else
+           "`method=\"auto\"` keeps DMM with expression graphs")
+        + (", the crossover measured here." if AUTO_CROSSOVER.get("graph") == x_ca else
+           f"; the crossover measured here in CasADi's VM is n = {x_ca}, and the compiled-C "
+           "crossover is measured in derivatives_compiled.md (the threshold serves both)."),
         "",
         "![derivatives](derivatives_numpy.png)",
         "",
