@@ -285,7 +285,9 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
     ``frames=True``: Pinocchio's BODY, FIXED_JOINT, OP_FRAME and SENSOR frames (except ``universe``)
     become entries of ``model.frames`` (massless fixed bodies on the joint's body); JOINT frames
     are the bodies' own frames and are not repeated. A frame whose name is already taken (a link
-    and a fixed joint of the same name) is left out with a ``UserWarning`` naming it.
+    and a fixed joint of the same name) is left out with a ``UserWarning`` naming it. Frame
+    inertias (``Frame.inertia``) are not added again: ``pin_model.inertias`` already holds what
+    ``addFrame``/the parsers appended to the joints.
 
     ``check_inertias``: the inertia policy of :class:`~symdyn.model.Model` (default
     ``"semidefinite"``, the URDF policy; ``False`` keeps non-physical inertias).
