@@ -310,7 +310,7 @@ def plot_point_mass(plt, res, k, d, mirror=None):
     ax.set_xlabel("x (m), forward")
     ax.set_ylabel("y (m), left")
     ax.set_zlabel("z (m), up")
-    ax.set_title(f"point mass path (paper 001 Fig. 6), torsion k = {k:g}"
+    ax.set_title(f"point mass path (cf. paper 001 Fig. 6), torsion k = {k:g}"
                  + (f" and {-k:g}" if mirror is not None else ""))
     ax.legend(loc="upper left")
     names.append(save(fig, d, "passivity_pointmass_path.png"))
@@ -323,7 +323,7 @@ def plot_point_mass(plt, res, k, d, mirror=None):
         a.set_xlabel("time (s)")
         a.set_ylabel("V = 1/2 s^T M s (J)")
         a.legend()
-    axes[0].set_title("Lyapunov function (paper 001 Fig. 7)")
+    axes[0].set_title("Lyapunov function (cf. paper 001 Fig. 7)")
     axes[1].set_title("same, log scale")
     names.append(save(fig, d, "passivity_pointmass_lyapunov.png"))
     return names

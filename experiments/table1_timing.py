@@ -172,9 +172,10 @@ def plot_topology(plt, rows, kinds, path_dir, name, title):
                 ax.loglog(N, t * 1e6, style, color=color, ms=4,
                           label=f"{label}, slope {fitted(rows, kind, key):.2f}")
         pc, pg = PAPER[kind]
-        ax.loglog([20], [pc], "*", color="C0", ms=12, mec="k", label="paper 000 Table 1, C (20 DoF)")
+        ax.loglog([20], [pc], "*", color="C0", ms=12, mec="k",
+                  label="Echeandia & Wensing 2021, Table 1, C (20 DoF)")
         ax.loglog([20], [pg], "*", color="C1", ms=12, mec="k",
-                  label="paper 000 Table 1, Gamma (20 DoF)")
+                  label="Echeandia & Wensing 2021, Table 1, Gamma (20 DoF)")
         int_xticks(ax, [r["nv"] for r in rows if r["kind"] == kind] + [20])
         ax.set_xlabel("number of DoF N" + (" (actuated)" if kind in ("biped", "quadruped") else ""))
         ax.set_ylabel("time per call (us), log scale")
@@ -239,8 +240,10 @@ def main(argv=None) -> int:
         for n in sorted(set(ns_np) | set(ns_C) | set(ns_G)):
             rows.append(measure(kind, n, n in ns_C, n in ns_G, args.repeat, rng))
     plt = pyplot()
-    figs = [plot_topology(plt, rows, ["serial"], d, "table1_fig2_serial.png", "paper 000 Fig. 2"),
-            plot_topology(plt, rows, ["binary"], d, "table1_fig3_binary.png", "paper 000 Fig. 3"),
+    figs = [plot_topology(plt, rows, ["serial"], d, "table1_fig2_serial.png",
+                          "cf. Echeandia & Wensing 2021, Fig. 2"),
+            plot_topology(plt, rows, ["binary"], d, "table1_fig3_binary.png",
+                          "cf. Echeandia & Wensing 2021, Fig. 3"),
             plot_legged(plt, rows, d, "table1_fig4_legged.png"),
             plot_opcount(plt, rows, d, "table1_opcount.png")]
     write(d, "table1_timing.md", report(rows, args, t0, figs))
