@@ -368,7 +368,9 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
                       check_inertias=check_inertias, allow_massless=True)
         return _with_pin_actuation(model, pm)
     except ModelError as exc:
-        raise PinocchioConversionError(f"Pinocchio model {pm.name!r}: {exc}") from exc
+        hint = ("; pass check_inertias=False to keep the inertias as they are"
+                if check_inertias and getattr(exc, "kind", None) == "inertia" else "")
+        raise PinocchioConversionError(f"Pinocchio model {pm.name!r}: {exc}{hint}") from exc
 
 
 _BIG = 1e300  # Pinocchio writes "no limit" as +-max double

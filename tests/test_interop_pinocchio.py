@@ -446,3 +446,17 @@ def test_pinocchio_mimic_joints_are_refused_with_the_alternative():
     with pytest.raises(pb.PinocchioConversionError,
                        match=r"'panda_finger_joint2' \(JointModelMimic\).*mimic=False"):
         pb.from_pinocchio(pm)
+
+
+def test_non_physical_inertia_is_named_with_the_way_out():
+    pm = pin.Model()
+    jid = pm.addJoint(0, pin.JointModelRZ(), pin.SE3.Identity(), "j1")
+    bad = pin.Inertia.Zero()
+    bad.mass = 1.0
+    bad.inertia = np.diag([1.0, 0.1, 0.1])        # violates the triangle inequality
+    pm.appendBodyToJoint(jid, bad, pin.SE3.Identity())
+    with pytest.raises(pb.PinocchioConversionError,
+                       match=r"body 'j1'.*triangle.*check_inertias=False"):
+        pb.from_pinocchio(pm)
+    m = pb.from_pinocchio(pm, check_inertias=False)
+    assert np.allclose(np.asarray(m.I[0])[:3, :3], np.diag([1.0, 0.1, 0.1]))
