@@ -556,7 +556,8 @@ def velocity_permutation(model: Model) -> np.ndarray:
 
 def q_to_pin(model: Model, q: Any, pin_model: Any = None) -> np.ndarray:
     """Pinocchio configuration of ``q``: for ``pin_model`` (matched by joint name) if given, else
-    for ``to_pinocchio(model)``."""
+    for ``to_pinocchio(model)``. With ``pin_model`` each call matches the joints again; in a loop,
+    build the maps once with :func:`pinocchio_maps`."""
     if pin_model is not None:
         return PinocchioMaps(model, pin_model).q_to_pin(q)
     return np.asarray(q, float)[configuration_permutation(model)]
