@@ -1,4 +1,4 @@
-"""The backend contract (symdyn/backends/__init__.py) run over all four backends: every function
+"""The backend contract (symdyn/backends/__init__.py) run over all five backends: every function
 exists with the documented behaviour, values agree with NumPy, bad inputs raise the same exception
 types, the safe helpers are exact near 0 (and CasADi's are differentiable there), and every
 algorithm returns the same structure on every backend (rank 3: ndarray / Tensor3)."""
@@ -22,14 +22,22 @@ from symdyn.model import Body, Model
 from symdyn.models import serial_chain
 
 HAVE_SYMENGINE = importlib.util.find_spec("symengine") is not None
-ALL = [pytest.param(b, marks=pytest.mark.skipif(b == "symengine" and not HAVE_SYMENGINE,
-                                                 reason="symengine not installed"))
+HAVE_JAX = importlib.util.find_spec("jax") is not None
+if HAVE_JAX:
+    import jax
+    jax.config.update("jax_enable_x64", True)     # symdyn refuses JAX's default float32
+MISSING = {"symengine": not HAVE_SYMENGINE, "jax": not HAVE_JAX}
+ALL = [pytest.param(b, marks=pytest.mark.skipif(MISSING.get(b, False), reason=f"{b} not installed"))
        for b in BACKENDS]
+# JAX: values that are numbers but may be tracers: neither numeric nor graph; 1-D vectors and a
+# rank-3 array like NumPy ("array-like" backends below)
+ARRAY_LIKE = ("numpy", "jax")
 
 FUNCTIONS = ("zeros", "eye", "matrix", "vector", "const", "rows", "cols", "vcat", "hcat", "block",
              "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "is_zero", "is_symbol",
              "tensor3", "set3", "page", "pages", "to_vector", "to_matrix", "to_numpy",
-             "sin_over_x", "one_minus_cos_over_x2", "x_minus_sin_over_x3")
+             "sin_over_x", "one_minus_cos_over_x2", "x_minus_sin_over_x3", "assign", "assign3",
+             "concrete", "constant_scope")
 
 
 @pytest.fixture(params=ALL)
@@ -52,8 +60,9 @@ def scalar(B, x) -> float:
 def test_every_function_and_capability(B):
     missing = [f for f in FUNCTIONS if not callable(getattr(B, f, None))]
     assert not missing, f"{B.name} lacks {missing}"
-    assert isinstance(B.numeric, bool) and B.graph is (not B.numeric)
-    assert B.numeric is (B.name == "numpy")
+    assert isinstance(B.numeric, bool) and isinstance(B.graph, bool)
+    assert B.graph is (not B.numeric) or B.name == "jax"      # JAX: neither
+    assert B.numeric is (B.name == "numpy") and B.graph is (B.name not in ARRAY_LIKE)
     assert callable(getattr(B, "jacobian", None)) is B.graph      # graph backends differentiate
     assert not hasattr(B, "symbolic")             # replaced by numeric/graph: one way to branch
 
@@ -63,7 +72,7 @@ def test_array_functions_agree_with_numpy(B):
     A = rng.normal(size=(3, 3)) + 3 * np.eye(3)
     b, c = rng.normal(size=3), rng.normal(size=3)
     Ab, bb, cb = B.const(A), B.const(b), B.const(c)
-    vec_shape = (3,) if B.numeric else (3, 1)
+    vec_shape = (3,) if B.name in ARRAY_LIKE else (3, 1)
     assert tuple(bb.shape) == vec_shape and tuple(B.zeros(3).shape) == vec_shape
     assert tuple(B.vector([1, 2, 3]).shape) == vec_shape
     assert tuple(B.zeros(2, 3).shape) == (2, 3) and tuple(B.rows(bb, 1, 3).shape)[0] == 2
@@ -85,6 +94,15 @@ def test_array_functions_agree_with_numpy(B):
     np.testing.assert_allclose(num(B, Ab @ bb), A @ b, **close)
     assert B.is_zero(B.zeros(2, 2)) and not B.is_zero(Ab)
     assert not B.is_symbol(bb[0])
+    # assign: x[r, c] = v, returned (in place or a new array); ints and slices
+    X = B.assign(B.zeros(3, 3), slice(0, 2), slice(1, 3), B.cols(B.rows(Ab, 0, 2), 0, 2))
+    X = B.assign(X, 2, 0, bb[1])
+    ref = np.zeros((3, 3))
+    ref[0:2, 1:3], ref[2, 0] = A[0:2, 0:2], b[1]
+    np.testing.assert_allclose(num(B, X), ref)
+    assert B.concrete(bb) is (B.name in ARRAY_LIKE)
+    with B.constant_scope():
+        np.testing.assert_allclose(num(B, B.const(A) @ B.const(b)), A @ b, **close)
 
 
 def test_is_symbol_on_graph_backends():
@@ -102,7 +120,7 @@ def _filled(B, n1=2, n2=3, n3=4):
     for i in range(n1):
         for j in range(n2):
             for k in range(n3):
-                B.set3(T, i, j, k, float(ref[i, j, k]))
+                T = B.set3(T, i, j, k, float(ref[i, j, k]))   # returns T (JAX: a new array)
     return T, ref
 
 
@@ -111,6 +129,8 @@ def test_rank3_contract(B):
     assert T.shape == (2, 3, 4) and T.ndim == 3 and len(T) == 2
     if B.numeric:
         assert isinstance(T, np.ndarray)
+    elif B.name == "jax":
+        assert isinstance(T, B.ndarray) and kind_of(T) == "jax"
     else:
         assert isinstance(T, Tensor3) and all(isinstance(p, B.ndarray) for p in T.pages)
         assert kind_of(T) == B.name
@@ -125,10 +145,26 @@ def test_rank3_contract(B):
         np.testing.assert_array_equal(num(B, T[:, :, k]), ref[:, :, k])
     assert scalar(B, T[1, 2, 3]) == ref[1, 2, 3]
     assert scalar(B, T[-1, 0, -2]) == ref[-1, 0, -2]                 # ndarray's negative indices
-    T[0, 1, 2] = 7.5
-    assert scalar(B, T[0, 1, 2]) == 7.5 and scalar(B, B.page(T, 2)[0, 1]) == 7.5
-    with pytest.raises(IndexError):
-        T[2, 0, 0]
+    if B.name != "jax":                          # JAX arrays are immutable: B.set3 only
+        T[0, 1, 2] = 7.5
+        assert scalar(B, T[0, 1, 2]) == 7.5 and scalar(B, B.page(T, 2)[0, 1]) == 7.5
+        with pytest.raises(IndexError):
+            T[2, 0, 0]
+    T = B.set3(T, 0, 1, 3, -2.5)
+    assert scalar(B, T[0, 1, 3]) == -2.5
+
+
+def test_assign3_writes_blocks_across_pages(B):
+    """T[i, j, k] = blk with two of (i, j, k) slices, blk over the sliced axes (NumPy's rule)."""
+    rng = np.random.default_rng(3)
+    blk = rng.normal(size=(2, 3))
+    ref = np.zeros((3, 4, 5))
+    T = B.tensor3(3, 4, 5)
+    for key in [(slice(0, 2), slice(1, 4), 2), (slice(1, 3), 0, slice(2, 5)),
+                (2, slice(2, 4), slice(0, 3))]:
+        ref[key] = blk
+        T = B.assign3(T, *key, B.const(blk))
+    np.testing.assert_array_equal(B.to_numpy(T), ref)
 
 
 def test_tensor3_refuses_what_it_cannot_do_like_an_ndarray():
@@ -320,6 +356,13 @@ def _as_backend(B, x):
     return np.asarray(x, float) if B.numeric else B.const(np.asarray(x, float))
 
 
+def _native_types(B):
+    """(type of vectors and matrices, type of rank-3 results) of backend B."""
+    if B.numeric:
+        return np.ndarray, np.ndarray
+    return B.ndarray, (B.ndarray if B.name in ARRAY_LIKE else Tensor3)
+
+
 @pytest.mark.parametrize("mname", list(MODELS))
 def test_every_algorithm_returns_one_structure(B, mname):
     model = MODELS[mname]()
@@ -328,8 +371,8 @@ def test_every_algorithm_returns_one_structure(B, mname):
     q, qd, qdd = model.random_q(rng), rng.uniform(-1, 1, nv), rng.uniform(-1, 1, nv)
     tau = sd.rnea(model, q, qd, qdd)
     qb, qdb, qddb, taub = (_as_backend(B, x) for x in (q, qd, qdd, tau))
-    vec, mat = ((nv,) if B.numeric else (nv, 1)), (nv, nv)
-    native = np.ndarray if B.numeric else B.ndarray
+    vec, mat = ((nv,) if B.name in ARRAY_LIKE else (nv, 1)), (nv, nv)
+    native, rank3 = _native_types(B)
 
     def check(x, shape, ref):
         assert isinstance(x, native) and tuple(x.shape) == shape, (type(x), x.shape)
@@ -348,7 +391,7 @@ def test_every_algorithm_returns_one_structure(B, mname):
         check(got, mat, ref)
     G = sd.christoffel(model, qb)
     ref = sd.christoffel(model, q)
-    assert G.shape == (nv, nv, nv) and isinstance(G, np.ndarray if B.numeric else Tensor3)
+    assert G.shape == (nv, nv, nv) and isinstance(G, rank3)
     np.testing.assert_allclose(B.to_numpy(G), ref, rtol=1e-10, atol=1e-10)
     # the convention through the contract alone: C = sum_k Gamma[:, :, k] qd[k]
     C = sd.coriolis_matrix(model, qb, qdb)[2]

@@ -114,20 +114,24 @@ def _christoffel_blocks(B, model, q, emit):
 
 
 def _dense_writer(B, G):
-    """emit() that fills the backend's dense tensor G (B.tensor3) through B.set3."""
+    """emit() that fills the backend's dense tensor G (B.tensor3) block by block through
+    B.assign3; the filled tensor is ``emit.tensor[0]`` (B.assign3 returns a new array on JAX)."""
+    out = [G]
+
     def emit(kind, a, b, c, blk, sym):
-        if kind == "A":
-            for r in range(a[1] - a[0]):
-                for s in range(b[1] - b[0]):
-                    B.set3(G, a[0] + r, b[0] + s, c, blk[r, s])
-                    if sym:
-                        B.set3(G, a[0] + r, c, b[0] + s, blk[r, s])
-        else:
-            for r in range(b[1] - b[0]):
-                for s in range(c[1] - c[0]):
-                    B.set3(G, a, b[0] + r, c[0] + s, blk[r, s])
-                    if sym:
-                        B.set3(G, a, c[0] + s, b[0] + r, blk[r, s])
+        G = out[0]
+        if kind == "A":                                   # G[a, b, c] = blk, c one index
+            ra, rb = slice(*a), slice(*b)
+            G = B.assign3(G, ra, rb, c, blk)
+            if sym:
+                G = B.assign3(G, ra, c, rb, blk)
+        else:                                             # G[a, b, c] = blk, a one index
+            rb, rc = slice(*b), slice(*c)
+            G = B.assign3(G, a, rb, rc, blk)
+            if sym:
+                G = B.assign3(G, a, rc, rb, blk.T)
+        out[0] = G
+    emit.tensor = out  # type: ignore[attr-defined]
     return emit
 
 
@@ -144,9 +148,9 @@ def christoffel(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     nv = model.nv
-    G = B.tensor3(nv, nv, nv)
-    _christoffel_blocks(B, model, q, _dense_writer(B, G))
-    return G
+    emit = _dense_writer(B, B.tensor3(nv, nv, nv))
+    _christoffel_blocks(B, model, q, emit)
+    return emit.tensor[0]  # type: ignore[attr-defined]
 
 
 def christoffel_nonzero(model: Model, q: Array, *,
@@ -228,6 +232,5 @@ def christoffel_from_mass_matrix(model: Model, q: Array, *, backend: str | None 
         for j in range(nv):
             for k in range(j, nv):
                 g = (d(i, j, k) + d(i, k, j) - d(j, k, i)) / 2                # (4)
-                B.set3(G, i, j, k, g)
-                B.set3(G, i, k, j, g)
+                G = B.set3(B.set3(G, i, j, k, g), i, k, j, g)
     return G

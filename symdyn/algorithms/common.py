@@ -19,6 +19,8 @@ def entry(model, *args, backend: str | None = None, extra=()):
     if not isinstance(model, Model):
         raise TypeError(f"expected a symdyn Model as first argument, got {type(model).__name__}")
     B = resolve_backend(*(a[1] for a in args), *extra, backend=backend, model=model)
+    with B.constant_scope():  # JAX: concrete constants even inside a trace (cached per backend)
+        model.constants(B)
     out = []
     for name, x, kind in args:
         n, idx = (model.nq, model.q_idx) if kind == "q" else (model.nv, model.v_idx)
@@ -26,7 +28,7 @@ def entry(model, *args, backend: str | None = None, extra=()):
             raise TypeError(f"{name} is required (a vector of length {n})")
         xv = B.to_vector(x, n, name)
         segs = [B.rows(xv, a, b) for a, b in idx]
-        if kind == "q" and B.numeric:
+        if kind == "q" and B.concrete(xv):   # values known (not symbols, not JAX tracers)
             _check_quaternions(model, segs, name)
         out.append(segs)
     return B, out

@@ -171,7 +171,7 @@ def blocks_to_matrix(B, model, blocks):
     out = B.zeros(model.nv, model.nv)
     for (i, j), blk in blocks.items():
         (a, b), (c, d) = model.v_idx[i], model.v_idx[j]
-        out[a:b, c:d] = blk
+        out = B.assign(out, slice(a, b), slice(c, d), blk)
     return out
 
 

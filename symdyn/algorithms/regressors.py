@@ -94,7 +94,7 @@ def _tree_regressor(B, model, Xup, S, Y):
         F, j = Y[i], i
         while True:
             a, b = model.v_idx[j]
-            out[a:b, 10 * i:10 * i + 10] = S[j].T @ F                          # (13)
+            out = B.assign(out, slice(a, b), slice(10 * i, 10 * i + 10), S[j].T @ F)   # (13)
             p = model.parents[j]
             if p < 0:
                 break

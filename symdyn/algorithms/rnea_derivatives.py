@@ -145,19 +145,21 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
         Lq = t4[i].T @ Psid[i] + t1[i].T @ Psidd[i]                       # line 19 (column i)
         Lqd = t4[i].T @ S0[i] + t1[i].T @ SdPsid                          # line 20 (column i)
         for s0, s1, c0 in _runs(cols[i]):
-            dtau_dq[c0:c0 + s1 - s0, a0:a1] = B.rows(Lq, s0, s1)
-            dtau_dqd[c0:c0 + s1 - s0, a0:a1] = B.rows(Lqd, s0, s1)
+            rs, cs = slice(c0, c0 + s1 - s0), slice(a0, a1)
+            dtau_dq = B.assign(dtau_dq, rs, cs, B.rows(Lq, s0, s1))
+            dtau_dqd = B.assign(dtau_dqd, rs, cs, B.rows(Lqd, s0, s1))
             if s1 > a1 - a0:  # strict descendants nu-bar(i)
                 s0 = max(s0, a1 - a0)
                 c0 = cols[i][s0]
-                dtau_dq[a0:a1, c0:c0 + s1 - s0] = B.cols(Uq, s0, s1)
-                dtau_dqd[a0:a1, c0:c0 + s1 - s0] = B.cols(Uqd, s0, s1)
+                rs, cs = slice(a0, a1), slice(c0, c0 + s1 - s0)
+                dtau_dq = B.assign(dtau_dq, rs, cs, B.cols(Uq, s0, s1))
+                dtau_dqd = B.assign(dtau_dqd, rs, cs, B.cols(Uqd, s0, s1))
         if model.joints[i].type in _SEQUENTIAL_COLUMNS:  # earlier column = ancestor: upper part
             n = a1 - a0
             for r in range(n):
                 for c in range(r + 1, n):
-                    dtau_dq[a0 + r, a0 + c] = Uq[r, c]
-                    dtau_dqd[a0 + r, a0 + c] = Uqd[r, c]
+                    dtau_dq = B.assign(dtau_dq, a0 + r, a0 + c, Uq[r, c])
+                    dtau_dqd = B.assign(dtau_dqd, a0 + r, a0 + c, Uqd[r, c])
         p = parents[i]
         if p >= 0:                                                        # lines 21-23
             IC[p] = IC[p] + IC[i]

@@ -1,18 +1,20 @@
 """Scalar backends: plain-function namespaces over native arrays.
 
-The backend contract. Every backend module (``numpy``, ``sympy``, ``symengine``, ``casadi``)
-provides the same names with the same meaning; algorithms and consumers use only these, and never
+The backend contract. Every backend module (``numpy``, ``sympy``, ``symengine``, ``casadi``,
+``jax``) provides the same names with the same meaning; algorithms and consumers use only these, and never
 branch on the backend's name or on the type of a result.
 
 Capabilities (attributes)::
 
-    ``name``      "numpy" | "sympy" | "symengine" | "casadi" (for messages and cache keys, and to
+    ``name``      "numpy" | "sympy" | "symengine" | "casadi" | "jax" (for messages and cache keys, and to
                   pass the backend on as ``backend=B.name``; never to branch on).
     ``numeric``   True when values are numbers (NumPy): inputs can be checked by value (unit
                   quaternions, loop-closure residuals, regularity) before computing.
     ``graph``     ``not numeric``: the backend builds expressions (SymPy, SymEngine, CasADi SX) and
                   provides ``jacobian``; per-entry work (one value per symmetric entry) pays off.
                   (The former ``symbolic`` flag is gone: branch on ``numeric``/``graph``.)
+                  JAX is neither: ``numeric`` and ``graph`` are both False (tracers carry no
+                  values, and there is no graph of symbols to differentiate: use jax.jacfwd).
     ``ndarray``   the native matrix type.
 
 Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere), matrices native
@@ -36,6 +38,15 @@ Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere),
     is_symbol(x)          x is a pure symbol (a differentiation variable); always False for NumPy
     jacobian(y, x)        graph backends only: d y / d x for column y, symbol column x
     to_numpy(x)           float ndarray of a result without free symbols (Tensor3 included)
+    assign(x, r, c, v)    x[r, c] = v for ints or slices r, c; returns the result: write
+                          ``x = B.assign(x, r, c, v)`` (in place on NumPy, SymPy, SymEngine and
+                          CasADi; a new array on JAX, whose arrays are immutable)
+    concrete(x)           x's values can be inspected now (NumPy: always; SymPy, SymEngine,
+                          CasADi: never; JAX: outside jit/vmap/grad tracing). Checks by value
+                          (unit quaternions) run only then.
+    constant_scope()      context manager in which the model's constants are built (a no-op,
+                          except JAX: eager evaluation, so that constants first built inside a
+                          jit trace are concrete arrays, not tracers, in the model's cache)
 
 Numerically safe helpers, all of ``x2 = x^2`` (a sum of squares: no square root of 0 is taken)::
 
@@ -48,14 +59,17 @@ graph (series below 4, the closed form evaluated away from 0 above) whose value 
 are finite and correct at x2 = 0, SymPy/SymEngine return the exact closed forms.
 
 Rank-3 results (Christoffel symbols ``Gamma[i, j, k]`` with ``C[i, j] = sum_k Gamma[i, j, k]
-qd[k]``): NumPy returns an ndarray (n1, n2, n3); SymPy, SymEngine and CasADi return a
+qd[k]``): NumPy returns an ndarray (n1, n2, n3), JAX a jax array (n1, n2, n3); SymPy, SymEngine and CasADi return a
 :class:`Tensor3` whose ``pages[k]`` is the native matrix ``Gamma[:, :, k]``. Both support
 ``T[i, j, k]`` (a scalar), ``T[:, :, k]`` (the native page), ``T[i, j, k] = v``, ``T.shape``,
 ``T.ndim == 3`` and ``len(T) == T.shape[0]``; a Tensor3 refuses iteration (ambiguous between the
 two layouts). Through the backend::
 
     tensor3(n1, n2, n3)   a zero rank-3 tensor
-    set3(T, i, j, k, v)   T[i, j, k] = v
+    set3(T, i, j, k, v)   T[i, j, k] = v; returns the tensor: write ``T = B.set3(T, ...)``
+                          (JAX: a new array)
+    assign3(T, i, j, k, v) T[i, j, k] = v for ints or slices (v a native matrix over the sliced
+                          axes, in order); returns the tensor (JAX: a new array)
     page(T, k)            the native matrix T[:, :, k]
     pages(T)              [T[:, :, k] for k in range(n3)]
 
@@ -69,7 +83,9 @@ Input validation (the same exception types on every backend, messages naming the
         expressions of the backend -> TypeError.
 
 The backend is resolved once at an algorithm's entry from the types of its inputs (and the model's
-parameters), or named explicitly with ``backend="numpy" | "sympy" | "symengine" | "casadi"``.
+parameters), or named explicitly with ``backend="numpy" | "sympy" | "symengine" | "casadi" | "jax"``. JAX arrays
+and tracers select "jax" (an optional dependency: ``pip install symdyn[jax]``); they mix with
+numbers and NumPy arrays but not with SymPy, SymEngine or CasADi inputs.
 """
 from __future__ import annotations
 
@@ -81,7 +97,7 @@ from .tensor import Tensor3
 
 __all__ = ["BACKENDS", "BackendError", "Tensor3", "get_backend", "kind_of", "resolve_backend"]
 
-BACKENDS = ("numpy", "sympy", "casadi", "symengine")
+BACKENDS = ("numpy", "sympy", "casadi", "symengine", "jax")
 _loaded: dict[str, ModuleType] = {}
 
 
@@ -94,12 +110,19 @@ def get_backend(name: str) -> ModuleType:
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name not in _loaded:
-        _loaded[name] = importlib.import_module(f"symdyn.backends.{name}_backend")
+        try:
+            _loaded[name] = importlib.import_module(f"symdyn.backends.{name}_backend")
+        except ImportError as exc:
+            if exc.name not in ("jax", "jaxlib", "symengine"):
+                raise
+            raise ImportError(f"the {name} backend needs {exc.name}, which is not installed: "
+                              f"pip install 'symdyn[{name}]'", name=exc.name) from exc
     return _loaded[name]
 
 
 def kind_of(x: Any) -> str | None:
-    """'numpy', 'sympy', 'casadi' or None (no information, e.g. None or plain numbers)."""
+    """'numpy', 'sympy', 'symengine', 'casadi', 'jax' or None (no information, e.g. None or plain
+    numbers). JAX arrays and tracers (inside jit, vmap, grad) are 'jax'."""
     if x is None:
         return None
     if isinstance(x, Tensor3):
@@ -115,6 +138,8 @@ def kind_of(x: Any) -> str | None:
         return "sympy"
     if mod == "symengine":
         return "symengine"
+    if mod in ("jax", "jaxlib"):
+        return "jax"
     if mod == "numpy":
         if getattr(x, "dtype", None) is not None and x.dtype == object:
             return _kind_of_sequence(x.ravel().tolist())
@@ -160,8 +185,9 @@ def resolve_backend(*inputs: Any, backend: str | None = None, model=None) -> Mod
     if model_symbolic:
         if "symengine" in symbolic:
             return get_backend("symengine")
-        if "casadi" in symbolic:
-            raise BackendError(f"model {model.name!r} has SymPy parameters and cannot take CasADi "
+        if "casadi" in symbolic or "jax" in symbolic:
+            lib = "CasADi" if "casadi" in symbolic else "JAX"
+            raise BackendError(f"model {model.name!r} has SymPy parameters and cannot take {lib} "
                                "inputs; substitute numbers with model.subs(...) first")
         return get_backend("sympy")
     if symbolic:

@@ -5,10 +5,11 @@ hold only what differs (constructors, number conversion, the check of one scalar
 """
 from __future__ import annotations
 
+import contextlib
 import numbers
 from typing import Any, Callable
 
-from .tensor import page, pages, set3  # noqa: F401  (re-exported by both backends)
+from .tensor import assign3, page, pages, set3  # noqa: F401  (re-exported by both backends)
 
 graph = True            # expressions, not values: values cannot be checked at entry
 numeric = False
@@ -28,6 +29,22 @@ def solve(A, b):
 
 def dot(a, b):
     return (a.T @ b)[0, 0]
+
+
+def assign(x, rows, cols, value):
+    """x[rows, cols] = value (in place; rows, cols: ints or slices); returns x."""
+    x[rows, cols] = value
+    return x
+
+
+def concrete(x) -> bool:
+    """Expressions: values cannot be inspected (checks by value are skipped)."""
+    return False
+
+
+def constant_scope():
+    """Context in which model constants are built (a no-op here; JAX: eager evaluation)."""
+    return contextlib.nullcontext()
 
 
 def entries(x) -> list:

@@ -5,6 +5,7 @@ Zeros are structural (casadi.SX(n, m)) so that products skip them and graphs sta
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import casadi as ca
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import tensor as _tensor
 from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
-from .tensor import page, pages, set3  # noqa: F401
+from .tensor import assign3, page, pages, set3  # noqa: F401
 
 name = "casadi"
 numeric = False         # expressions, not values: values cannot be checked at entry
@@ -159,6 +160,22 @@ def to_matrix(x, shape: tuple[int, int], what: str):
         raise ValueError(f"{what} must have shape {shape}, got {m.shape}")
     _check_constants(m, what, matrix=True)
     return m
+
+
+def assign(x, rows, cols, value):
+    """x[rows, cols] = value (in place; rows, cols: ints or slices); returns x."""
+    x[rows, cols] = value
+    return x
+
+
+def concrete(x) -> bool:
+    """SX expressions: values cannot be inspected (checks by value are skipped)."""
+    return False
+
+
+def constant_scope():
+    """Context in which model constants are built (a no-op here; JAX: eager evaluation)."""
+    return contextlib.nullcontext()
 
 
 def is_zero(x) -> bool:

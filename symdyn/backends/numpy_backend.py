@@ -2,6 +2,7 @@
 (n1, n2, n3) arrays."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -147,9 +148,32 @@ def to_numpy(x):
     return np.asarray(x, dtype=float)
 
 
-def set3(T, i: int, j: int, k: int, value) -> None:
-    """T[i, j, k] = value for a tensor from :func:`tensor3`."""
+def set3(T, i: int, j: int, k: int, value):
+    """T[i, j, k] = value for a tensor from :func:`tensor3` (in place); returns T."""
     T[i, j, k] = value
+    return T
+
+
+def assign3(T, i, j, k, value):
+    """T[i, j, k] = value (in place; ints or slices, value over the sliced axes); returns T."""
+    T[i, j, k] = value
+    return T
+
+
+def assign(x, rows, cols, value):
+    """x[rows, cols] = value (in place; rows, cols: ints or slices); returns x."""
+    x[rows, cols] = value
+    return x
+
+
+def concrete(x) -> bool:
+    """Values can always be inspected (numbers)."""
+    return True
+
+
+def constant_scope():
+    """Context in which model constants are built (a no-op here; JAX: eager evaluation)."""
+    return contextlib.nullcontext()
 
 
 def is_symbol(x) -> bool:

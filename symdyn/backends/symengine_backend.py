@@ -14,8 +14,8 @@ import symengine as se
 
 from . import tensor as _tensor
 from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
-    cols, dot, exact_helpers, graph, inv_with, is_symbol, is_zero, numeric, page, pages,
-    refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
+    assign, assign3, cols, concrete, constant_scope, dot, exact_helpers, graph, inv_with,
+    is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
 
 name = "symengine"
 ndarray = se.DenseMatrix

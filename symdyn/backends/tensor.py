@@ -124,9 +124,25 @@ def _require(T, fn: str) -> Tensor3:
     return T
 
 
-def set3(T, i: int, j: int, k: int, value) -> None:
-    """T[i, j, k] = value."""
+def set3(T, i: int, j: int, k: int, value):
+    """T[i, j, k] = value (in place); returns T."""
     _require(T, "set3").pages[k][i, j] = value
+    return T
+
+
+def assign3(T, i, j, k, value):
+    """T[i, j, k] = value (in place) for ints or slices i, j, k, two of them slices: ``value`` is
+    a native matrix whose axes are the sliced ones in order (as NumPy's ``T[i, j, k] = value``);
+    returns T."""
+    T = _require(T, "assign3")
+    if not isinstance(k, slice):
+        T.pages[_norm(k, T.shape[2], 2)][i, j] = value
+        return T
+    row_of_page = not isinstance(i, slice)     # T[i, b:c, k0:k1]: page k gets row i, cols b:c
+    for t, kk in enumerate(range(*k.indices(T.shape[2]))):
+        col = value[:, t]
+        T.pages[kk][i, j] = col.T if row_of_page else col
+    return T
 
 
 def page(T, k: int):

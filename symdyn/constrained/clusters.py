@@ -344,7 +344,7 @@ class ClusterTree:
         for (K, L), blk in blocks.items():
             for r, i in enumerate(self.clusters[K].y):
                 for s, j in enumerate(self.clusters[L].y):
-                    out[i, j] = blk[r, s]
+                    out = B.assign(out, i, j, blk[r, s])
         return out
 
     # -- public API ---------------------------------------------------------------------------
@@ -396,7 +396,7 @@ class ClusterTree:
                                          clusters=below[K] | up)
                 for i in range(n):
                     for j in range(n):
-                        B.set3(Gam, i, j, k, Ck[i, j])
+                        Gam = B.set3(Gam, i, j, k, Ck[i, j])
         return Gam
 
     def _subtrees(self):
@@ -416,8 +416,8 @@ class ClusterTree:
         for k, cl in enumerate(self.clusters):
             for r, t in enumerate(cl.speeds):
                 for s, j in enumerate(cl.y):
-                    out[t, j] = (1 if t == cl.independent[s] else 0) if P.G[k] is None \
-                        else P.G[k][r, s]
+                    out = B.assign(out, t, j, (1 if t == cl.independent[s] else 0)
+                                   if P.G[k] is None else P.G[k][r, s])
         return out
 
     def gravity(self, q, *, backend: str | None = None):

@@ -430,7 +430,7 @@ class LoopModel:
             C = self.dynamics(q, [1 if t == k else 0 for t in range(n)], backend=B.name).C
             for i in range(n):
                 for j in range(n):
-                    B.set3(Gam, i, j, k, C[i, j])
+                    Gam = B.set3(Gam, i, j, k, C[i, j])
         return Gam
 
     def forward_dynamics(self, q, y, tau=None, *, backend: str | None = None):

@@ -1,0 +1,338 @@
+"""The JAX backend and symdyn.jax.compile (skipped without JAX).
+
+* Every algorithm and toolkit function on the shared tree matrix (tests/test_matrix.py's trees:
+  serial, branched, prismatic, helical, spherical, floating, planar) with JAX arrays equals NumPy,
+  with the same structure (1-D vectors, nv x nv matrices, an (nv, nv, nv) Christoffel array).
+* Under jit + vmap (symdyn.jax.compile) the batched results equal NumPy state by state.
+* Autodiff against the analytical algorithms: jax.jacfwd of rnea equals IDSVA (rnea_derivatives)
+  in the tangent space (through model.integrate(q, dq) at dq = 0 for quaternion joints: the safe
+  helpers' gradients at 0); jacfwd of crba gives Gamma_k + Gamma_k^T; grad of the kinetic energy
+  in qd is M qd.
+* Errors: mixing JAX with SymPy/CasADi inputs, float32 without opting in, NaN and non-unit
+  quaternions in concrete inputs and batches, bad shapes.
+"""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+import pytest
+import sympy as sp
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jax.config.update("jax_enable_x64", True)
+
+import symdyn as sd  # noqa: E402
+import symdyn.jax as sjax  # noqa: E402
+from symdyn.algorithms import regressors  # noqa: E402
+from symdyn.backends import BackendError, get_backend, kind_of  # noqa: E402
+from symdyn.models import planar_chain, serial_chain  # noqa: E402
+from test_matrix import TREES  # noqa: E402  (the shared tree matrix)
+
+TOL = 1e-10
+KINDS = tuple(TREES)
+
+
+def quaternions(model) -> bool:
+    return any(j.type in ("spherical", "floating") for j in model.joints)
+
+
+def state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return (model.random_q(rng), rng.uniform(-3, 3, model.nv), rng.uniform(-3, 3, model.nv))
+
+
+def close(a, b, tol=TOL, what=""):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
+    err = float(np.abs(a - b).max()) if b.size else 0.0
+    assert err <= tol * scale, f"{what}: max |diff| {err:.3e} (scale {scale:.3g})"
+
+
+def leaves(x):
+    return jax.tree_util.tree_leaves(x)
+
+
+# Every algorithm: (function, argument kinds, options). 'q', 'v' (speeds/accelerations/torques).
+# The dynamics algorithms run on every tree; the toolkit (frames, centre of mass, energies,
+# regressors) on the trees of TOOLKIT_KINDS (eager JAX dispatches op by op: seconds per tree).
+CORE = {
+    "rnea": (sd.rnea, "qvv", {}),
+    "crba": (sd.crba, "q", {}),
+    "aba": (sd.aba, "qvv", {}),
+    "nonlinear_effects": (sd.nonlinear_effects, "qv", {}),
+    "gravity_vector": (sd.gravity_vector, "q", {}),
+    "coriolis_body_christoffel": (sd.coriolis_matrix, "qv", {}),
+    "coriolis_body_simple": (sd.coriolis_matrix, "qv", {"factorization": "simple"}),
+    "coriolis_root_christoffel": (sd.coriolis_matrix, "qv", {"frame": "root"}),
+    "coriolis_root_simple": (sd.coriolis_matrix, "qv", {"frame": "root",
+                                                       "factorization": "simple"}),
+    "coriolis_product": (sd.coriolis_product, "qvv", {}),
+    "christoffel": (sd.christoffel, "q", {}),
+    "rnea_derivatives": (sd.rnea_derivatives, "qvv", {}),
+    "aba_derivatives_dmm": (sd.aba_derivatives, "qvv", {"method": "dmm"}),
+    "aba_derivatives_aza": (sd.aba_derivatives, "qvv", {"method": "aza"}),
+}
+TOOLKIT = {
+    "body_jacobians": (sd.body_jacobians, "q", {}),
+    "kinetic_energy": (sd.kinetic_energy, "qv", {}),
+    "potential_energy": (sd.potential_energy, "q", {}),
+    "center_of_mass": (sd.center_of_mass, "q", {}),
+    "com_jacobian": (sd.com_jacobian, "q", {}),
+    "centroidal_momentum_matrix": (sd.centroidal_momentum_matrix, "q", {}),
+    "centroidal_dAg": (sd.centroidal_momentum_matrix_time_variation, "qv", {}),
+    "joint_torque_regressor": (regressors.joint_torque_regressor, "qvv", {}),
+    "slotine_li_regressor": (regressors.slotine_li_regressor, "qvvv", {}),
+    "kinetic_energy_regressor": (regressors.kinetic_energy_regressor, "qv", {}),
+}
+TOOLKIT_KINDS = ("floating", "planar")
+
+
+def _args(model, kinds, seed=0):
+    q, qd, qdd = state(model, seed)
+    extra = np.random.default_rng(seed + 100).uniform(-1, 1, model.nv)
+    vs = iter([qd, qdd, extra])
+    return [q if k == "q" else next(vs) for k in kinds]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_algorithm_on_jax_arrays_equals_numpy(kind):
+    """Eager JAX (concrete arrays, no jit): same values and structure as NumPy on every tree."""
+    model = TREES[kind]
+    algorithms = {**CORE, **TOOLKIT} if kind in TOOLKIT_KINDS else CORE
+    for name, (fn, kinds, opts) in algorithms.items():
+        args = _args(model, kinds)
+        ref = fn(model, *args, **opts)
+        got = fn(model, *(jnp.asarray(a) for a in args), **opts)
+        assert type(got) is type(ref) or isinstance(got, jax.Array), (name, type(got))
+        for g, r in zip(leaves(got), leaves(ref)):
+            assert isinstance(g, jax.Array) and kind_of(g) == "jax", (name, type(g))
+            close(g, r, what=f"{kind} {name}")
+    if kind not in TOOLKIT_KINDS:
+        return
+    frame = model.names[-1]
+    q, qd, qdd = state(model, 1)
+    for fn, args in ((sd.frame_placement, (q,)), (sd.frame_jacobian, (q,)),
+                     (sd.frame_velocity, (q, qd)), (sd.frame_jacobian_time_variation, (q, qd)),
+                     (sd.frame_classical_acceleration, (q, qd, qdd))):
+        ref = fn(model, *args, frame)
+        got = fn(model, *(jnp.asarray(a) for a in args), frame)
+        for g, r in zip(leaves(got), leaves(ref)):
+            close(g, r, what=f"{kind} {fn.__name__}")
+
+
+def test_christoffel_is_a_rank3_jax_array_and_sums_to_C():
+    model = TREES["floating"]
+    q, qd, _ = state(model, 3)
+    G = sd.christoffel(model, jnp.asarray(q))
+    B = get_backend("jax")
+    assert isinstance(G, jax.Array) and G.shape == (model.nv,) * 3
+    C = sd.coriolis_matrix(model, jnp.asarray(q), jnp.asarray(qd))[2]
+    close(sum(p * qd[k] for k, p in enumerate(B.pages(G))), C)
+    close(jnp.einsum("ijk,k->ij", G, qd), C)
+
+
+# --- jit + vmap: symdyn.jax.compile -----------------------------------------------------------
+
+COMPILED = ("rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_derivatives",
+            "aba_derivatives", "nonlinear_effects", "gravity_vector")
+
+
+@pytest.mark.parametrize("kind", ["floating", "branched"])
+def test_compiled_batches_equal_numpy(kind):
+    """jit + vmap of every dynamics algorithm (floating tree; a branched tree for three of them:
+    each compile takes seconds)."""
+    model = TREES[kind]
+    rng = np.random.default_rng(5)
+    n = 4
+    Q = np.stack([model.random_q(rng) for _ in range(n)])
+    V = [rng.uniform(-3, 3, (n, model.nv)) for _ in range(3)]
+    for name in COMPILED if kind == "floating" else ("rnea", "christoffel", "aba_derivatives"):
+        f = sjax.compile(model, name)
+        batch = [Q if a == "q" else V[k] for k, a in enumerate(f.args)]
+        out = f(*batch)
+        ref_fn = getattr(sd, name)
+        for s in range(n):
+            ref = ref_fn(model, *(x[s] for x in batch))
+            for g, r in zip(leaves(out), leaves(ref)):
+                assert g.shape == (n, *np.shape(r)), (name, g.shape)
+                close(g[s], r, what=f"{kind} {name} state {s}")
+    f = sjax.compile(model, "coriolis_matrix")
+    batch = (Q, V[0])
+    for g, r in zip(f.single(Q[2], V[0][2]), f(*batch)):                 # one state, jitted
+        close(g, r[2], what="coriolis_matrix single")
+
+
+def test_compile_options_and_toolkit_functions():
+    model = TREES["spherical"]
+    rng = np.random.default_rng(2)
+    Q = np.stack([model.random_q(rng) for _ in range(3)])
+    QD = rng.normal(size=(3, model.nv))
+    f = sjax.compile(model, "coriolis_matrix", frame="root", factorization="simple")
+    assert f.args == ("q", "qd") and f.sizes == (model.nq, model.nv)
+    for got, ref in zip(f(Q, QD), sd.coriolis_matrix(model, Q[1], QD[1], "simple", frame="root")):
+        close(got[1], ref)
+    J = sjax.compile(model, "frame_jacobian", frame=model.names[-1], reference="world")
+    assert J.args == ("q",)
+    close(J(Q)[0], sd.frame_jacobian(model, Q[0], model.names[-1], "world"))
+    T = sjax.compile(model, regressors.joint_torque_regressor)          # a function, not a name
+    close(T(Q, QD, QD)[2], regressors.joint_torque_regressor(model, Q[2], QD[2], QD[2]))
+    assert "rnea" in repr(sjax.compile(model, "rnea"))
+
+
+def test_compile_refuses_bad_calls():
+    model = TREES["floating"]
+    f = sjax.compile(model, "rnea")
+    rng = np.random.default_rng(0)
+    Q = np.stack([model.random_q(rng) for _ in range(2)])
+    V = np.zeros((2, model.nv))
+    with pytest.raises(TypeError, match="3 batched arguments"):
+        f(Q, V)
+    with pytest.raises(ValueError, match=r"qd must have shape \(batch, %d\)" % model.nv):
+        f(Q, V[:, :-1], V)
+    with pytest.raises(ValueError, match="different lengths"):
+        f(Q, V[:1], V)
+    bad = Q.copy()
+    bad[1, 3] = np.nan
+    with pytest.raises(ValueError, match=r"q\[1\] contains NaN"):
+        f(bad, V, V)
+    a = model.q_idx[0][1] - 4
+    bad = Q.copy()
+    bad[1, a:a + 4] *= 1.5
+    with pytest.raises(ValueError, match=r"q\[1, %d:%d\].*unit quaternion" % (a, a + 4)):
+        f(bad, V, V)
+    out = sjax.compile(model, "rnea", check=False)(bad, V, V)           # unchecked: computes
+    assert out.shape == (2, model.nv)
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        sjax.compile(model, "no_such_thing")
+    with pytest.raises(TypeError, match="no option 'frame'"):
+        sjax.compile(model, "rnea", frame="root")
+    with pytest.raises(BackendError, match="SymPy parameters"):
+        sjax.compile(planar_chain(2, symbolic_params=True), "crba")
+
+
+# --- autodiff against the analytical algorithms -----------------------------------------------
+
+def _tangent_jacobians(model, q, qd, qdd):
+    """jacfwd of rnea in (dq, qd) at dq = 0, q (+) dq through model.integrate (all trees)."""
+    def tau(dq, v):
+        return sd.rnea(model, model.integrate(jnp.asarray(q), dq), v, jnp.asarray(qdd))
+    return jax.jacfwd(tau, argnums=(0, 1))(jnp.zeros(model.nv), jnp.asarray(qd))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_jacfwd_of_rnea_equals_idsva(kind):
+    model = TREES[kind]
+    q, qd, qdd = state(model, 4)
+    dq_ref, dqd_ref = sd.rnea_derivatives(model, q, qd, qdd)
+    if not quaternions(model):   # generalized coordinates: plain jacfwd in q
+        dq, dqd = jax.jacfwd(lambda *x: sd.rnea(model, *x), argnums=(0, 1))(
+            jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd))
+        close(dq, dq_ref, 1e-9, f"{kind} dtau/dq")
+        close(dqd, dqd_ref, 1e-9, f"{kind} dtau/dqd")
+        if kind != "serial":
+            return
+    dq, dqd = _tangent_jacobians(model, q, qd, qdd)   # quaternion trees (and serial: same)
+    assert np.all(np.isfinite(np.asarray(dq)))
+    close(dq, dq_ref, 1e-9, f"{kind} dtau/dq (tangent)")
+    close(dqd, dqd_ref, 1e-9, f"{kind} dtau/dqd (tangent)")
+
+
+def test_jacfwd_of_crba_gives_christoffel_and_grad_of_energy_gives_momentum():
+    model = TREES["helical"]
+    q, qd, _ = state(model, 6)
+    dM = jax.jacfwd(lambda x: sd.crba(model, x))(jnp.asarray(q))          # dM[i, j, k]
+    G = np.asarray(sd.christoffel(model, jnp.asarray(q)))
+    close(G + G.transpose(1, 0, 2), dM, 1e-9)                            # Gamma_k + Gamma_k^T
+    p = jax.grad(lambda v: sd.kinetic_energy(model, jnp.asarray(q), v))(jnp.asarray(qd))
+    close(p, sd.crba(model, q) @ qd)
+
+
+def test_aba_derivatives_equal_jacfwd_of_aba_under_vmap():
+    model = TREES["branched"]
+    rng = np.random.default_rng(8)
+    Q = jnp.asarray(np.stack([model.random_q(rng) for _ in range(3)]))
+    V, T = (jnp.asarray(rng.normal(size=(3, model.nv))) for _ in range(2))
+    jac = jax.jit(jax.vmap(jax.jacfwd(lambda *x: sd.aba(model, *x), argnums=(0, 1, 2))))
+    got = jac(Q, V, T)
+    for s in range(3):
+        ref = sd.aba_derivatives(model, np.asarray(Q[s]), np.asarray(V[s]), np.asarray(T[s]))
+        for g, r in zip(got, ref):
+            close(g[s], r, 1e-9)
+
+
+@pytest.mark.parametrize("fname,c", [("sin_over_x", (1, -1 / 6, 1 / 120)),
+                                     ("one_minus_cos_over_x2", (1 / 2, -1 / 24, 1 / 720)),
+                                     ("x_minus_sin_over_x3", (1 / 6, -1 / 120, 1 / 5040))])
+def test_safe_helpers_are_smooth_at_zero_under_jit_and_grad(fname, c):
+    f = getattr(get_backend("jax"), fname)
+    d1, d2 = jax.grad(f), jax.grad(jax.grad(f))
+    vals = [float(g(0.0)) for g in (jax.jit(f), jax.jit(d1), jax.jit(d2))]
+    np.testing.assert_allclose(vals, [c[0], c[1], 2 * c[2]], rtol=1e-14)
+    for x2 in (1e-12, 3.999, 4.0, 4.001, 1e4, 1e30):                    # finite everywhere
+        assert np.isfinite(float(d1(x2))) and np.isfinite(float(d2(x2)))
+    np.testing.assert_allclose(float(f(9.0)), getattr(get_backend("numpy"), fname)(9.0),
+                               rtol=1e-15)
+
+
+# --- backend selection and errors ---------------------------------------------------------------
+
+def test_backend_follows_jax_inputs_and_refuses_mixing():
+    model = serial_chain(2, seed=3)
+    q, z = jnp.asarray([0.3, -1.1]), np.zeros(2)
+    assert isinstance(sd.rnea(model, q, z, [0.0, 1.0]), jax.Array)       # mixes with numbers
+    assert isinstance(sd.crba(model, [0.3, -1.1], backend="jax"), jax.Array)
+    with pytest.raises(BackendError, match="cannot mix"):
+        sd.rnea(model, q, ca.SX.sym("v", 2), z)
+    with pytest.raises(BackendError, match="cannot mix"):
+        sd.rnea(model, q, sp.Matrix(sp.symbols("a b")), z)
+    with pytest.raises(BackendError, match="jax expressions|inputs are jax"):
+        sd.crba(model, q, backend="casadi")
+    with pytest.raises(BackendError, match="JAX inputs"):
+        sd.crba(planar_chain(2, symbolic_params=True), q)
+    with pytest.raises(BackendError):
+        sd.crba(planar_chain(2, symbolic_params=True), q, backend="jax")
+
+
+def test_concrete_inputs_are_checked_tracers_are_not():
+    model = TREES["floating"]
+    q, qd, qdd = state(model, 2)
+    bad = q.copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError, match="q contains NaN or inf at index"):
+        sd.rnea(model, jnp.asarray(bad), qd, qdd)
+    a = model.q_idx[0][1] - 4
+    bad = q.copy()
+    bad[a:a + 4] *= 2
+    with pytest.raises(ValueError, match="unit quaternion"):
+        sd.crba(model, jnp.asarray(bad))
+    out = jax.jit(lambda x: sd.crba(model, x))(jnp.asarray(bad))         # traced: no value check
+    assert out.shape == (model.nv, model.nv)
+    with pytest.raises(ValueError, match=r"q must have shape \(%d,\)" % model.nq):
+        sd.crba(model, jnp.zeros(model.nq + 1))
+    with pytest.raises(TypeError, match="complex"):
+        sd.crba(model, jnp.asarray(q, dtype=jnp.complex128))
+
+
+def test_float32_is_refused_unless_opted_in():
+    model = serial_chain(3, seed=1)
+    q, qd, qdd = state(model)
+    with pytest.raises(BackendError, match="float32.*allow_float32"):
+        sd.rnea(model, jnp.asarray(q, jnp.float32), qd, qdd)
+    with pytest.raises(BackendError, match="float32"):
+        sjax.compile(model, "rnea")(jnp.asarray(q[None], jnp.float32), qd[None], qdd[None])
+    sjax.allow_float32()
+    try:
+        got = sd.rnea(model, jnp.asarray(q, jnp.float32), qd, qdd)
+        close(got, sd.rnea(model, q, qd, qdd), 1e-4)
+    finally:
+        sjax.allow_float32(False)
+    jax.config.update("jax_enable_x64", False)                            # JAX's default
+    try:
+        with pytest.raises(BackendError, match="jax_enable_x64"):
+            sd.crba(model, q, backend="jax")
+        with pytest.raises(BackendError, match="jax_enable_x64"):
+            sjax.compile(model, "crba")
+    finally:
+        jax.config.update("jax_enable_x64", True)
