@@ -1,7 +1,7 @@
-"""IDSVA variants and the chain-rule baseline (papers 003/004): ground-frame IDSVA (paper 003 Alg. 1,
-`symdyn.rnea_derivatives`) vs IDSVA in body coordinates vs the ancestor-loop form of paper 004
-App. B vs RNEA_CR (chain rule through RNEA), on paper 004's serial chain and binary trees; and, for
-forward dynamics, FDSVA (`aba_derivatives`, DMM) vs FD_CR vs ABA_CR.
+"""IDSVA variants and the chain-rule baseline (papers 003/004): ground-frame IDSVA (paper 003
+Alg. 1, `symdyn.rnea_derivatives`) vs IDSVA in body coordinates vs the ancestor-loop form of
+paper 004 App. B vs RNEA_CR (chain rule through RNEA), on paper 004's serial chain and binary
+trees; and, for forward dynamics, FDSVA (`aba_derivatives`, DMM) vs FD_CR vs ABA_CR.
 
 Three measures side by side: NumPy time per call (median over interleaved rounds), CasADi SX graph
 size (instructions of the traced Function) and compiled C per-call time (CasADi's own C codegen of
@@ -64,12 +64,17 @@ int main(int argc, char** argv) {
   const casadi_real* arg[3] = {x[0], x[1], x[2]}; casadi_real* res[3] = {out[0], out[1], out[2]};
   long reps[16]; double best[16][64];
   for (int f = 0; f < nf; f++) {  /* calibrate: ~5 ms per block */
-    long n = 1; for (;;) { double t0 = now(); for (long r = 0; r < n; r++) fns[f](arg, res, iw, w, 0);
-      double dt = now() - t0; if (dt > 2e-3 || n > (1L << 24)) { reps[f] = n * 5e-3 / dt + 1; break; } n *= 4; } }
+    long n = 1; for (;;) { double t0 = now();
+      for (long r = 0; r < n; r++) fns[f](arg, res, iw, w, 0);
+      double dt = now() - t0;
+      if (dt > 2e-3 || n > (1L << 24)) { reps[f] = n * 5e-3 / dt + 1; break; }
+      n *= 4; } }
   for (int r = 0; r < rounds; r++) for (int f = 0; f < nf; f++) {
     double t0 = now(); for (long k = 0; k < reps[f]; k++) fns[f](arg, res, iw, w, 0);
     best[f][r] = (now() - t0) / reps[f]; }
-  for (int f = 0; f < nf; f++) { for (int r = 0; r < rounds; r++) printf("%.6e ", best[f][r]); printf("\n"); }
+  for (int f = 0; f < nf; f++) {
+    for (int r = 0; r < rounds; r++) printf("%.6e ", best[f][r]);
+    printf("\n"); }
   return 0; }
 """
 
@@ -85,7 +90,8 @@ def traced(model, fn, name):
 
 def compiled_times(funcs, nv, rounds):
     """Per-call seconds of each CasADi Function in ``funcs`` (list of per-round lists), compiled
-    together in one C file with gcc -O2 and timed in interleaved rounds in C; and compile seconds."""
+    together in one C file with gcc -O2 and timed in interleaved rounds in C; and compile
+    seconds."""
     d = Path(tempfile.mkdtemp(prefix="sd_variants_"))
     try:
         cg = ca.CodeGenerator("gen.c", {"with_header": True})
@@ -95,7 +101,8 @@ def compiled_times(funcs, nv, rounds):
         names = [f.name() for f in funcs]
         src = (DRIVER.replace("FNS", ", ".join(f"(fn_t){n}" for n in names))
                .replace("WORKS", ", ".join(f"(work_t){n}_work" for n in names))
-               .replace("NF", str(len(funcs))).replace("NV", str(nv)).replace("ROUNDS", str(rounds)))
+               .replace("NF", str(len(funcs))).replace("NV", str(nv))
+               .replace("ROUNDS", str(rounds)))
         (d / "main.c").write_text(src)
         t0 = time.perf_counter()
         subprocess.run(["gcc", "-O2", "-o", "bench", "gen.c", "main.c", "-lm"], cwd=d, check=True,
@@ -132,7 +139,7 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
         ns = sorted(n for f, n in rows_ops if f == fam)
         ok = [n for k, n in enumerate(ns)
               if all(rows_ops[fam, m]["body"] / rows_ops[fam, m]["ground"] >= 1.3 for m in ns[k:])]
-        return f"from N = {ok[0]} on" if ok else "at none of the sizes measured"
+        return f"from N = {ok[0]}" if ok else "at none of the sizes measured"
 
     fewest = all(o["FDSVA"] <= min(o.values()) for _, o in rows_fd.values())
     rc = np_ratio(3)
@@ -144,22 +151,27 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
     aba_t = [paired_ratio(ts[2], ts[0]) for ts, _ in rows_fd.values()]
     return [
         "## Discussion", "",
-        "What each measure is. The SX instruction counts are exact and free of noise: they count the "
+        "What each measure is. The SX instruction counts are exact and free of noise: they count "
+        "the "
         "scalar arithmetic each algorithm performs (products with structural zeros vanish when the "
         "graph is built), so they are the closest analogue of the papers' flop-bound Fortran. The "
         "compiled C is that same straight-line arithmetic; its per-call times were taken on a "
         "shared, loaded machine (see the load average above), so the minima over rounds are the "
-        "better estimate and the medians show the interference. NumPy times measure something else: "
+        "better estimate and the medians show the interference. NumPy times measure something "
+        "else: "
         "a Python loop over bodies whose cost is dominated by the number of NumPy calls, not by "
         "flops.", "",
-        f"**Body vs ground coordinates (papers: ground 1.3-1.9x faster, N = 2-500).** In operations "
+        f"**Body vs ground coordinates (papers: ground 1.3-1.9x faster, N = 2-500).** In "
+        "operations "
         f"the body-coordinate IDSVA costs {_rng(ops_ratio('body', 'chain'))}x the ground version "
         f"on the chain and {_rng(ops_ratio('body', 'binary'))}x on binary trees, rising with N "
         f"(the stacked subtree columns are transformed once per level: O(N d) transforms); "
         f"compiled, the ratio of minima is {_rng(c_ratio(1))}; NumPy {_rng(np_ratio(1))}. So the "
-        f"direction of the papers' claim is reproduced; the operation-count ratio stays at or above "
+        f"direction of the papers' claim is reproduced; the operation-count ratio stays at or "
+        "above "
         f"their lower bound 1.3 {from_n('chain')} on the chain and {from_n('binary')} on binary "
-        f"trees (smaller models: closer to 1 than the papers report). NumPy adds the cost of each transform being several "
+        f"trees (smaller models: closer to 1 than the papers report). NumPy adds the cost of each "
+        "transform being several "
         f"Python-level calls.", "",
         f"**Subtree restructuring vs the ancestor loop (paper 004 App. B).** The two perform the "
         f"same arithmetic: {_rng(ops_ratio('ancestor'))}x the ground version's SX instructions "
@@ -175,7 +187,8 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
         f"binary trees, the ratio growing with N; compiled, the ratio of minima is "
         f"{_rng(c_ratio(3))}. IDSVA has fewer operations "
         f"{'at every size' if min(ops_ratio('RNEA_CR')) > 1 else 'at some sizes only'}, as the "
-        f"papers claim, by less than paper 004's Fig. 4 (15x at N = 100 against their Fortran RNEACR) "
+        f"papers claim, by less than paper 004's Fig. 4 (15x at N = 100 against their Fortran "
+        "RNEACR) "
         f"and in the range of paper 003's Fig. 4 (2x at N = 100 against Pinocchio's chain-rule "
         f"derivatives in C++) and paper 004's 1.6x on ATLAS in Pinocchio. Our RNEA_CR is one "
         f"reasonable chain-rule implementation (forward mode over 2 nv directions, body "
@@ -222,7 +235,8 @@ def main():
             if n in comp_sizes[fam]:
                 ct, tc = compiled_times(list(funcs.values()), model.nv, ROUNDS_C)
                 rows_c[fam, n] = (ct, tc)
-                log("  compiled: " + ", ".join(f"{k} {us(median(t))} us" for k, t in zip(ID_ALGS, ct))
+                log("  compiled: "
+                    + ", ".join(f"{k} {us(median(t))} us" for k, t in zip(ID_ALGS, ct))
                     + f" (gcc {tc:.1f} s)")
             if n in fd_sizes[fam]:
                 fns = [lambda fn=fn: fn(model, q, v, u) for fn in FD_ALGS.values()]
@@ -230,23 +244,29 @@ def main():
                 ops = {k: traced(model, fn, f"g_{i}").n_instructions()
                        for i, (k, fn) in enumerate(FD_ALGS.items())}
                 rows_fd[fam, n] = (ts, ops)
-                log("  FD numpy: " + ", ".join(f"{k} {us(median(t))} us" for k, t in zip(FD_ALGS, ts)))
+                log("  FD numpy: "
+                    + ", ".join(f"{k} {us(median(t))} us" for k, t in zip(FD_ALGS, ts)))
 
     cmd = command("derivatives_variants.py", args)
-    L = header("IDSVA in ground vs body coordinates, the ancestor loop, and the chain-rule baselines "
+    L = header("IDSVA in ground vs body coordinates, the ancestor loop, and the chain-rule "
+               "baselines "
                "(Singh, Russell & Wensing)", cmd, t_start,
                "Implementations: `symdyn.rnea_derivatives` (IDSVA, paper 003 Alg. 1, ground "
                "coordinates, subtree restructuring), `symdyn.algorithms.idsva_body."
-               "rnea_derivatives_body` (same algorithm, body coordinates), `rnea_derivatives_ancestor` "
-               "(paper 004 App. B: per-body t1..t4 and a loop over the ancestors, ground coordinates), "
-               "`symdyn.algorithms.chain_rule.rnea_derivatives_cr` (RNEA_CR: forward-mode chain rule "
+               "rnea_derivatives_body` (same algorithm, body coordinates), "
+               "`rnea_derivatives_ancestor` "
+               "(paper 004 App. B: per-body t1..t4 and a loop over the ancestors, ground "
+               "coordinates), "
+               "`symdyn.algorithms.chain_rule.rnea_derivatives_cr` (RNEA_CR: forward-mode chain "
+               "rule "
                "through RNEA in body coordinates), and for forward dynamics `aba_derivatives` "
                "(FDSVA, DMM), `fd_derivatives_cr` (FD_CR = RNEA_CR + eq. (5) by DMM) and "
                "`aba_derivatives_cr` (ABA_CR). All are written once over the backends; the same "
                "source gives the NumPy timings, the CasADi graphs and the compiled C. Max abs "
                "difference to ground IDSVA is listed for every run.")
     L += ["## 1. NumPy (Python loops over bodies, NumPy 6x6 / 6xk products)", "",
-          "Median per-call time (µs) over interleaved rounds (every algorithm runs one ~10 ms block "
+          "Median per-call time (µs) over interleaved rounds (every algorithm runs one ~10 ms "
+          "block "
           "per round, so all see the same load); ratios are medians of per-round ratios.", ""]
     hdr = ["model", "N"] + [f"{k} µs" for k in ID_ALGS] + [
         "body/ground", "ancestor/ground", "RNEA_CR/ground", "max |diff|"]
@@ -267,7 +287,8 @@ def main():
     L += table(hdr, body) + [""]
     L += ["## 3. Compiled C (CasADi codegen, gcc -O2, all four in one file, timed in C)", "",
           "Median (and, in parentheses, minimum) per-call time (µs) over 11 interleaved rounds of "
-          "~5 ms blocks, called from a C loop (no Python overhead). Ratios: median of the per-round "
+          "~5 ms blocks, called from a C loop (no Python overhead). Ratios: median of the "
+          "per-round "
           "ratios, and in parentheses the ratio of the minima (the load only adds time).", ""]
     hdr = ["model", "N"] + [f"{k} µs" for k in ID_ALGS] + [
         "body/ground", "ancestor/ground", "RNEA_CR/ground", "gcc s"]

@@ -1,5 +1,5 @@
-"""The chain-rule baselines of papers 003/004 (RNEA_CR, ABA_CR, FD_CR): equal to IDSVA / FDSVA and to
-CasADi AD on random trees, serial chains and branched trees, multi-DoF joints and floating bases
+"""The chain-rule baselines of papers 003/004 (RNEA_CR, ABA_CR, FD_CR): equal to IDSVA / FDSVA and
+to CasADi AD on random trees, serial chains and branched trees, multi-DoF joints and floating bases
 included, on NumPy and on the symbolic backends evaluated at numbers."""
 from __future__ import annotations
 

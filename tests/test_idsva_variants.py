@@ -78,7 +78,8 @@ def test_symbolic_backends_match_numpy():
     se = pytest.importorskip("symengine")
     small = random_tree(4, seed=4, joint_kinds=("revolute", "prismatic", "helical"))
     q, qd, u, _ = state(small, 5, False)
-    sesyms = [se.DenseMatrix([[s] for s in se.symbols(f"{p}0:{small.nv}")]) for p in ("q", "v", "u")]
+    sesyms = [se.DenseMatrix([[s] for s in se.symbols(f"{p}0:{small.nv}")])
+              for p in ("q", "v", "u")]
     for fn in VARIANTS:
         ref = fn(small, q, qd, u)
         f = se.Lambdify([s for v in sesyms for s in v], list(fn(small, *sesyms)), cse=True)

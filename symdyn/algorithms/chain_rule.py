@@ -102,7 +102,8 @@ def _rnea_cr(B, model, qd, qdd, f_ext, Xup, S):
             da_p = xform_motion(B, Xup[i], da[p]) + _place(B, cross_motion(B, ap, S[i]), a0, m)
         a[i] = ap + S[i] @ qdd[i] + cross_motion(B, v[i], vJ)
         # d(v x vJ) = dv x vJ + v x dvJ = -(vJ x) dv + [v x S in the qd_i columns]
-        da[i] = da_p - cross_motion(B, vJ, dv[i]) + _place(B, cross_motion(B, v[i], S[i]), nv + a0, m)
+        da[i] = da_p - cross_motion(B, vJ, dv[i]) \
+            + _place(B, cross_motion(B, v[i], S[i]), nv + a0, m)
         h = I[i] @ v[i]
         f[i] = I[i] @ a[i] + cross_force(B, v[i], h)
         df[i] = I[i] @ da[i] + cross_force(B, v[i], I[i] @ dv[i]) + crfbar_mul(B, h, dv[i])

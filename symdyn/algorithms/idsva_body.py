@@ -111,7 +111,7 @@ def _backward_body(B, model, Xup, S, Sd, Psid, Psidd, IC, BC, fC):
         kids = model.children[i]
         order[i] = [i] + [k for c in kids for k in order[c]]
         T[i] = tuple(B.hcat([t] + [xform_force_T(B, Xup[c], T[c][n]) for c in kids]) if kids else t
-                     for n, t in enumerate(ts))                            # transforms along the path
+                     for n, t in enumerate(ts))            # the transforms along the path
         t1, t2, t3, t4 = T[i]
         Uq, Uqd = S[i].T @ t3, S[i].T @ t2                                 # lines 17-18 (row i)
         SdPsid = Sd[i] + Psid[i]
