@@ -9,11 +9,15 @@ from __future__ import annotations
 import keyword
 import re
 from datetime import date
+from typing import TYPE_CHECKING
 
 import sympy as sp
 from sympy.printing.pycode import pycode
 
 from .core import SymbolicResult
+
+if TYPE_CHECKING:
+    from .structured import StructuredResult
 
 _C_RESERVED = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
@@ -35,7 +39,7 @@ def _index_latex(key) -> str:
     return ",".join(str(i + 1) for i in key)
 
 
-def _structured(res):
+def _structured(res: object) -> StructuredResult | None:
     """``res`` if it is a StructuredResult (printed by its own methods), else None."""
     from .structured import StructuredResult
 
@@ -62,12 +66,12 @@ def coriolis_from_christoffel(res: SymbolicResult) -> dict:
     return {key: sp.collect(sp.expand(v), res.qd) for key, v in C.items() if v != 0}
 
 
-def to_latex(res: SymbolicResult, document: bool = True) -> str:
+def to_latex(res: SymbolicResult | StructuredResult, document: bool = True) -> str:
     """A LaTeX document (or fragment) listing the nonzero unique entries (and, for Gamma, C*).
     A StructuredResult prints its definitions as an aligned list, then its entries."""
-    if _structured(res):
-        return res.to_latex(document)
-    _check(res, "to_latex")
+    if (s := _structured(res)) is not None:
+        return s.to_latex(document)
+    res = _check(res, "to_latex")
     names = _latex_names(res)
     lines = []
     title = _TITLES.get(res.kind, res.kind)
@@ -171,16 +175,16 @@ def _signature(res: SymbolicResult, fname: str) -> str:
     return f"{fname}({args}{', p' if res.params else ''}) takes " + ", ".join(parts)
 
 
-def to_python(res: SymbolicResult, function_name: str | None = None) -> str:
+def to_python(res: SymbolicResult | StructuredResult, function_name: str | None = None) -> str:
     """Source of a Python module with one function ``NAME(q[, qd], p=None) -> numpy array``.
 
     The function checks its arguments: q (and qd) must hold nq (nv) numbers and p the
     ``len(res.params)`` parameters in the order of ``res.params``; otherwise a ValueError names
     the argument and the expected length. A StructuredResult prints its own module
     (:meth:`symdyn.symbolic.structured.StructuredResult.to_python`)."""
-    if _structured(res):
-        return res.to_python(function_name)
-    _check(res, "to_python")
+    if (s := _structured(res)) is not None:
+        return s.to_python(function_name)
+    res = _check(res, "to_python")
     fname = _identifier(function_name or res.kind)
     ins = _inputs(res)
     ren = _safe_names(ins + list(res.params), {"q", "qd", "p", "out", "np", "math", "_vector"})
@@ -227,18 +231,18 @@ def to_python(res: SymbolicResult, function_name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def lambdify(res: SymbolicResult):
+def lambdify(res: SymbolicResult | StructuredResult):
     """A callable evaluating the result with NumPy: ``f(q[, qd], p=None) -> array``.
 
     Called with the wrong number of arguments it raises a TypeError, with vectors of the wrong
     length a ValueError; both say what it takes (e.g. ``f(q, p) takes q (2 joint coordinates),
     p (7 parameters: ...)``). A StructuredResult gives ``f(q[, qd[, qdd]][, pi])``."""
-    if _structured(res):
-        return res.lambdify()
+    if (s := _structured(res)) is not None:
+        return s.lambdify()
     import functools
     import inspect
 
-    _check(res, "lambdify")
+    res = _check(res, "lambdify")
     src = to_python(res, "f")
     ns: dict = {}
     exec(compile(src, f"<symdyn {res.kind}>", "exec"), ns)
@@ -263,14 +267,14 @@ def _identifier(name: str) -> str:
     return s
 
 
-def to_c(res: SymbolicResult, function_name: str | None = None) -> str:
+def to_c(res: SymbolicResult | StructuredResult, function_name: str | None = None) -> str:
     """C source of ``void NAME(const double *q, [const double *qd,] const double *p, double *out)``
     writing the full quantity (row-major; Gamma as out[(i*n + j)*n + k]), with CSE temporaries.
     A StructuredResult prints its definitions as temporaries
     (:meth:`symdyn.symbolic.structured.StructuredResult.to_c`)."""
-    if _structured(res):
-        return res.to_c(function_name)
-    _check(res, "to_c")
+    if (s := _structured(res)) is not None:
+        return s.to_c(function_name)
+    res = _check(res, "to_c")
     fname = _identifier(function_name or res.kind)
     ins = _inputs(res)
     ren = _safe_names(ins + list(res.params), _C_RESERVED)
