@@ -35,6 +35,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
@@ -466,7 +467,7 @@ def from_casadi(f, input_symbols: list, *, output: int = 0, trig_names: list | N
             continue
         if o == ca.OP_OUTPUT or uses[k] == 0:
             continue
-        a = [expr[x] for x in args[k]]
+        a = tuple(expr[x] for x in args[k])
         e = binary[o](*a) if o in binary else unary[o](*a)
         lk = None
         if local:
@@ -598,7 +599,7 @@ def _pythagoras(e):
     joint angle) both occur in a short sum, replace s_i**2 -> 1 - c_i**2 if that is shorter."""
     if not e.is_Add or len(e.args) > 12:
         return e
-    pows = {}
+    pows: dict = {}
     for p in e.atoms(sp.Pow):
         if p.exp == 2 and p.base.is_Symbol:
             m = _TRIG_NAME.match(p.base.name)
@@ -690,11 +691,13 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     t0 = time.perf_counter()
     if prog:
         prog.line(f"tracing {alg} with CasADi SX (nv = {model.nv})")
-    opts = {"parameters": "inertial"} if parameters else {}
+    opts: dict[str, Any] = {"parameters": "inertial"} if parameters else {}
     f = casadi_function(model, alg, layout="numpy", **opts)
     sx_in = [ca.SX.sym(nm, f.nnz_in(i)) for i, nm in enumerate(f.name_in())]
     out = f.call(sx_in)[f.name_out().index(oname)]
     nv = model.nv
+    keys: list[tuple[int, ...]]
+    shape: tuple[int, ...]
     if kind == "christoffel":
         from .core import _symmetric_jk
 
