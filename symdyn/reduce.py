@@ -224,7 +224,7 @@ def mimic_matrix(model: "Model", *, backend: str | None = None) -> Array:
 
 
 def expand_mimic(model: "Model", q_r: Array, qd_r: Array | None = None, qdd_r: Array | None = None,
-                 *, backend: str | None = None):
+                 *, backend: str | None = None) -> Array | tuple[Array, ...]:
     """Full ``q`` (and ``qd = G qd_r``, ``qdd = G qdd_r`` when given) from the independent
     coordinates; mimic joints get ``multiplier * q_master + offset``. Returns ``q`` alone, or the
     tuple ``(q, qd[, qdd])``, in the inputs' backend."""
