@@ -60,6 +60,20 @@ def test_ur5_values_and_size(ur5, kind):
         assert _rel(got, _numeric(ur5, kind, q, qd)) < 1e-10
 
 
+@pytest.mark.parametrize("spec", ["quadruped:4:floating", "random:4:seed=3"])
+def test_floating_base_and_random_geometry(spec):
+    """Generalized speeds (floating base: Gamma not symmetric in j, k) and random geometry."""
+    from symdyn.cli.specs import from_spec
+
+    model = from_spec(spec)
+    rng = np.random.default_rng(4)
+    for kind in ("christoffel", "coriolis_matrix"):
+        res = st.structured(model, kind)
+        q, qd = model.random_q(rng), rng.normal(size=model.nv)
+        got = res.evaluate(q, qd) if kind == "coriolis_matrix" else res.evaluate(q)
+        assert _rel(got, _numeric(model, kind, q, qd)) < 1e-10
+
+
 def test_structured_through_the_core_api(ur5):
     res = S.christoffel(ur5, structured=True)
     assert isinstance(res, S.StructuredResult) and res.symmetric_jk

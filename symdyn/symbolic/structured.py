@@ -689,10 +689,12 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     alg, oname, in_names = _KINDS[kind]
     seconds: dict = {}
     t0 = time.perf_counter()
-    if prog:
-        prog.line(f"tracing {alg} with CasADi SX (nv = {model.nv})")
     opts: dict[str, Any] = {"parameters": "inertial"} if parameters else {}
-    f = casadi_function(model, alg, layout="numpy", **opts)
+    if prog:
+        with prog.running(f"tracing {alg} with CasADi SX", f"nv = {model.nv}"):
+            f = casadi_function(model, alg, layout="numpy", **opts)
+    else:
+        f = casadi_function(model, alg, layout="numpy", **opts)
     sx_in = [ca.SX.sym(nm, f.nnz_in(i)) for i, nm in enumerate(f.name_in())]
     out = f.call(sx_in)[f.name_out().index(oname)]
     nv = model.nv
