@@ -133,6 +133,14 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
     def c_ratio(j):
         return [min(ct[j]) / min(ct[0]) for ct, _ in rows_c.values()]
 
+    def c_med(j):
+        return [paired_ratio(ct[j], ct[0]) for ct, _ in rows_c.values()]
+
+    anc, anc_min = c_med(2), median(c_ratio(2)) if rows_c else float("nan")
+    anc_words = (f"no systematic difference in straight-line C (median of the minima ratios "
+                 f"{anc_min:.2f})" if 0.9 <= anc_min <= 1.1 else
+                 f"a median minima ratio of {anc_min:.2f} over the compiled rows")
+
     big = max(n for f, n in rows_ops if f == "chain")
 
     def from_n(fam):  # the smallest N from which body/ground (SX) stays >= 1.3
@@ -160,7 +168,8 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
         "better estimate and the medians show the interference. NumPy times measure something "
         "else: "
         "a Python loop over bodies whose cost is dominated by the number of NumPy calls, not by "
-        "flops.", "",
+        "flops. At this run's load single rows can be off by tens of percent (read the trends "
+        "across rows, and the SX counts for the arithmetic).", "",
         f"**Body vs ground coordinates (papers: ground 1.3-1.9x faster, N = 2-500).** In "
         "operations "
         f"the body-coordinate IDSVA costs {_rng(ops_ratio('body', 'chain'))}x the ground version "
@@ -176,16 +185,18 @@ def discussion(rows_np, rows_ops, rows_c, rows_fd):
         f"**Subtree restructuring vs the ancestor loop (paper 004 App. B).** The two perform the "
         f"same arithmetic: {_rng(ops_ratio('ancestor'))}x the ground version's SX instructions "
         f"(the ancestor loop recomputes S_j^T t and the (Sd_j + Psid_j) sums per pair); compiled, "
-        f"the ratio of minima is {_rng(c_ratio(2))}, i.e. no measurable difference in "
-        f"straight-line C. The restructuring wins where the cost is per operation call rather "
-        f"than per flop: in NumPy the ancestor loop costs {_rng(np_ratio(2))}x, growing with N "
+        f"the per-round median ratios are {_rng(anc)} and the ratios of minima "
+        f"{_rng(c_ratio(2))}: {anc_words}. The restructuring wins where the cost is per "
+        f"operation call rather than per flop: in NumPy the ancestor loop costs {_rng(np_ratio(2))}x, growing with N "
         f"(O(N d) small vector products against O(N) stacked matrix products). So the claim "
         f"that the subtree restructuring wins is supported for interpreted / loop-overhead-bound "
         f"code and not visible in flops or in unrolled compiled code.", "",
         f"**RNEA_CR vs IDSVA.** In operations RNEA_CR costs {_rng(ops_ratio('RNEA_CR', 'chain'))}x "
         f"ground IDSVA on the chain (N = 5..{big}) and {_rng(ops_ratio('RNEA_CR', 'binary'))}x on "
         f"binary trees, the ratio growing with N; compiled, the ratio of minima is "
-        f"{_rng(c_ratio(3))}. IDSVA has fewer operations "
+        f"{_rng(c_ratio(3))} (where it exceeds the operation ratio, the larger straight-line "
+        f"code of RNEA_CR - instruction-cache misses - and the load are the likely causes; "
+        f"this run does not separate them). IDSVA has fewer operations "
         f"{'at every size' if min(ops_ratio('RNEA_CR')) > 1 else 'at some sizes only'}, as the "
         f"papers claim, by less than paper 004's Fig. 4 (15x at N = 100 against their Fortran "
         "RNEACR) "
