@@ -1,0 +1,86 @@
+"""symdyn.batch on a local Dask cluster with two worker processes (skipped without dask and
+distributed): blocks of a Dask array of states evaluated by the compiled C library and by the JAX
+kernel equal NumPy state by state."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import symdyn as sd  # noqa: E402
+import symdyn.batch  # noqa: E402
+from symdyn.models import branched_tree  # noqa: E402
+
+MODEL = branched_tree(4, 2, seed=5, joint=("spherical", "revolute", "prismatic"))
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       dashboard_address=None, silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _states(n=40, chunk=10, seed=0):
+    rng = np.random.default_rng(seed)
+    Q = np.stack([MODEL.random_q(rng) for _ in range(n)])
+    QD, QDD = rng.normal(size=(n, MODEL.nv)), rng.normal(size=(n, MODEL.nv))
+    return Q, QD, QDD, [da.from_array(x, chunks=(chunk, -1)) for x in (Q, QD, QDD)]
+
+
+def _compiler_or_skip():
+    from symdyn.codegen import BuildError, compiler_info
+    try:
+        compiler_info()
+    except BuildError as exc:
+        pytest.skip(f"no C compiler: {exc}")
+
+
+def test_jax_engine_on_two_worker_processes(client):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    Q, QD, QDD, (dQ, dQD, dQDD) = _states()
+    tau = symdyn.batch.evaluate(MODEL, "rnea", dQ, dQD, dQDD, engine="jax")
+    assert isinstance(tau, da.Array) and tau.shape == (40, MODEL.nv)
+    tau = client.compute(tau, sync=True)
+    workers = client.run(lambda: __import__("os").getpid())
+    assert len(set(workers.values())) == 2
+    for s in (0, 17, 39):
+        np.testing.assert_allclose(tau[s], sd.rnea(MODEL, Q[s], QD[s], QDD[s]), atol=1e-12)
+
+
+def test_compiled_engine_on_two_worker_processes(client):
+    _compiler_or_skip()
+    Q, QD, QDD, (dQ, dQD, dQDD) = _states(seed=1)
+    G = symdyn.batch.evaluate(MODEL, "christoffel", dQ)
+    M, Mdot, C = symdyn.batch.evaluate(MODEL, "coriolis_matrix", dQ, dQD)    # several outputs
+    tau = symdyn.batch.evaluate(MODEL, "rnea", Q, QD, QDD, chunk=15)     # NumPy in: chunked
+    assert tau.chunks[0] == (15, 15, 10)
+    G, M, C, tau = client.compute([G, M, C, tau], sync=True)
+    assert G.shape == (40, MODEL.nv, MODEL.nv, MODEL.nv)
+    for s in (3, 38):
+        np.testing.assert_allclose(G[s], sd.christoffel(MODEL, Q[s]), atol=1e-10)
+        np.testing.assert_allclose(tau[s], sd.rnea(MODEL, Q[s], QD[s], QDD[s]), atol=1e-10)
+        ref = sd.coriolis_matrix(MODEL, Q[s], QD[s])
+        np.testing.assert_allclose(M[s], ref[0], atol=1e-10)
+        np.testing.assert_allclose(C[s], ref[2], atol=1e-10)
+    bad = Q.copy()
+    bad[12, 0:4] *= 3                                                     # the root's quaternion
+    with pytest.raises(ValueError, match="quaternion"):
+        symdyn.batch.evaluate(MODEL, "crba", da.from_array(bad, chunks=(10, -1))).compute()
+
+
+def test_bad_calls():
+    _, _, _, (dQ, dQD, _) = _states()
+    with pytest.raises(ValueError, match="unknown engine"):
+        symdyn.batch.evaluate(MODEL, "rnea", dQ, dQD, dQD, engine="torch")
+    pytest.importorskip("jax").config.update("jax_enable_x64", True)
+    with pytest.raises(TypeError, match="3 arrays of states"):
+        symdyn.batch.evaluate(MODEL, "rnea", dQ, dQD, engine="jax")
+    with pytest.raises(ValueError, match=r"qd must have shape \(n_states, %d\)" % MODEL.nv):
+        symdyn.batch.evaluate(MODEL, "rnea", dQ, dQ, dQD, engine="jax")
