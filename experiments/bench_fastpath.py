@@ -10,7 +10,9 @@ the <= 30 s target), ``flags`` (compile CPU time and run time per gcc level), ``
 functions cut into chunks vs CasADi's single function), ``calls`` (symdyn compiled vs Pinocchio
 in the same process), ``toolkit`` (compiled frame Jacobians, CoM Jacobian and joint torque
 regressor vs Pinocchio's computeFrameJacobian, jacobianCenterOfMass, computeJointTorqueRegressor;
-not in the default list: ``--sections toolkit --merge``). ``--merge`` replaces only the
+not in the default list: ``--sections toolkit --merge``), ``parameters`` (functions with the
+inertial parameters as an input vs the inertias compiled in, on the toolkit models; likewise
+``--sections parameters --merge``). ``--merge`` replaces only the
 regenerated sections of an existing report.
 
 Timing: blocks of calls sized to ~20 ms, run round-robin so that compared functions see the same
@@ -611,7 +613,6 @@ def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
             "which is most of a frame or CoM Jacobian's time on these models: per call they sit "
             "near Pinocchio's, batched they are well below it. The regressor's work grows with "
             "the 10 N columns, where generated code gains most.", ""]
-    out += section_parameters(specs, repeat)
     out += ["", "### Toolkit builds (cache as available; auto flags)", "",
             "| model | function | SX instructions | flags | gcc CPU s | build wall s |",
             "|---|---|---|---|---|---|"]
@@ -628,11 +629,12 @@ def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
 PARAMETER_ALGS = ("rnea", "crba", "aba", "coriolis_matrix")
 
 
-def section_parameters(specs: list[str], repeat: int) -> list[str]:
+def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
     """Compiled functions with the inertial parameters as an input (parameters="inertial") vs the
-    same functions with the model's inertias compiled in: SX size and per-call time."""
+    same functions with the model's inertias compiled in: SX size, per call and batched."""
     from symdyn.inertial import inertial_parameters
 
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
     for spec in specs:
         model = from_spec(spec)
@@ -641,30 +643,47 @@ def section_parameters(specs: list[str], repeat: int) -> list[str]:
         rng = np.random.default_rng(4)
         st = {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
               "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv)}
+        Bst = {"q": np.array([model.random_q(rng) for _ in range(batch)]),
+               "qd": rng.uniform(-1, 1, (batch, model.nv)),
+               "qdd": rng.uniform(-1, 1, (batch, model.nv)),
+               "tau": rng.uniform(-1, 1, (batch, model.nv))}
         pi = inertial_parameters(model)
+        PI = np.tile(pi, (batch, 1))
         for alg in PARAMETER_ALGS:
             f, g = plain[alg], withp[alg]
             ins = [st[n] for n in f.input_names]
             a, b = f(*ins), g(*ins, pi)
             a, b = (a if isinstance(a, tuple) else (a,)), (b if isinstance(b, tuple) else (b,))
             err = max(float(np.abs(x - y).max() / max(1, np.abs(x).max())) for x, y in zip(a, b))
-            t_f, t_g = interleaved([lambda: f(*ins), lambda: g(*ins, pi)], repeat)
+            bins = [Bst[n] for n in f.input_names]
+            outs = tuple(np.empty((batch, *sh)) for sh in f.output_shapes)
+            bout = outs if len(outs) > 1 else outs[0]
+            t_f, t_g, b_f, b_g = interleaved(
+                [lambda: f(*ins), lambda: g(*ins, pi), lambda: f.batch(*bins, out=bout),
+                 lambda: g.batch(*bins, PI, out=bout)], repeat)
             med = statistics.median
             rows.append((spec, model.nv, alg, f.stats["n_instructions"], g.stats["n_instructions"],
-                         med(t_f), med(t_g), med(y / x for x, y in zip(t_f, t_g)), err))
-    out = ["", "### parameters=\"inertial\": the inertial parameters as an input", "",
+                         med(t_f), med(t_g), med(y / x for x, y in zip(t_f, t_g)),
+                         min(t_g) / min(t_f), med(b_f) / batch, med(b_g) / batch,
+                         med(y / x for x, y in zip(b_f, b_g)), err))
+    out = ["## parameters=\"inertial\": the inertial parameters as an input", "",
            "`build(model, [...], parameters=\"inertial\")`: the functions take `pi` (10 N, "
            "Pinocchio's order) as a last input, `lib.rnea(q, qd, qdd, pi)`, so an adaptive "
            "controller or an identification loop runs compiled with its current estimate. "
-           "Against the same functions with the model's inertias compiled in, per call from "
-           "Python, round-robin; `pi` = the model's own parameters, so both give the same "
-           "result (last column).", "",
-           "| model | nv | algorithm | SX instructions (inertias compiled in / pi input) | "
-           "us/call (compiled in / pi input) | ratio | max rel. diff |",
-           "|---|---|---|---|---|---|---|"]
-    for spec, nv, alg, n0, n1, t0, t1, ratio, err in rows:
+           "Compared with the same functions with the model's inertias compiled in (same flags "
+           "rule), round-robin in one process: per call from Python and batched "
+           f"(`.batch(..., out=)`, {batch} states, 1 thread, per state); ratios are medians of "
+           "the per-round ratios (with pi / compiled in), plus the ratio of the minima per call. "
+           "`pi` = the model's own parameters, so both give the same result (last column). "
+           f"Load average at the start of this section: {load0:.1f} (2 cores shared).", "",
+           "| model | nv | algorithm | SX instructions (compiled in / pi) | us/call "
+           "(compiled in / pi) | ratio (of minima) | batch us/state (compiled in / pi) | "
+           "batch ratio | max rel. diff |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for spec, nv, alg, n0, n1, t0, t1, r, rmin, b0, b1, br, err in rows:
         out.append(f"| {spec} | {nv} | {alg} | {n0} / {n1} | {us(t0)} / {us(t1)} | "
-                   f"{ratio:.2f} | {err:.1e} |")
+                   f"{r:.2f} ({rmin:.2f}) | {us(b0)} / {us(b1)} | {br:.2f} | {err:.1e} |")
+    out.append("")
     return out
 
 
@@ -828,6 +847,9 @@ def main(argv=None) -> int:
     if "toolkit" in sections:
         body += section_toolkit([m for m in args.toolkit_models.split(";") if m.strip()], repeat,
                                 args.batch)
+    if "parameters" in sections:
+        body += section_parameters([m for m in args.toolkit_models.split(";") if m.strip()],
+                                   repeat, args.batch)
     text = "\n".join(head + body)
     if args.out != "-":
         out = Path(args.out)
