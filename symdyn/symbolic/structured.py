@@ -64,6 +64,31 @@ def _count_ops(e) -> int:
     return int(sp.count_ops(e))
 
 
+_OPS_MEMO: dict = {}
+
+
+def _ops(e) -> int:
+    """A fast estimate of ``count_ops`` (binary operations of the tree, a sign as one operation;
+    memoized on the expression), used for the local decisions of the conversion."""
+    hit = _OPS_MEMO.get(e)
+    if hit is not None:
+        return hit
+    if e.is_Atom:
+        n = 0
+    elif e.is_Add:
+        # a - b: one SUB, no NEG of b (a term -1*b costs nothing beyond the SUB)
+        n = len(e.args) - 1 + sum(_ops(a) - (1 if a.is_Mul and a.args[0] == -1 else 0)
+                                  for a in e.args)
+    elif e.is_Mul:
+        n = len(e.args) - 1 + sum(_ops(a) for a in e.args)   # -x: NEG, counted as the product
+    else:
+        n = 1 + sum(_ops(a) for a in e.args)
+    if len(_OPS_MEMO) > 200_000:
+        _OPS_MEMO.clear()
+    _OPS_MEMO[e] = n
+    return n
+
+
 @dataclass
 class StructuredResult:
     """A closed form as ordered definitions plus per-entry expressions.
@@ -477,7 +502,7 @@ def from_casadi(f, input_symbols: list, *, output: int = 0, trig_names: list | N
                 lk = binary[o](*la) if o in binary else unary[o](*la)
                 if len(sp.Add.make_args(lk)) > _LINEAR_TERMS:
                     lk = None
-            if lk is not None and lk != e and _count_ops(lk) < _count_ops(e):
+            if lk is not None and lk != e and _ops(lk) < _ops(e):
                 e = lk
                 simplified += 1
         if named[k]:
@@ -571,7 +596,7 @@ def _prune_and_number(defs: list, values: list, prefix: str):
         where, j = users[sym][0]
         old = body[j] if where == "d" else values[j]
         new = old.xreplace({sym: body[i]})
-        if _count_ops(new) <= _count_ops(old) + _count_ops(body[i]):
+        if _ops(new) <= _ops(old) + _ops(body[i]):
             if where == "d":
                 body[j] = new
             else:
@@ -609,7 +634,7 @@ def _pythagoras(e):
     for pair in pows.values():
         if len(pair) == 2:
             cand = sp.expand(best.xreplace({pair["s"] ** 2: 1 - pair["c"] ** 2}))
-            if _count_ops(cand) < _count_ops(best):
+            if _ops(cand) < _ops(best):
                 best = cand
     return best
 
