@@ -331,7 +331,7 @@ def test_parametrized_model_guards():
     assert info["parameters"] == "inertial" and f.name_in() == ["q", "pi"]
 
 
-# --- Pinocchio: the regressor against computeJointTorqueRegressor ---------------------------------
+# --- Pinocchio: regressor, CoM and frame Jacobians against its routines ---------------------------
 
 def test_regressor_against_pinocchio(cache_dir):
     pin = pytest.importorskip("pinocchio")
@@ -340,7 +340,10 @@ def test_regressor_against_pinocchio(cache_dir):
     from symdyn.models import serial_chain
 
     model = serial_chain(4, seed=1)          # random geometry; a chain: Pinocchio's order = ours
-    lib = build(model, ["joint_torque_regressor", "com_jacobian"], opt="-O1",
+    refs = {"local": pin.LOCAL, "world": pin.WORLD,
+            "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
+    request = {f"frame_jacobian:{r}": {"frame": "link3", "reference": r} for r in refs}
+    lib = build(model, {**request, "joint_torque_regressor": {}, "com_jacobian": {}}, opt="-O1",
                 cache_dir=cache_dir, progress=False)
     pm = to_pinocchio(model)
     pd = pm.createData()
@@ -351,6 +354,10 @@ def test_regressor_against_pinocchio(cache_dir):
     _close(lib.joint_torque_regressor(q, v, a),
            pin.computeJointTorqueRegressor(pm, pd, q, v, a), rel=1e-12)
     _close(lib.com_jacobian(q), pin.jacobianCenterOfMass(pm, pd, q), rel=1e-12)
+    fid = pm.getFrameId("link3")
+    for r, pref in refs.items():
+        Jp = pin.computeFrameJacobian(pm, pd, q, fid, pref)          # rows [linear; angular]
+        _close(lib.frame_jacobian[r](q), np.vstack([Jp[3:], Jp[:3]]), rel=1e-12)
 
 
 # --- CLI ------------------------------------------------------------------------------------------
