@@ -58,3 +58,13 @@ from .mujoco_bridge import from_mujoco, load_mjcf  # noqa: E402
 from .pinocchio_bridge import from_pinocchio, to_pinocchio  # noqa: E402
 
 __all__ += ["from_pinocchio", "to_pinocchio", "from_mujoco", "load_mjcf"]
+
+# Regressors and inertial parameters (issue 13, section 3)
+from .algorithms import (joint_torque_regressor, kinetic_energy_regressor,  # noqa: E402
+                         potential_energy_regressor, slotine_li_regressor)
+from .identification import BaseParameters, base_parameters  # noqa: E402
+from .inertial import inertial_parameters, with_inertial_parameters  # noqa: E402
+
+__all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_energy_regressor",
+            "slotine_li_regressor", "BaseParameters", "base_parameters", "inertial_parameters",
+            "with_inertial_parameters"]

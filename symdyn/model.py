@@ -714,6 +714,20 @@ class Model:
 
         return reduced_model(self, lock, **kwargs)
 
+    def inertial_parameters(self) -> Any:
+        """The 10 N inertial parameters (Pinocchio's order, inertia about each body origin); see
+        :func:`symdyn.inertial.inertial_parameters`."""
+        from .inertial import inertial_parameters
+
+        return inertial_parameters(self)
+
+    def with_inertial_parameters(self, pi: Any) -> "Model":
+        """A new, validated model with the inertial parameters ``pi``; see
+        :func:`symdyn.inertial.with_inertial_parameters`."""
+        from .inertial import with_inertial_parameters
+
+        return with_inertial_parameters(self, pi)
+
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
         """The constants in backend ``B``'s native types (:class:`ModelConstants`), computed once

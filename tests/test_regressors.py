@@ -321,3 +321,18 @@ def test_base_parameters_reproduce_regressor(name):
         Y = joint_torque_regressor(model, q, qd, qdd)
         assert rel(bp.regressor(Y) @ bp.values(pi_r), Y @ pi_r) < 1e-9
     assert len(bp.expressions()) == bp.rank
+
+
+def test_public_api():
+    """Model methods delegate to symdyn.inertial; the regressors are exported at the top level."""
+    model = MODELS["branched"]
+    pi = model.inertial_parameters()
+    assert rel(pi, inertial_parameters(model)) == 0
+    assert rel(model.with_inertial_parameters(2 * pi).inertial_parameters(), 2 * pi) < 1e-14
+    q, qd, qdd, _, _ = state(model, 9)
+    assert rel(sd.joint_torque_regressor(model, q, qd, qdd) @ pi, sd.rnea(model, q, qd, qdd)) < 1e-12
+    for name in ("joint_torque_regressor", "slotine_li_regressor", "kinetic_energy_regressor",
+                 "potential_energy_regressor", "inertial_parameters", "with_inertial_parameters",
+                 "base_parameters", "BaseParameters"):
+        assert name in sd.__all__ and hasattr(sd, name)
+    assert sd.base_parameters(planar_chain(2)).rank == 6
