@@ -87,6 +87,7 @@ class _Positions(NamedTuple):
 class _Rates(NamedTuple):
     v: list        # body twists
     SdK: list      # SdK[b]: body b's rows of Sdot_K (6 x |y_K|)
+    Gd: list       # Gdot_K per cluster (None: loop-free or at rest)
 
 
 class ClusterTree:
@@ -269,6 +270,7 @@ class ClusterTree:
         tree, loop = self.tree, self.loop
         N = tree.N
         v, SdK = [None] * N, [None] * N
+        Gdot: list = [None] * len(self.clusters)
         for k, cl in enumerate(self.clusters):
             if moving is not None and k not in moving:
                 for b in cl.bodies:
@@ -316,7 +318,8 @@ class ClusterTree:
                          for t in cl.speeds])
             for b in cl.bodies:                                                    # Sdot_K
                 SdK[b] = self._dense(B, cl, Jd[b]) @ P.G[k] + self._dense(B, cl, P.J[b]) @ Gd
-        return _Rates(v, SdK)
+            Gdot[k] = Gd
+        return _Rates(v, SdK, Gdot)
 
     # -- Algorithm 1 over clusters --------------------------------------------------------------
     def _sweep(self, P: _Positions) -> Sweep:
@@ -336,8 +339,28 @@ class ClusterTree:
         sweep only these (closed under attachments, the others at rest)."""
         M, C = algorithm1(B, self._sweep(P), P.SK, R.SdK, R.v, self.tree.constants(B).I,
                           factorization, IC=IC, units=clusters)
+        self._add_armature(B, P, R, M, C, clusters)
         blocks = {"M": M, "C": C, "Mdot": mass_matrix_rate(C) if "Mdot" in need else None}
         return tuple(self._assemble(B, blocks[n]) for n in need)
+
+    def _add_armature(self, B, P: _Positions, R: _Rates, M, C, clusters=None):
+        """The joints' armature A (rotor inertia on the tree speeds, diagonal) in the induced
+        terms: Mbar_KK += G_K^T A_K G_K and Cbar_KK += G_K^T A_K Gdot_K (so that Cbar keeps
+        Cbar = G^T C G + G^T (M + A) Gdot and Mbar_dot = Cbar + Cbar^T)."""
+        armature = self.tree.constants(B).armature
+        for K in (range(len(self.clusters)) if clusters is None else clusters):
+            cl, off = self.clusters[K], 0
+            for b in cl.bodies:
+                n, A = self.tree.joints[b].nv, armature[b]
+                if A is not None:
+                    if P.G[K] is None:
+                        M[K, K] = M[K, K] + A
+                    else:
+                        Gb = B.rows(P.G[K], off, off + n)
+                        M[K, K] = M[K, K] + Gb.T @ A @ Gb
+                        if R.Gd[K] is not None:
+                            C[K, K] = C[K, K] + Gb.T @ A @ B.rows(R.Gd[K], off, off + n)
+                off += n
 
     def _assemble(self, B, blocks):
         out = B.zeros(self.ny, self.ny)
