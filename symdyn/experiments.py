@@ -146,6 +146,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "vs Pinocchio on real robots, DMM vs AZA crossover",
                ("derivatives_compiled.md", "derivatives_compiled.png"), minutes=(2.5, 0.6),
                cold_minutes=5.0),
+    Experiment("derivatives_variants", "derivatives_variants.py",
+               "Singh, Russell & Wensing (papers 003/004): ground vs body-coordinate IDSVA, the App. B "
+               "ancestor loop, RNEA_CR / FD_CR / ABA_CR baselines (NumPy, SX op counts, compiled C)",
+               ("derivatives_variants.md",), minutes=(2.5, 0.7)),
     Experiment("table1_timing", "table1_timing.py",
                "Echeandia & Wensing 2021 (paper 000) Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
                "quadruped), NumPy / compiled / Pinocchio, slopes vs theory",

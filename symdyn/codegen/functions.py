@@ -18,7 +18,8 @@ Groups of :data:`ALGORITHMS` (``AlgorithmSpec.group``): ``"dynamics"`` (rnea ...
 what :func:`available_algorithms` lists by default), ``"frames"`` (frame placement, velocity,
 Jacobian, its time variation, classical acceleration; the frame and ``reference`` are fixed at build
 time: ``frame`` is a required option), ``"com"`` (centre of mass, its Jacobian, centroidal momentum),
-``"energy"`` and ``"regressors"``. Spatial vectors and Jacobian rows are ``[angular; linear]``.
+``"energy"``, ``"regressors"`` and ``"baselines"`` (the chain-rule and body-coordinate
+derivative algorithms papers 003/004 compare IDSVA with). Spatial vectors and Jacobian rows are ``[angular; linear]``.
 """
 from __future__ import annotations
 
@@ -88,6 +89,8 @@ def _com_position_velocity(model, q, qd, *, backend=None):
 def _registry() -> dict[str, AlgorithmSpec]:
     """The algorithms the code generator knows, as callables (imported here, not by name)."""
     from .. import algorithms as alg
+    from ..algorithms import chain_rule as cr
+    from ..algorithms import idsva_body as ib
     from ..algorithms import regressors as reg
 
     return {s.name: s for s in [
@@ -161,11 +164,28 @@ def _registry() -> dict[str, AlgorithmSpec]:
                       (("Y", 2),), "Y (1 x 10N) with T = Y pi", "regressors", False),
         AlgorithmSpec("potential_energy_regressor", reg.potential_energy_regressor, (_Q,),
                       (("Y", 2),), "Y (1 x 10N) with V = Y pi", "regressors", False),
+        # baselines of papers 003/004: same outputs as rnea_/aba_derivatives, other algorithms
+        AlgorithmSpec("rnea_derivatives_cr", cr.rnea_derivatives_cr, (_Q, _QD, _QDD),
+                      (("dtau_dq", 2), ("dtau_dqd", 2)),
+                      "RNEA_CR: chain rule through every RNEA step (paper 004 baseline)",
+                      "baselines"),
+        AlgorithmSpec("aba_derivatives_cr", cr.aba_derivatives_cr, (_Q, _QD, _TAU),
+                      (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
+                      "ABA_CR: chain rule through the three ABA passes", "baselines"),
+        AlgorithmSpec("fd_derivatives_cr", cr.fd_derivatives_cr, (_Q, _QD, _TAU),
+                      (("dqdd_dq", 2), ("dqdd_dqd", 2), ("Minv", 2)),
+                      "FD_CR: RNEA_CR at qdd = aba, then eq. (5) by DMM", "baselines"),
+        AlgorithmSpec("rnea_derivatives_body", ib.rnea_derivatives_body, (_Q, _QD, _QDD),
+                      (("dtau_dq", 2), ("dtau_dqd", 2)),
+                      "IDSVA in body coordinates (paper 003 Fig. 3)", "baselines"),
+        AlgorithmSpec("rnea_derivatives_ancestor", ib.rnea_derivatives_ancestor,
+                      (_Q, _QD, _QDD), (("dtau_dq", 2), ("dtau_dqd", 2)),
+                      "IDSVA with the ancestor loop of paper 004 App. B", "baselines"),
     ]}
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = _registry()
-GROUPS = ("dynamics", "frames", "com", "energy", "regressors")
+GROUPS = ("dynamics", "frames", "com", "energy", "regressors", "baselines")
 
 # parameters of the algorithm functions that are inputs or fixed by the code generator
 _NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "qr_d", "qr_dd", "backend", "f_ext"}
