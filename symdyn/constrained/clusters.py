@@ -392,8 +392,11 @@ class ClusterTree:
         zero = B.vector([0] * self.ny)
         return self._algorithm1(B, P, self._rates(B, P, zero), "christoffel", need=("M",))[0]
 
-    def christoffel(self, q, *, backend: str | None = None):
+    def christoffel(self, q, *, backend: str | None = None, method: str = "pages"):
         """Generalized Christoffel symbols in the minimal speeds, ``Gamma[:, :, k] = Cbar(q, e_k)``.
+
+        ``method="tensor"``: the tensor form over the clusters (Algorithm 2's sharing,
+        :func:`symdyn.constrained.cluster_christoffel.christoffel_tensor`); ``"pages"``: as below.
 
         One configuration sweep (transforms, S_K, G_K, composite inertias); then for a speed k of
         cluster K only the clusters below K move and only those and K's ancestors have nonzero
@@ -401,6 +404,11 @@ class ClusterTree:
         cluster analogue of paper 000 Algorithm 2's cost (sum over K of ``|subtree(K)| + depth(K)``
         cluster blocks per speed). Storage as :func:`symdyn.algorithms.christoffel.christoffel`
         (NumPy (ny, ny, ny); SymPy, SymEngine, CasADi a :class:`~symdyn.backends.Tensor3`)."""
+        if method == "tensor":
+            from .cluster_christoffel import christoffel_tensor
+            return christoffel_tensor(self, q, backend=backend)
+        if method != "pages":
+            raise ValueError(f"unknown method {method!r}; choose 'tensor' or 'pages'")
         B, qs, _ = self._entry(q, backend=backend)
         P = self._positions(B, qs)
         IC = self._composite_inertias(B, P)

@@ -1,0 +1,182 @@
+"""Generalized Christoffel symbols over a cluster tree in tensor form (paper 001 Sec. VI-C,
+the cluster analogue of paper 000 Algorithm 2; derivation in ``docs/cluster_christoffel.rst``).
+
+``Gamma[:, :, k] = dCbar/dy_k`` (Cbar is linear in the minimal speeds y). For a speed k of
+cluster K, differentiating Algorithm 1 over the clusters needs only
+
+(a) the twists ``dV/dy_k``: body beta of K moves with column k of S_K (rows of beta), every body
+    of a cluster L below K moves rigidly with its attachment, ``X_{beta<-a} dv_a/dy_k``;
+(b) ``dSdot_L/dy_k``: for L below K the cluster is rigid, G_L is constant and
+    ``dSdot_L/dy_k = (dv_beta/dy_k) x S_L`` (the ``phi_k x`` terms of Alg. 2); for L = K the
+    derivative of the local loop solution's rate, ``(dJdot_K/dy_k) G_K + J_K (dGdot_K/dy_k)`` with
+    ``dGdot_K/dy_k = -K_d^-1 (dKdot/dy_k) G_K`` (one factorization of K_d for all speeds of K);
+(c) ``dB^C_beta/dy_k = B(dv_beta/dy_k, I^C_beta)`` by linearity and covariance of eq. (10):
+    for every body that moves (K's bodies and those below), one B from the composite inertia
+    instead of accumulating body B's up the subtree; the ancestors of K carry the congruences
+    of K's composites only.
+
+Shared between all speeds: transforms, S_K, G_K, J_K, composite inertias I^C (configuration
+sweep) and the force blocks ``I^C S`` moved to every ancestor (the Mbar sweep). Shared between
+the speeds of one cluster: K_d's factorization and the local Jacobian rates. Per speed: the
+velocity part of Algorithm 1 lines 9-20 over K's subtree and K's ancestors, written straight
+into the nonzero blocks of Gamma.
+
+Generic over the backends (no NumPy/SymPy/CasADi imports).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
+                       composite_B_products, cross_motion, xform_force_T, xform_motion)
+
+
+def _unit(B, n, r):
+    return B.vector([1 if t == r else 0 for t in range(n)])
+
+
+def _own_rates(ct, B, P, K):
+    """Per speed r of cluster K (its attachment at rest): body twists ``dv_beta/dy_r`` and
+    ``dSdot_K/dy_r`` (rows of each body), with one solve with K_d for all speeds of K."""
+    tree, loop, cl = ct.tree, ct.loop, ct.clusters[K]
+    nK = len(cl.y)
+    G = P.G[K]
+    vs, Sds = [], []
+    Jds, Kdots = [], []
+    for r in range(nK):
+        e = _unit(B, nK, r)
+        qdK = e if G is None else G @ e
+        v, Phid, off = {}, {}, 0
+        for b in cl.bodies:
+            nb = tree.joints[b].nv
+            qdb = B.rows(qdK, off, off + nb)
+            off += nb
+            p = tree.parents[b]
+            vJ = P.S[b] @ qdb
+            v[b] = vJ if p == cl.attach else xform_motion(B, P.Xup[b], v[p]) + vJ
+            Phid[b] = cross_motion(B, v[b], P.S[b])
+            Sring = tree.joints[b].Sring(B, P.q[b], qdb)
+            if Sring is not None:
+                Phid[b] = Phid[b] + Sring
+        vs.append(v)
+        if G is None:
+            (b,) = cl.bodies
+            Sds.append({b: Phid[b]})
+            continue
+        Jd: dict[int, Any] = {}
+        for b in cl.bodies:
+            p = tree.parents[b]
+            Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}
+                     if p != cl.attach else {})
+            Jd[b][b] = Phid[b]
+        Kdot = []
+        for c in cl.closures:
+            pred, succ, _, _ = loop._frames[c]
+            own = pred >= 0 and pred != cl.attach
+            _, _, Kc = loop.closure_term(
+                B, c, P.Xa[pred] if own else None, P.Xa[succ], ct._dense(B, cl, P.J[succ]),
+                ct._dense(B, cl, P.J[pred]) if own else None, ct._dense(B, cl, Jd[succ]),
+                ct._dense(B, cl, Jd[pred]) if own else None, v[pred] if own else None)
+            Kdot.append(Kc)
+        Jds.append(Jd)
+        Kdots.append(B.vcat(Kdot) @ G)
+    if G is None:
+        return vs, Sds
+    Kd, dep = P.Kd[K]
+    Dd = -B.solve(Kd, B.hcat(Kdots))                      # dGdot_d/dy_r for all r, one solve
+    pos_d = {t: n for n, t in enumerate(dep)}
+    for r in range(nK):
+        Dr = B.cols(Dd, r * nK, (r + 1) * nK)
+        Gd = B.vcat([B.rows(Dr, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, nK)
+                     for t in cl.speeds])
+        Sds.append({b: ct._dense(B, cl, Jds[r][b]) @ G + ct._dense(B, cl, P.J[b]) @ Gd
+                    for b in cl.bodies})
+    return vs, Sds
+
+
+def christoffel_tensor(ct, q, *, backend: str | None = None):
+    """Generalized Christoffel symbols of a :class:`~.clusters.ClusterTree` in the minimal
+    speeds, ``Gamma[:, :, k] = Cbar(q, e_k)``, by the tensor form over the clusters (module
+    docstring). Storage as :func:`symdyn.algorithms.christoffel.christoffel`."""
+    B, qs, _ = ct._entry(q, backend=backend)
+    P = ct._positions(B, qs)
+    IC = ct._composite_inertias(B, P)
+    cls, cof = ct.clusters, ct.cluster_of
+    n = ct.ny
+    Gam = B.tensor3(n, n, n)
+    below = ct._subtrees()
+    # configuration-only: F2 = I^C S_J of every unit, moved to each attachment body above it
+    F2up: list[dict] = [dict() for _ in cls]
+    for J, cl in enumerate(cls):
+        i, F = cl.attach, None
+        for b in cl.bodies:
+            Fb = xform_force_T(B, P.Xa[b], IC[b] @ P.SK[b]) if i >= 0 else None
+            F = Fb if F is None else F + Fb
+        while i >= 0:
+            F2up[J][i] = F
+            nxt = cls[cof[i]].attach
+            if nxt >= 0:
+                F = xform_force_T(B, P.Xa[i], F)
+            i = nxt
+
+    def put(Gam, L, J, k, blk):
+        for r, a in enumerate(cls[L].y):
+            for s, c in enumerate(cls[J].y):
+                Gam = B.set3(Gam, a, c, k, blk[r, s])
+        return Gam
+
+    for K, clK in enumerate(cls):
+        ups, L = [], clK.parent
+        while L >= 0:
+            ups.append(L)
+            L = cls[L].parent
+        dv, dSd = _own_rates(ct, B, P, K)
+        moving = sorted(below[K])
+        for r, k in enumerate(clK.y):
+            v, Sd, BC = {}, {}, {}
+            for J in moving:                                           # (a), (b), (c)
+                for b in cls[J].bodies:
+                    if J == K:
+                        v[b], Sd[b] = dv[r][b], dSd[r][b]
+                    else:
+                        v[b] = xform_motion(B, P.Xa[b], v[cls[J].attach])
+                        Sd[b] = cross_motion(B, v[b], P.SK[b])
+                    BC[b] = composite_B(B, v[b], IC[b])
+            a, src = clK.attach, clK.bodies                            # B^C of the ancestors
+            while a >= 0:
+                acc = None
+                for b in src:
+                    up = composite_B_congruence(B, P.Xa[b], BC[b])
+                    acc = up if acc is None else composite_B_add(B, acc, up)
+                BC[a], src, a = acc, (a,), cls[cof[a]].attach
+            # Algorithm 1 lines 9-20 (velocity part) over the moving subtree and the ancestors
+            for J in list(reversed(moving)) + ups:
+                clJ = cls[J]
+                nJ = len(clJ.y)
+                i, F, CJJ = clJ.attach, None, None
+                for b in clJ.bodies:
+                    if b not in BC:                                    # at rest, nothing below
+                        continue
+                    BS, BtS = composite_B_products(B, BC[b], P.SK[b])
+                    F1 = BS if b not in Sd else IC[b] @ Sd[b] + BS
+                    c = P.SK[b].T @ F1
+                    CJJ = c if CJJ is None else CJJ + c
+                    if i >= 0:
+                        Fb = xform_force_T(B, P.Xa[b], B.hcat([F1, BtS]))
+                        F = Fb if F is None else F + Fb
+                if CJJ is None:
+                    continue
+                Gam = put(Gam, J, J, k, CJJ)
+                while i >= 0:
+                    L = cof[i]
+                    F1, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ)
+                    Gam = put(Gam, L, J, k, P.SK[i].T @ F1)
+                    CJL = P.SK[i].T @ F3
+                    if i in Sd:                                        # moving: Sdot != 0
+                        CJL = CJL + Sd[i].T @ F2up[J][i]
+                    Gam = put(Gam, J, L, k, CJL.T)
+                    nxt = cls[L].attach
+                    if nxt >= 0:
+                        F = xform_force_T(B, P.Xa[i], F)
+                    i = nxt
+    return Gam
