@@ -173,6 +173,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "
                "regressor form on ur5",
                ("closed_forms.md",), minutes=(7.0, 0.6)),
+    Experiment("adaptive_control", "adaptive_control.py",
+               "Issue 13 section 6, paper 001 Sec. IV: Slotine-Li adaptive tracking of the Panda "
+               "arm with the C* regressor vs the simple factorization (eq. (9)); tracking, "
+               "parameter convergence, Lyapunov function, sampled-loop sweep, compiled per-step cost",
+               ("adaptive_control.md", "adaptive_control_tracking.png",
+                "adaptive_control_parameters.png", "adaptive_control_torques.png"),
+               minutes=(1.0, 0.5), cold_minutes=0.5),
 ]}
 
 
