@@ -293,11 +293,13 @@ def main():
               "(power-free, s^T T s = 0) feedback on the sliding variable s. It is large only "
               "while s is large (the initial 0.1 rad offset; see the contorsion panel) and it "
               "rotates s without changing V, which is paper 001's twisting effect; with this "
-              "slow reference (joint speeds up to ~2 rad/s) and the damping K s dominating it, "
+              f"reference (joint speeds up to {np.max(AMP * 2 * np.pi * FREQ):.1f} rad/s) and "
+              "the damping K s dominating it, "
               "it leaves a small trace in tracking. Paper 001 Fig. 6 shows the effect with a "
               "large contorsion on a point mass (experiments/passivity.py reproduces it).",
               "- The parameter estimate converges only in the directions the motion excites: "
-              "|pi~| / |pi| stays near its initial value (of the 70 parameters only the base "
+              "|pi~| / |pi| rises in the transient, then falls only slowly and stays near its "
+              "initial value (of the 70 parameters only the base "
               "parameters are identifiable, and one sinusoid per joint does not excite all of "
               "them), while the torque prediction error Y pi~ on the actual motion falls.",
               "- The adaptive runs exceed the effort limits briefly during the initial transient "
