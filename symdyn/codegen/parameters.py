@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backends import get_backend
+
 PARAMETER_MODES = ("inertial",)
 
 
@@ -104,7 +106,7 @@ def _stand_in_class(cls: type) -> type:
     sub = _CLASSES.get(cls)
     if sub is None:
         def constants(self, B):
-            if B.name != "casadi":
+            if B is not get_backend("casadi"):  # the one backend the constants were made for
                 raise RuntimeError(f"a model traced with parameters='inertial' serves the CasADi "
                                    f"backend only, not {B.name!r}")
             return self.__dict__["_constants_cache"]["casadi"]
