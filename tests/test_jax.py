@@ -139,6 +139,7 @@ COMPILED = ("rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_deriv
             "aba_derivatives", "nonlinear_effects", "gravity_vector")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["floating", "branched"])
 def test_compiled_batches_equal_numpy(kind):
     """jit + vmap of every dynamics algorithm (floating tree; a branched tree for three of them:
@@ -249,6 +250,7 @@ def test_jacfwd_of_crba_gives_christoffel_and_grad_of_energy_gives_momentum():
     close(p, sd.crba(model, q) @ qd)
 
 
+@pytest.mark.slow
 def test_aba_derivatives_equal_jacfwd_of_aba_under_vmap():
     model = TREES["branched"]
     rng = np.random.default_rng(8)
