@@ -119,10 +119,14 @@ def christoffel_tensor(ct, q, *, backend: str | None = None):
                 F = xform_force_T(B, P.Xa[i], F)
             i = nxt
 
-    def put(Gam, L, J, k, blk):
+    def put(Gam, L, J, k, blk, fill):
+        """Gamma[y_L, y_J, k] = blk; ``fill``: J is another cluster than k's, so also
+        Gamma[y_L, k, y_J] (speed fields of different clusters commute)."""
         for r, a in enumerate(cls[L].y):
             for s, c in enumerate(cls[J].y):
                 Gam = B.set3(Gam, a, c, k, blk[r, s])
+                if fill:
+                    Gam = B.set3(Gam, a, k, c, blk[r, s])
         return Gam
 
     for K, clK in enumerate(cls):
@@ -132,15 +136,15 @@ def christoffel_tensor(ct, q, *, backend: str | None = None):
             L = cls[L].parent
         dv, dSd = _own_rates(ct, B, P, K)
         moving = sorted(below[K])
+        strict = below[K] - {K}
         for r, k in enumerate(clK.y):
             v, Sd, BC = {}, {}, {}
             for J in moving:                                           # (a), (b), (c)
                 for b in cls[J].bodies:
                     if J == K:
                         v[b], Sd[b] = dv[r][b], dSd[r][b]
-                    else:
+                    else:   # (R3) enters only columns of clusters below K: filled by symmetry
                         v[b] = xform_motion(B, P.Xa[b], v[cls[J].attach])
-                        Sd[b] = cross_motion(B, v[b], P.SK[b])
                     BC[b] = composite_B(B, v[b], IC[b])
             a, src = clK.attach, clK.bodies                            # B^C of the ancestors
             while a >= 0:
@@ -149,32 +153,49 @@ def christoffel_tensor(ct, q, *, backend: str | None = None):
                     up = composite_B_congruence(B, P.Xa[b], BC[b])
                     acc = up if acc is None else composite_B_add(B, acc, up)
                 BC[a], src, a = acc, (a,), cls[cof[a]].attach
-            # Algorithm 1 lines 9-20 (velocity part) over the moving subtree and the ancestors
+            # Algorithm 1 lines 9-20 (velocity part) over the moving subtree and the ancestors;
+            # only the columns of K and its ancestors, the others by Gamma_ijk = Gamma_ikj
             for J in list(reversed(moving)) + ups:
                 clJ = cls[J]
                 nJ = len(clJ.y)
+                sub = J in strict
                 i, F, CJJ = clJ.attach, None, None
                 for b in clJ.bodies:
                     if b not in BC:                                    # at rest, nothing below
                         continue
                     BS, BtS = composite_B_products(B, BC[b], P.SK[b])
+                    if sub:                                            # only F3 is needed
+                        Fb = xform_force_T(B, P.Xa[b], BtS)
+                        F = Fb if F is None else F + Fb
+                        continue
                     F1 = BS if b not in Sd else IC[b] @ Sd[b] + BS
                     c = P.SK[b].T @ F1
                     CJJ = c if CJJ is None else CJJ + c
                     if i >= 0:
                         Fb = xform_force_T(B, P.Xa[b], B.hcat([F1, BtS]))
                         F = Fb if F is None else F + Fb
+                if sub:
+                    while i >= 0:
+                        L = cof[i]
+                        if L not in strict:                            # L = K or an ancestor
+                            CJL = P.SK[i].T @ F
+                            if L == K:
+                                CJL = CJL + Sd[i].T @ F2up[J][i]
+                            Gam = put(Gam, J, L, k, CJL.T, L != K)
+                        nxt = cls[L].attach
+                        if nxt >= 0:
+                            F = xform_force_T(B, P.Xa[i], F)
+                        i = nxt
+                    continue
                 if CJJ is None:
                     continue
-                Gam = put(Gam, J, J, k, CJJ)
+                Gam = put(Gam, J, J, k, CJJ, J != K)
                 while i >= 0:
                     L = cof[i]
                     F1, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ)
-                    Gam = put(Gam, L, J, k, P.SK[i].T @ F1)
-                    CJL = P.SK[i].T @ F3
-                    if i in Sd:                                        # moving: Sdot != 0
-                        CJL = CJL + Sd[i].T @ F2up[J][i]
-                    Gam = put(Gam, J, L, k, CJL.T)
+                    Gam = put(Gam, L, J, k, P.SK[i].T @ F1, J != K)
+                    CJL = P.SK[i].T @ F3                               # L above K: at rest
+                    Gam = put(Gam, J, L, k, CJL.T, True)
                     nxt = cls[L].attach
                     if nxt >= 0:
                         F = xform_force_T(B, P.Xa[i], F)
