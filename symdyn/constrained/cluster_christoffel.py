@@ -17,9 +17,13 @@ cluster K, differentiating Algorithm 1 over the clusters needs only
 
 Shared between all speeds: transforms, S_K, G_K, J_K, composite inertias I^C (configuration
 sweep) and the force blocks ``I^C S`` moved to every ancestor (the Mbar sweep). Shared between
-the speeds of one cluster: K_d's factorization and the local Jacobian rates. Per speed: the
-velocity part of Algorithm 1 lines 9-20 over K's subtree and K's ancestors, written straight
-into the nonzero blocks of Gamma.
+the speeds of one cluster: the K_d solve and the local Jacobian rates. Per speed: the velocity
+part of Algorithm 1 lines 9-20 for the columns of K and its ancestors only, written straight
+into the nonzero blocks of Gamma; the columns of clusters below K come from
+``Gamma[i, j, k] = Gamma[i, k, j]`` (j, k in different clusters: their speed fields act on
+disjoint coordinates and commute), so the units below K only move ``F3 = (B^C)^T S`` up and (b)
+for them is never evaluated. Not done: Algorithm 2's D-operator rows for the deepest speed,
+so the cost is still O(|subtree(K)| depth) blocks per speed (docs/cluster_christoffel.rst).
 
 Generic over the backends (no NumPy/SymPy/CasADi imports).
 """
