@@ -32,9 +32,11 @@ in O(N_c d_c) cluster blocks.
 Generalized Christoffel symbols: ``Gamma[:, :, k] = Cbar(q, e_k)`` (Cbar is linear in y), with the
 configuration-dependent part of the sweep (transforms, S_K, G_K, composite inertias) computed
 once; for a speed of cluster K only K's subtree moves, so each page sweeps that subtree and K's
-ancestors. Paper 001's dedicated tensor Algorithm 2 over clusters, which also shares work between
-the speeds of one cluster, is not reproduced: its identities (24)-(28) and pseudocode were lost in
-the text extraction.
+ancestors (``method="pages"``). ``method="tensor"``
+(:mod:`symdyn.constrained.cluster_christoffel`) shares work between the speeds of one cluster and
+differentiates the sweep instead (identities re-derived in the docs, since paper 001's (24)-(28)
+were lost in the text extraction); it is not yet the O(N d^2) per-path form of paper 000's
+Algorithm 2.
 
 Generic over the backends (no NumPy/SymPy/CasADi imports); NumPy inputs are checked for closure
 (ClosureError) and singular local loop Jacobians (SingularConfigurationError).
