@@ -168,6 +168,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                ("fastpath.md",), out_option=("--out", "{dir}/fastpath.md"),
                quick_args=("--quick", "--sections", "overhead,calls"), minutes=(4.0, 1.0),
                cold_minutes=3.0),
+    Experiment("jax", "bench_jax.py",
+               "Issue 16: JAX backend, jitted and vmapped per-state throughput vs the compiled C batch and "
+               "ADAM's JAX backend; jit compile times vs model size",
+               ("jax.md",), minutes=(15.0, 3.0)),
     Experiment("closed_forms", "closed_forms.py",
                "Issue 14 item 4: structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "
