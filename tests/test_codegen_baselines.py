@@ -36,3 +36,26 @@ def test_compiled_baselines_equal_the_analytical_derivatives(tmp_path):
         assert len(out) == len(ref)
         for x, y in zip(out, ref):
             np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-10 * max(1, np.abs(y).max()))
+
+
+def test_aba_derivatives_auto_method_follows_the_graph_sizes(monkeypatch):
+    """method='auto' in generated code traces DMM and AZA and keeps AZA only where its graph is
+    at most AZA_MAX_RATIO times DMM's (the measured crossover), recording the choice."""
+    import symdyn.codegen.functions as fns
+    from symdyn.codegen import casadi_function
+    from symdyn.models import paper004_chain
+
+    model = paper004_chain(6)
+    sizes = {m: casadi_function(model, "aba_derivatives", method=m).n_instructions()
+             for m in ("dmm", "aza")}
+    info: dict = {}
+    f = casadi_function(model, "aba_derivatives", info=info)
+    expect = "aza" if sizes["aza"] <= fns.AZA_MAX_RATIO * sizes["dmm"] else "dmm"
+    assert info["method"] == expect and f.n_instructions() == sizes[expect]
+    monkeypatch.setattr(fns, "AZA_MAX_RATIO", 10.0)          # AZA always "small enough"
+    info = {}
+    casadi_function(model, "aba_derivatives", info=info)
+    assert info["method"] == "aza"
+    info = {}
+    casadi_function(model, "aba_derivatives", method="dmm", info=info)
+    assert "method" not in info                              # an explicit method is kept

@@ -318,6 +318,16 @@ def _shape_and_layouts(name: str, rank: int, value):
 # 135.7k vs 67.5k). Generated-code time follows the instruction count, so the smaller one is used.
 FRAME_CANDIDATES = ("body", "root")
 
+# aba_derivatives with method="auto" in generated code: both eq. (5) routes are traced and AZA is
+# kept when its graph has at most AZA_MAX_RATIO times DMM's SX instructions. Measured on
+# paper004_chain(n) (reports/derivatives_compiled.md, compiled, 2-core EPYC): instructions
+# AZA/DMM 0.92 / 0.78 / 0.68 / 0.59 at n = 15 / 20 / 25 / 30, where AZA's time per call was
+# 1.61 / 0.81 / 0.94 / 0.64x DMM's and per batched state 1.93 / 1.38 / 0.92 / 0.69x: AZA pays off
+# once its graph is about 0.7x DMM's (each AZA step is a dependent recursion, DMM's products are
+# independent). On branched trees (g1, talos) AZA's graph is larger, so DMM stays. The choice is
+# info["method"] and the manifest's "method".
+AZA_MAX_RATIO = 0.72
+
 _ROTATION_SNAP = 4 * 2.0 ** -52   # 4 eps: below one rounding of a unit rotation entry
 
 
@@ -366,7 +376,9 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     output into the tree-sweep order of :mod:`symdyn.codegen.emit_order`: entry k holds the
     row-major entry ``info["orders"][o][k]`` (``info`` must be given). For ``coriolis_matrix``,
     ``frame="auto"`` (the default here) traces the body- and root-frame forms and keeps the
-    smaller graph (``FRAME_CANDIDATES``; the choice is ``info["frame"]``).
+    smaller graph (``FRAME_CANDIDATES``; the choice is ``info["frame"]``); for
+    ``aba_derivatives``, ``method="auto"`` traces DMM and AZA and keeps AZA where its graph is at
+    most ``AZA_MAX_RATIO`` times DMM's (the choice is ``info["method"]``).
 
     ``parameters="inertial"``: the function takes the 10 N inertial parameters ``pi`` (Pinocchio's
     order, :func:`symdyn.inertial.inertial_parameters`) as a last input instead of the model's
@@ -391,6 +403,11 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     if "frame" in algorithm_options(algorithm) and options.get("frame", "auto") == "auto":
         options.pop("frame", None)
         frames = list(FRAME_CANDIDATES)
+    methods: list[str | None] = [None]
+    if algorithm_options(algorithm).get("method") == "auto" and \
+            options.get("method", "auto") == "auto":
+        options.pop("method", None)
+        methods = ["dmm", "aza"]
     options = check_options(algorithm, options)
     if snap_rotations:
         model = exact_rotations(model)
@@ -404,12 +421,18 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
         replace(spec, inputs=spec.inputs + (PI_INPUT,))
     best = None
     for frame in frames:  # frame="auto": keep the smaller graph (module docstring)
-        opts = options if frame is None else dict(options, frame=frame)
-        traced = _trace(model, pspec, fn, opts, layout, cse, emit_order, fname)
-        if best is None or traced[0].n_instructions() < best[0].n_instructions():
-            best = traced + (frame,)
-    assert best is not None  # frames is never empty
-    f, shapes, orders, t_trace, t_function, frame = best
+        for method in methods:  # method="auto": AZA only where its graph is AZA_MAX_RATIO smaller
+            opts = dict(options)
+            if frame is not None:
+                opts["frame"] = frame
+            if method is not None:
+                opts["method"] = method
+            traced = _trace(model, pspec, fn, opts, layout, cse, emit_order, fname)
+            n = traced[0].n_instructions() / (AZA_MAX_RATIO if method == "aza" else 1.0)
+            if best is None or n < best[0]:
+                best = (n,) + traced + (frame, method)
+    assert best is not None  # frames and methods are never empty
+    _, f, shapes, orders, t_trace, t_function, frame, method = best
     if info is not None:
         info["trace"] = TraceInfo(algorithm, f.n_nodes(), f.n_instructions(), f.sz_w(), t_trace,
                                   t_function, shapes)
@@ -417,6 +440,8 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
             info["orders"] = orders
         if frame is not None:
             info["frame"] = frame
+        if method is not None:
+            info["method"] = method
         info["parameters"] = parameters if pspec is not spec else None
         info["input_names"] = pspec.input_names
         info["input_sizes"] = pspec.input_sizes(model)

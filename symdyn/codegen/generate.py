@@ -265,6 +265,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             raise RuntimeError(f"CasADi named the function {f.name()!r}, expected {fname!r}")
         tr = info["trace"]
         frame = f", {info['frame']} frame" if "frame" in info else ""
+        frame += f", {info['method']}" if "method" in info else ""
         prog(f"{key}: {tr.n_nodes} SX nodes, {tr.n_instructions} instructions{frame} "
              f"(trace {tr.t_trace:.2f}s, Function {tr.t_function:.2f}s)")
         t0 = time.perf_counter()
@@ -280,7 +281,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         t_gen = time.perf_counter() - t0
         functions.append({
             "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
-            "options": _jsonable(opts), "frame": info.get("frame"),
+            "options": _jsonable(opts), "frame": info.get("frame"), "method": info.get("method"),
             "parameters": info.get("parameters"), "source": f"{fname}.c", "header": f"{fname}.h",
             "input_names": list(info["input_names"]), "input_sizes": list(info["input_sizes"]),
             "output_names": list(spec.output_names),
