@@ -362,8 +362,13 @@ def staleness(root, script: str, state: dict | None) -> str | None:
     if fp is None or fp[0] == state.get("fingerprint"):
         return None
     changed = fp[1]
-    if state.get("dirty"):
-        return f"stale: sources changed since {short} plus its uncommitted changes"
+    if state.get("dirty"):   # which files differ from the recorded uncommitted state is not
+        # known (only its fingerprint is); name those that now differ from the commit
+        before = set(state.get("changed") or ())
+        now = [c for c in changed if c not in before] or changed
+        more = f" and {len(now) - 3} more" if len(now) > 3 else ""
+        return (f"stale: sources changed since {short} plus its uncommitted changes (now "
+                f"differing from {short}: {', '.join(now[:3])}{more})")
     more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
     return f"stale: sources changed since {short} ({', '.join(changed[:3])}{more})"
 
