@@ -286,7 +286,8 @@ def report(acc, robots, cross, fig, args, t0):
         L.append("")
     L += ["## Real robots: compiled vs Pinocchio", "",
           "`build(model, ['rnea_derivatives', 'aba_derivatives'])` (aba_derivatives with "
-          "`method='auto'`: AZA from nv = 20 in generated code) vs `computeRNEADerivatives` / "
+          "`method='auto'`: codegen chooses DMM or AZA for eq. (5) per model and records the "
+          "choice in the build manifest) vs `computeRNEADerivatives` / "
           "`computeABADerivatives` (which returns dqdd/dq, dqdd/dqd and M^-1). Error: max relative "
           "difference to Pinocchio over the returned matrices, after the velocity-ordering "
           "conversion (free-flyer [v; w] vs our [w; v]).", ""]
