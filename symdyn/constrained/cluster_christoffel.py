@@ -50,7 +50,9 @@ def _own_rates(ct, B, P, K):
     for r in range(nK):
         e = _unit(B, nK, r)
         qdK = e if G is None else G @ e
-        v, Phid, off = {}, {}, 0
+        v: dict[int, Any] = {}
+        Phid: dict[int, Any] = {}
+        off = 0
         for b in cl.bodies:
             nb = tree.joints[b].nv
             qdb = B.rows(qdK, off, off + nb)
@@ -152,10 +154,10 @@ def christoffel_tensor(ct, q, *, backend: str | None = None):
                     BC[b] = composite_B(B, v[b], IC[b])
             a, src = clK.attach, clK.bodies                            # B^C of the ancestors
             while a >= 0:
-                acc = None
-                for b in src:
-                    up = composite_B_congruence(B, P.Xa[b], BC[b])
-                    acc = up if acc is None else composite_B_add(B, acc, up)
+                ups_b = [composite_B_congruence(B, P.Xa[b], BC[b]) for b in src]
+                acc = ups_b[0]
+                for up in ups_b[1:]:
+                    acc = composite_B_add(B, acc, up)
                 BC[a], src, a = acc, (a,), cls[cof[a]].attach
             # Algorithm 1 lines 9-20 (velocity part) over the moving subtree and the ancestors;
             # only the columns of K and its ancestors, the others by Gamma_ijk = Gamma_ikj
