@@ -238,14 +238,15 @@ def clusters(lines):
               "products G^T C G, G^T M Gdot: on the 7-cluster mechanism its graph is "
               f"{1 / sx['branched_loops(0)']:.1f}x smaller. On single-cluster mechanisms (every "
               "body is in the one loop) both routes do the same kind of work (ankle graph ratio "
-              f"{sx['parallel ankle']:.2f}). What is not reproduced: paper 001's dedicated tensor "
-              "Algorithm 2 over clusters (its identities (24)-(28) and pseudocode were lost in the text "
-              "extraction). `ClusterTree.christoffel` computes the same symbols page by page, "
-              "Cbar(q, e_k), after one configuration sweep (transforms, S_K, G_K, composite "
-              "inertias); for a speed of cluster K only K's subtree moves, so each page sweeps only "
-              "that subtree and K's ancestors (Algorithm 2's cost structure), without the tensor "
-              f"identities that share work between the speeds of one cluster. Gamma of "
-              f"loop_chain(10) (ny = 20): cluster {tg[0]:.0f} ms, spanning tree {tg[1]:.0f} ms "
+              f"{sx['parallel ankle']:.2f}). `ClusterTree.christoffel` computes the symbols page by page "
+              "(default, `method=\"pages\"`): Cbar(q, e_k) after one configuration sweep "
+              "(transforms, S_K, G_K, composite inertias); for a speed of cluster K only K's subtree "
+              "moves, so each page sweeps only that subtree and K's ancestors. `method=\"tensor\"` "
+              "shares the work between the speeds of one cluster by differentiating the sweep "
+              "(identities re-derived in docs/cluster_christoffel.rst, since paper 001's (24)-(28) "
+              "were lost in the text extraction; reports/cluster_christoffel.md compares the routes); "
+              "it is not yet paper 000's O(N d^2) per-path form. Gamma of "
+              f"loop_chain(10) (ny = 20): cluster pages {tg[0]:.0f} ms, spanning tree {tg[1]:.0f} ms "
               "(NumPy, one call each).", ""]
 
 
