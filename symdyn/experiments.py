@@ -168,6 +168,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                ("fastpath.md",), out_option=("--out", "{dir}/fastpath.md"),
                quick_args=("--quick", "--sections", "overhead,calls"), minutes=(4.0, 1.0),
                cold_minutes=3.0),
+    Experiment("cluster_christoffel", "cluster_christoffel.py",
+               "Coriolis factorizations (paper 001) Sec. VI-C3: Christoffel symbols over clusters, tensor "
+               "route vs page-by-page vs spanning tree (values, NumPy time, CasADi graph size)",
+               ("cluster_christoffel.md",), minutes=(3.0, 0.5)),
     Experiment("jax", "bench_jax.py",
                "Issue 16: JAX backend, jitted and vmapped per-state throughput vs the compiled C batch and "
                "ADAM's JAX backend; jit compile times vs model size",
