@@ -27,16 +27,14 @@ MODELS = {
 }
 
 
-def close(A, B, tol=1e-10):
-    A, B = np.asarray(A, float), np.asarray(B, float)
-    assert A.shape == B.shape
-    assert np.abs(A - B).max() <= tol * max(1.0, np.abs(B).max())
+from conftest import assert_close as close
+from conftest import random_forces
 
 
 def state(model, seed, fext=True):
+    """Random q, qd, qdd (conftest.random_state) and, with fext, random body forces."""
     q, qd, qdd = random_state(model, seed)
-    rng = np.random.default_rng(seed + 100)
-    return q, qd, qdd, ([rng.normal(size=6) for _ in range(model.N)] if fext else None)
+    return q, qd, qdd, (random_forces(model, seed + 100, skip=()) if fext else None)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
