@@ -731,7 +731,12 @@ class Model:
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
         """The constants in backend ``B``'s native types (:class:`ModelConstants`), computed once
-        per backend and cached inside the model."""
+        per backend and cached inside the model. A recording backend (``B.recorder``, the
+        compiled form of :mod:`symdyn.codegen.recursive`) makes its own: table entries, not
+        values."""
+        recorder = getattr(B, "recorder", None)
+        if recorder is not None:
+            return recorder.model_constants(self)
         c = self._constants_cache.get(B.name)
         if c is None:
             c = self._constants_cache[B.name] = self._make_constants(B)

@@ -1,10 +1,11 @@
 """Articulated-Body Algorithm (Featherstone 2008, Table 7.1), multi-DoF joints included."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xform_motion
-from .common import entry, external_forces, joint_kinematics
+from .common import entry, external_forces, joint_kinematics, per_body
+from .steps import step
 from ..types import Array, ExternalForces
 
 if TYPE_CHECKING:
@@ -33,35 +34,57 @@ def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
     consts = model.constants(B)
     I, a_grav = consts.I, consts.a_grav
     N, parents = model.N, model.parents
-    v, c, IA, pA = [None] * N, [None] * N, [None] * N, [None] * N
+    v, c, pA, IA, U, Dinv, u, a, qdd = per_body(N, 9)
     for i, p in enumerate(parents):
-        vJ = S[i] @ qd[i]
-        v[i] = vJ if p < 0 else xform_motion(B, Xup[i], v[p]) + vJ
-        c[i] = cross_motion(B, v[i], vJ)
-        cJ = model.joints[i].Sring(B, q[i], qd[i])
-        if cJ is not None:
-            c[i] = c[i] + cJ @ qd[i]
+        v[i], c[i], pA[i] = aba_velocity(B, model.joints[i], Xup[i], S[i], I[i],
+                                         None if p < 0 else v[p], q[i], qd[i], f_ext[i])
         IA[i] = I[i]
-        pA[i] = cross_force(B, v[i], I[i] @ v[i])
-        if f_ext[i] is not None:
-            pA[i] = pA[i] - f_ext[i]
-    U: list[Any] = [None] * N
-    Dinv: list[Any] = [None] * N
-    u: list[Any] = [None] * N
     for i in reversed(range(N)):
         p = parents[i]
-        U[i] = IA[i] @ S[i]
-        D = S[i].T @ U[i]
-        Dinv[i] = B.inv(D if consts.armature[i] is None else D + consts.armature[i])  # + rotor inertia
-        u[i] = tau[i] - S[i].T @ pA[i]
+        U[i], Dinv[i], u[i], IA_p, pA_p = aba_articulated(
+            B, Xup[i], S[i], IA[i], pA[i], c[i], tau[i], consts.armature[i],
+            None if p < 0 else IA[p], None if p < 0 else pA[p])
         if p >= 0:
-            Ia = IA[i] - U[i] @ Dinv[i] @ U[i].T
-            pa = pA[i] + Ia @ c[i] + U[i] @ (Dinv[i] @ u[i])
-            IA[p] = IA[p] + congruence(B, Xup[i], Ia)
-            pA[p] = pA[p] + xform_force_T(B, Xup[i], pa)
-    a, qdd = [None] * N, [None] * N
+            IA[p], pA[p] = IA_p, pA_p
     for i, p in enumerate(parents):
-        a[i] = xform_motion(B, Xup[i], a_grav if p < 0 else a[p]) + c[i]
-        qdd[i] = Dinv[i] @ (u[i] - U[i].T @ a[i])
-        a[i] = a[i] + S[i] @ qdd[i]
+        qdd[i], a[i] = aba_acceleration(B, Xup[i], S[i], a_grav if p < 0 else a[p], c[i],
+                                        U[i], Dinv[i], u[i])
     return qdd, U, Dinv
+
+
+@step
+def aba_velocity(B, joint, Xup, S, I, v_p, q, qd, f_ext):
+    """Pass 1 for one body: velocity v, velocity-product acceleration c and bias force pA."""
+    vJ = S @ qd
+    v = vJ if v_p is None else xform_motion(B, Xup, v_p) + vJ
+    c = cross_motion(B, v, vJ)
+    cJ = joint.Sring(B, q, qd)
+    if cJ is not None:
+        c = c + cJ @ qd
+    pA = cross_force(B, v, I @ v)
+    if f_ext is not None:
+        pA = pA - f_ext
+    return v, c, pA
+
+
+@step
+def aba_articulated(B, Xup, S, IA, pA, c, tau, armature, IA_p, pA_p):
+    """Pass 2 for one body: U = IA S, Dinv = (S^T U + armature)^-1, u = tau - S^T pA, and the
+    parent's articulated inertia and bias force with this body's added (None at the root)."""
+    U = IA @ S
+    D = S.T @ U
+    Dinv = B.inv(D if armature is None else D + armature)                  # + rotor inertia
+    u = tau - S.T @ pA
+    if IA_p is None:
+        return U, Dinv, u, None, None
+    Ia = IA - U @ Dinv @ U.T
+    pa = pA + Ia @ c + U @ (Dinv @ u)
+    return U, Dinv, u, IA_p + congruence(B, Xup, Ia), pA_p + xform_force_T(B, Xup, pa)
+
+
+@step
+def aba_acceleration(B, Xup, S, a_p, c, U, Dinv, u):
+    """Pass 3 for one body: joint acceleration qdd and body acceleration a."""
+    a = xform_motion(B, Xup, a_p) + c
+    qdd = Dinv @ (u - U.T @ a)
+    return qdd, a + S @ qdd

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..backends import resolve_backend
 from ..spatial import compose
+from .steps import step
 
 
 def entry(model, *args, backend: str | None = None, extra=()):
@@ -56,13 +57,20 @@ def external_forces(B, model, f_ext):
     return [None if f is None else B.to_vector(f, 6, f"f_ext[{i}]") for i, f in enumerate(f_ext)]
 
 
+@step
+def joint_step(B, joint, Xtree, q):
+    """(Xup, S) of one body: Xup = XJ(q) Xtree and the joint's motion subspace S."""
+    XJ, S = joint.calc(B, q)
+    return compose(B, XJ, Xtree), S
+
+
 def joint_kinematics(B, model, q):
     """Xup[i] = XJ(q_i) Xtree[i] and S[i] for every body."""
     Xtree = model.constants(B).Xtree
     Xup, S = [], []
     for i, joint in enumerate(model.joints):
-        XJ, Si = joint.calc(B, q[i])
-        Xup.append(compose(B, XJ, Xtree[i]))
+        Xi, Si = joint_step(B, joint, Xtree[i], q[i])
+        Xup.append(Xi)
         S.append(Si)
     return Xup, S
 

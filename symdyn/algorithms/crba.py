@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 from ..spatial import inertia_congruence_sym, xform_force_T
 from .common import assemble_blocks, entry, joint_kinematics
+from .steps import step
 from ..types import Array
 
 if TYPE_CHECKING:
@@ -21,17 +22,34 @@ def crba(model: Model, q: Array, *, backend: str | None = None) -> Array:
     for i in reversed(range(model.N)):
         p = model.parents[i]
         if p >= 0:
-            IC[p] = IC[p] + inertia_congruence_sym(B, Xup[i], IC[i])   # X^T I^C X, (15)
+            IC[p] = crba_composite(B, IC[p], Xup[i], IC[i])
     M = {}
     for i in range(model.N):
-        F = IC[i] @ S[i]
-        M[i, i] = S[i].T @ F                                       # (19)
-        if armature[i] is not None:
-            M[i, i] = M[i, i] + armature[i]                        # rotor inertia
+        F, M[i, i] = crba_diagonal(B, IC[i], S[i], armature[i])
         j = i
         while model.parents[j] >= 0:
-            F = xform_force_T(B, Xup[j], F)
+            F, M[model.parents[j], i] = crba_ancestor(B, Xup[j], F, S[model.parents[j]])
             j = model.parents[j]
-            M[j, i] = S[j].T @ F                                   # (17)
             M[i, j] = M[j, i].T
     return assemble_blocks(B, model, M)
+
+
+@step
+def crba_composite(B, IC_p, Xup, IC):
+    """The parent's composite inertia with this subtree's added: IC_p + X^T IC X."""
+    return IC_p + inertia_congruence_sym(B, Xup, IC)                # (15)
+
+
+@step
+def crba_diagonal(B, IC, S, armature):
+    """F = IC S and the diagonal block M_ii = S^T F (+ rotor inertia)."""
+    F = IC @ S
+    M_ii = S.T @ F                                                  # (19)
+    return F, (M_ii if armature is None else M_ii + armature)
+
+
+@step
+def crba_ancestor(B, Xup, F, S_p):
+    """F moved to the parent's coordinates and the block M_pi = S_p^T F."""
+    F = xform_force_T(B, Xup, F)
+    return F, S_p.T @ F                                             # (17)

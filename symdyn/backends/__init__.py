@@ -163,6 +163,11 @@ def resolve_backend(*inputs: Any, backend: str | None = None, model=None) -> Mod
     parameters are SymPy symbols forces the SymPy backend (SymEngine when the inputs are SymEngine
     symbols) and refuses an explicit numpy/casadi one.
     """
+    if backend is not None and not isinstance(backend, str):
+        if getattr(backend, "recorder", None) is None:
+            raise BackendError(f"backend must be a name ({', '.join(BACKENDS)}), got "
+                               f"{type(backend).__name__}")
+        return backend  # a recording backend (symdyn.codegen.recursive): it checks its inputs
     kinds = set()
     for x in inputs:
         k = kind_of(x)

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import cache as _cache
+from . import recursive
 from .compiler import (AUTO_O2_MAX_SIZE, AUTO_POLICY, OPT_LEVELS, BuildError, check_opt,
                        choose_opt, compile_library, compiler_info, native_target)
 from .csource import API_VERSION
 from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, _jsonable, _source_digest, _versions,
                        codegen_source_files, function_symbol, generate_sources,
-                       normalize_algorithms)
+                       normalize_algorithms, split_key)
 from .names import c_identifier
 from .progress import Progress
 
@@ -46,7 +47,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
           fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
           jobs: int | None = None, progress: bool | None | Callable = None,
           reuse_results: bool = True, quaternions: str = "check", parameters: str | None = None,
-          **options):
+          form: str = "auto", **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -97,6 +98,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     from .parameters import check_parameters
 
     parameters = check_parameters(parameters)
+    recursive.check_form(form)
     cflags = [str(f) for f in cflags]
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
@@ -106,7 +108,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
 
     def make(directory: Path) -> dict:
         manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse,
-                                    fast_trig=fast_trig, progress=prog, parameters=parameters)
+                                    fast_trig=fast_trig, progress=prog, parameters=parameters,
+                                    form=form)
         manifest = compile_library(directory, manifest, opt=opt, cflags=cflags, native=native,
                                    cc=cc_path, jobs=jobs, progress=prog)
         manifest["t_total"] = time.perf_counter() - t0
@@ -133,6 +136,10 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     }
     if parameters is not None:
         key_data["parameters"] = parameters
+    if form != "auto" or any(recursive.choose_form(model, split_key(k)[0], form,
+                                                   parameters=parameters)[0] == "recursive"
+                             for k, _ in algs):
+        key_data["form"] = [form, recursive.RECURSIVE_FROM_N]
     key = _cache.build_key(key_data)
     root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)

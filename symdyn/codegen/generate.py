@@ -193,7 +193,7 @@ CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.p
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
                                                   "csource", "emit_order", "functions",
                                                   "generate", "loader", "names", "parameters",
-                                                  "progress", "trig")))
+                                                  "progress", "recursive", "trig")))
 
 
 def codegen_source_files() -> list[Path]:
@@ -222,7 +222,7 @@ def _source_digest() -> str:
 
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
                      fast_trig: bool = True, progress: bool | None | Callable = None,
-                     parameters: str | None = None, **options) -> dict:
+                     parameters: str | None = None, form: str = "auto", **options) -> dict:
     """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
     call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
     ``out_dir``.
@@ -234,13 +234,20 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     functions that depend on the inertias take ``pi`` (10 N) as a last input
     (:mod:`symdyn.codegen.parameters`). Functions are keyed as in :func:`normalize_algorithms`;
     a labelled key ``alg:label`` gets the C symbol ``<prefix>_alg_label`` (sanitized).
+    ``form``: ``"unrolled"`` (one straight-line SX graph per function), ``"recursive"``
+    (per-step kernels and a C loop over a program, :mod:`symdyn.codegen.recursive`; only the
+    algorithms of ``recursive.RECURSIVE_ALGORITHMS``) or ``"auto"`` (the measured rule of
+    :func:`symdyn.codegen.recursive.choose_form`); each function's form is in the manifest.
     """
     import casadi as ca
     import numpy as np
 
     from .parameters import check_parameters
 
+    from . import recursive
+
     parameters = check_parameters(parameters)
+    recursive.check_form(form)
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
     directory = Path(out_dir)
@@ -257,6 +264,12 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             raise ValueError(f"functions {symbols[fname]!r} and {key!r} get the same C symbol "
                              f"{fname!r}; choose labels that differ in letters, digits or '_'")
         symbols[fname] = key
+        chosen, reason = recursive.choose_form(model, alg, form, parameters=parameters)
+        if chosen == "recursive":
+            functions.append(_generate_recursive(model, key, alg, opts, fname, prefix, directory,
+                                                 prog, cse=cse, fast_trig=fast_trig,
+                                                 reason=reason))
+            continue
         info: dict = {}
         with prog.step(f"tracing {key} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15):
             f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
@@ -289,7 +302,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
             "n_fast_trig": ctx.get("n_fast_trig", 0),
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
-            "source_bytes": src.stat().st_size,
+            "source_bytes": src.stat().st_size, "form": "unrolled", "form_reason": reason,
         })
     quaternions = quaternion_slices(model)
     header, body = api_sources(prefix, functions, model, versions["symdyn"], quaternions)
@@ -318,6 +331,43 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         "functions": functions, "cse": bool(cse), "fast_trig": bool(fast_trig), "library": None,
         "quaternions": quaternions,
         "example_inputs": {k: [float(x) for x in v] for k, v in example_inputs.items()},
+    }
+
+
+def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *, cse, fast_trig,
+                        reason) -> dict:
+    """Record ``alg`` into kernels and a program and write its C (the manifest entry)."""
+    from . import recursive
+    from .functions import exact_rotations
+
+    spec = algorithm_spec(alg)
+    sizes = list(spec.input_sizes(model))
+    with prog.step(f"recording {key} on {model.name!r} (nv={model.nv}), recursive form",
+                   slow=model.nv >= 40):
+        program = recursive.record(exact_rotations(model), spec.function, sizes, name=fname,
+                                   cse=cse, **opts)
+    st = program.stats
+    prog(f"{key}: {st['n_kernels']} kernels ({st['n_instructions']} SX instructions), "
+         f"{st['n_calls']} step calls (record {st['t_record']:.2f}s, trace {st['t_trace']:.2f}s)")
+    t0 = time.perf_counter()
+    ctx: dict[str, Any] = {"fast_trig": fast_trig}
+    with prog.step(f"generating C for {key}", slow=False):
+        info = recursive.write_c(program, fname, directory,
+                                 passes=lambda text: pass_fast_trig(text, ctx))
+    shapes = []
+    for (oname, rank), (_, _, shape) in zip(spec.outputs, program.outputs):
+        shapes.append([shape[0]] if rank == 1 else list(shape))
+    return {
+        "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
+        "options": _jsonable(opts), "frame": None, "method": None, "parameters": None,
+        "source": f"{fname}.c", "header": f"{fname}.h",
+        "input_names": list(spec.input_names), "input_sizes": sizes,
+        "output_names": list(spec.output_names), "output_shapes": shapes,
+        "n_nodes": st["n_instructions"], "n_instructions": st["n_instructions"],
+        "n_fast_trig": ctx.get("n_fast_trig", 0), "t_trace": st["t_record"] + st["t_trace"],
+        "t_function": 0.0, "t_generate": time.perf_counter() - t0,
+        "source_bytes": info["source_bytes"], "form": "recursive", "form_reason": reason,
+        "recursive": info,
     }
 
 

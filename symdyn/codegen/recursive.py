@@ -1,0 +1,909 @@
+"""The compiled form that keeps the recursion: per-step kernels and a C loop over a program.
+
+The unrolled form (:mod:`symdyn.codegen.generate`) traces a whole algorithm into one SX graph:
+fastest for small models, but its code grows with the number of bodies (with N^2 for nv x nv
+results, N^3 for Christoffel symbols) until gcc and the instruction cache give out. This form
+records the same algorithm source instead (its loop bodies are :func:`~symdyn.algorithms.steps.
+step` functions):
+
+* the algorithm runs once with a *recording backend* whose values are :class:`Ref` s (where an
+  entry lives in memory, or a literal); a step called with them is traced with CasADi once per
+  *signature* (the step, its static arguments such as the joint kind, and the memory pattern of
+  its array arguments) into a kernel, and every call becomes one instruction
+  ``kernel(arguments...) -> a fresh block of the workspace``;
+* model constants (tree transforms, inertias by their 10 parameters, armature) are read from a
+  table of numbers, one block per body, so that bodies of one joint kind share their kernels;
+* literal values (a joint's motion subspace, zeros, gravity) are baked into the kernels, and a
+  kernel's outputs keep one slot per distinct entry (symmetric blocks, structural zeros, repeated
+  masses cost nothing);
+* the generated C holds the kernels (CasADi), the program (an int table), the constant table and
+  one generic loop that runs the program; its entry point has CasADi's calling convention, so the
+  call/batch wrapper, loader and cache of :mod:`symdyn.codegen` serve both forms.
+
+The code size grows with the number of distinct kernels (joint kinds x step kinds), the tables
+with the number of step calls (O(N) for rnea/aba, O(N d) for crba).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import casadi as ca
+import numpy as np
+
+from ..spatial import Transform
+
+CONST_BIT = 1 << 40          # recording addresses >= CONST_BIT live in the constant table
+
+FORMS = ("auto", "unrolled", "recursive")
+# algorithms whose every computation is in steps (recordable)
+RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector")
+# form="auto": the recursive form from this many bodies on (measured: experiments/scaling.py,
+# reports/scaling.md; below it the unrolled graph is faster)
+RECURSIVE_FROM_N = {"rnea": 40, "crba": 40, "aba": 40, "nonlinear_effects": 40,
+                    "gravity_vector": 40}
+
+
+def check_form(form: str) -> str:
+    if form not in FORMS:
+        raise ValueError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
+    return form
+
+
+def choose_form(model, algorithm: str, form: str = "auto", *,
+                parameters: str | None = None) -> tuple[str, str]:
+    """``(form, reason)`` for one compiled function: ``form`` as asked, or for ``"auto"`` the
+    recursive form where the algorithm has one and the model has at least
+    ``RECURSIVE_FROM_N[algorithm]`` bodies (the measured crossover), else the unrolled one."""
+    check_form(form)
+    supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None
+    if form == "recursive":
+        if not supported:
+            what = (f"parameters={parameters!r}" if parameters is not None else
+                    f"{algorithm!r}")
+            raise ValueError(f"form='recursive' is not available for {what}; it exists for "
+                             f"{', '.join(RECURSIVE_ALGORITHMS)} without parameters=")
+        return "recursive", "asked for"
+    if form == "unrolled":
+        return "unrolled", "asked for"
+    if not supported:
+        return "unrolled", "no recursive form" if parameters is None else \
+            "no recursive form with parameters="
+    n0 = RECURSIVE_FROM_N[algorithm]
+    if model.N >= n0:
+        return "recursive", f"auto: N = {model.N} >= {n0}"
+    return "unrolled", f"auto: N = {model.N} < {n0}"
+
+
+class Ref:
+    """A value of the recorded program: a 2-D array whose entries are each ``sign * memory[addr]``
+    or the literal ``lit`` (``addr == -1``). Vectors are (n, 1), as on the CasADi backend."""
+
+    __slots__ = ("addr", "lit", "sign")
+
+    def __init__(self, addr, lit=None, sign=None):
+        self.addr = np.asarray(addr, dtype=np.int64)
+        if self.addr.ndim != 2:
+            raise ValueError("Ref arrays are 2-D")
+        self.lit = np.zeros(self.addr.shape) if lit is None else np.asarray(lit, dtype=float)
+        self.sign = np.ones(self.addr.shape, dtype=np.int8) if sign is None else \
+            np.asarray(sign, dtype=np.int8)
+
+    @classmethod
+    def literal(cls, values) -> "Ref":
+        v = np.asarray(values, dtype=float)
+        v = v.reshape(-1, 1) if v.ndim <= 1 else v
+        return cls(np.full(v.shape, -1), v)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.addr.shape  # type: ignore[return-value]
+
+    @property
+    def is_literal(self) -> bool:
+        return bool((self.addr < 0).all())
+
+    @property
+    def T(self) -> "Ref":
+        return Ref(self.addr.T, self.lit.T, self.sign.T)
+
+    def __getitem__(self, idx) -> "Ref":
+        if not isinstance(idx, tuple):
+            idx = (idx, slice(None))
+        idx = tuple(slice(i, i + 1) if isinstance(i, (int, np.integer)) else i for i in idx)
+        return Ref(self.addr[idx], self.lit[idx], self.sign[idx])
+
+    def __neg__(self) -> "Ref":
+        return Ref(self.addr, -self.lit, -self.sign)
+
+    def __repr__(self) -> str:
+        return f"Ref(shape={self.shape}, dynamic={int((self.addr >= 0).sum())})"
+
+    def _outside_step(self, *_):
+        raise TypeError("arithmetic on a recorded value outside a step: a recorded algorithm "
+                        "computes only inside @step functions (symdyn.algorithms.steps)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _outside_step
+    __matmul__ = __rmatmul__ = __truediv__ = __rtruediv__ = __pow__ = _outside_step
+
+
+def _cat(parts: Sequence[Ref], axis: int) -> Ref:
+    return Ref(np.concatenate([p.addr for p in parts], axis),
+               np.concatenate([p.lit for p in parts], axis),
+               np.concatenate([p.sign for p in parts], axis))
+
+
+class RecordingBackend:
+    """The backend namespace an algorithm sees while it is recorded: it accepts :class:`Ref`
+    inputs and offers only what algorithms do outside their steps (slicing and assembling)."""
+
+    name = "recording"
+    numeric = False
+    graph = False
+
+    def __init__(self, recorder: "Recorder"):
+        self.recorder = recorder
+
+    @staticmethod
+    def concrete(x) -> bool:
+        return False
+
+    @staticmethod
+    def constant_scope():
+        return contextlib.nullcontext()
+
+    def to_vector(self, x, n: int, what: str) -> Ref:
+        if not isinstance(x, Ref):
+            x = Ref.literal(np.asarray(x, dtype=float).reshape(-1))
+        if x.shape != (n, 1):
+            raise ValueError(f"{what} must have length {n}, got shape {x.shape}")
+        return x
+
+    @staticmethod
+    def zeros(n: int, m: int | None = None) -> Ref:
+        return Ref.literal(np.zeros((n, 1 if m is None else m)))
+
+    @staticmethod
+    def eye(n: int) -> Ref:
+        return Ref.literal(np.eye(n))
+
+    @staticmethod
+    def const(x) -> Ref:
+        return Ref.literal(x)
+
+    @staticmethod
+    def rows(x: Ref, a: int, b: int) -> Ref:
+        return x[a:b, :]
+
+    @staticmethod
+    def cols(x: Ref, a: int, b: int) -> Ref:
+        return x[:, a:b]
+
+    @staticmethod
+    def vcat(parts) -> Ref:
+        return _cat([RecordingBackend._ref(p) for p in parts], 0)
+
+    @staticmethod
+    def hcat(parts) -> Ref:
+        return _cat([RecordingBackend._ref(p) for p in parts], 1)
+
+    @staticmethod
+    def block(blocks) -> Ref:
+        return _cat([_cat([RecordingBackend._ref(b) for b in row], 1) for row in blocks], 0)
+
+    @staticmethod
+    def _ref(x) -> Ref:
+        if isinstance(x, Ref):
+            return x
+        if isinstance(x, (int, float, np.floating, np.integer)):
+            return Ref.literal([[float(x)]])
+        raise TypeError(f"cannot record a {type(x).__name__} outside a step (algorithms compute "
+                        "only inside @step functions)")
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"the recording backend has no {name!r}: a recorded algorithm may "
+                             "compute only inside @step functions (symdyn.algorithms.steps)")
+
+
+@dataclass
+class Kernel:
+    """One traced step signature: a CasADi Function from the argument groups to the distinct
+    dynamic output entries, and how to rebuild the step's outputs from them."""
+
+    function: Any                # casadi.Function
+    step: str                    # the step's name (for statistics)
+    n_in: int
+    out_sizes: tuple[int, ...]   # one output block per result array with dynamic entries
+    out_tree: Any                # output structure with leaf patterns
+    calls: int = 0
+
+
+@dataclass
+class Program:
+    """A recorded algorithm: kernels, instructions, the constant table and the outputs."""
+
+    kernels: list[Kernel]
+    instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]]  # (kernel, args, outs)
+    constants: np.ndarray
+    workspace: int
+    inputs: list[tuple[int, int]]        # (address, length) of each input in the workspace
+    outputs: list[tuple[Any, Any, tuple[int, ...]]]  # (address code, sign, shape) per output
+    stats: dict = field(default_factory=dict)
+
+
+# --- pytrees of step arguments and results ---------------------------------------------------
+
+def _flatten(x, leaves: list) -> Any:
+    """The structure of ``x`` with arrays replaced by their leaf index; statics stay."""
+    if isinstance(x, (Ref, ca.SX, ca.DM, np.ndarray)):
+        leaves.append(x)
+        return ("#", len(leaves) - 1)
+    if isinstance(x, Transform):
+        return ("X", _flatten(x.E, leaves), _flatten(x.r, leaves))
+    if isinstance(x, tuple) and type(x) is not tuple and hasattr(x, "_fields"):
+        return ("N", type(x), tuple(_flatten(e, leaves) for e in x))
+    if isinstance(x, (tuple, list)):
+        return ("T" if isinstance(x, tuple) else "L", tuple(_flatten(e, leaves) for e in x))
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("S", x)
+    if isinstance(x, _TabledAxis):   # a joint whose general axis is read from the table
+        return ("A", type(x.joint).__name__, getattr(x.joint, "pitch", None), id(x.joint),
+                _flatten(x.axis, leaves))
+    joint_key = getattr(x, "type", None)
+    if joint_key is not None and hasattr(x, "calc"):     # a joint: its kind is static
+        return ("J", repr(x), id(x))
+    raise TypeError(f"a step argument of type {type(x).__name__} cannot be recorded")
+
+
+def _unflatten(tree, leaves: list, joints: dict | None = None):
+    tag = tree[0]
+    if tag == "#":
+        return leaves[tree[1]]
+    if tag == "X":
+        return Transform(_unflatten(tree[1], leaves, joints), _unflatten(tree[2], leaves, joints))
+    if tag == "N":
+        return tree[1](*(_unflatten(e, leaves, joints) for e in tree[2]))
+    if tag in ("T", "L"):
+        out = [_unflatten(e, leaves, joints) for e in tree[1]]
+        return tuple(out) if tag == "T" else out
+    if tag == "S":
+        return tree[1]
+    if tag == "J":
+        return joints[tree[2]] if joints is not None else None
+    if tag == "A":   # the same joint with its axis as (symbolic) entries
+        joint = copy.copy(joints[tree[3]]) if joints is not None else None
+        axis = _unflatten(tree[4], leaves, joints)
+        if joint is not None:
+            joint.axis_spec = joint.axis = tuple(axis[k] for k in range(3))
+        return joint
+    raise AssertionError(tag)
+
+
+def _static_key(tree):
+    """The structure without object identities (joints compare by their kind)."""
+    tag = tree[0]
+    if tag == "J":
+        return ("J", tree[1])
+    if tag == "A":
+        return ("A", tree[1], tree[2], _static_key(tree[4]))
+    if tag in ("X",):
+        return (tag, _static_key(tree[1]), _static_key(tree[2]))
+    if tag == "N":
+        return (tag, tree[1].__name__, tuple(_static_key(e) for e in tree[2]))
+    if tag in ("T", "L"):
+        return (tag, tuple(_static_key(e) for e in tree[1]))
+    return tree
+
+
+class _TabledAxis:
+    """A joint with a general axis (not x, y or z): the axis comes from the constant table, so
+    that joints of one kind share kernels whatever their axes."""
+
+    __slots__ = ("joint", "axis")
+
+    def __init__(self, joint, axis: Ref):
+        self.joint, self.axis = joint, axis
+
+
+def _collect_joints(x, out: dict) -> None:
+    if isinstance(x, _TabledAxis):
+        out[id(x.joint)] = x.joint
+    elif isinstance(x, (tuple, list)):
+        for e in x:
+            _collect_joints(e, out)
+    elif getattr(x, "type", None) is not None and hasattr(x, "calc"):
+        out[id(x)] = x
+
+
+# --- the recorder ----------------------------------------------------------------------------
+
+class Recorder:
+    """Records one algorithm into a :class:`Program` (see the module docstring)."""
+
+    def __init__(self, name: str, cse: bool = True):
+        self.name = name
+        self.cse = cse
+        self.backend = RecordingBackend(self)
+        self.kernels: list[Kernel] = []
+        self._by_key: dict[Any, int] = {}
+        self.instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self._w_owner: list[int] = []      # workspace address -> start of its block
+        self._w_size: dict[int, int] = {}  # block start -> size
+        self._c_owner: list[int] = []
+        self._c_values: list[float] = []
+        self._casadi: Any = None
+        self._consts: dict[int, Any] = {}
+        self._axes: dict[int, Ref] = {}
+        self.t_trace = 0.0
+
+    # memory
+    def _alloc(self, n: int) -> int:
+        start = len(self._w_owner)
+        self._w_owner.extend([start] * n)
+        self._w_size[start] = n
+        return start
+
+    def _alloc_const(self, values) -> int:
+        start = len(self._c_owner)
+        values = [float(v) for v in values]
+        self._c_owner.extend([start] * len(values))
+        self._c_values.extend(values)
+        return CONST_BIT + start
+
+    def _owner(self, addr: int) -> int:
+        if addr >= CONST_BIT:
+            return CONST_BIT + self._c_owner[addr - CONST_BIT]
+        return self._w_owner[addr]
+
+    def input(self, n: int) -> tuple[Ref, int]:
+        start = self._alloc(n)
+        return Ref(np.arange(start, start + n).reshape(n, 1)), start
+
+    # model constants: one table block per body
+    def model_constants(self, model):
+        from ..model import ModelConstants
+
+        if id(model) in self._consts:
+            return self._consts[id(model)]
+        num = model.constants(_numpy_backend())
+        Xtree: list[Transform] = []
+        I: list[Ref] = []
+        params: list[tuple[Ref, Ref, Ref]] = []
+        arm: list[Ref | None] = []
+        for i in range(model.N):
+            X, Ii = num.Xtree[i], np.asarray(num.I[i], dtype=float)
+            m, c, Ic = num.inertia_params[i]
+            E, r = np.asarray(X.E, dtype=float), np.asarray(X.r, dtype=float).reshape(3)
+            pi = _inertia_table(Ii)
+            ic = np.asarray(Ic, dtype=float)
+            sym6 = [ic[0, 0], ic[0, 1], ic[0, 2], ic[1, 1], ic[1, 2], ic[2, 2]]
+            a = num.armature[i]
+            diag = [] if a is None else list(np.diag(np.asarray(a, dtype=float)))
+            base = self._alloc_const([*E.reshape(-1), *r, *pi, float(m),
+                                      *np.asarray(c, dtype=float).reshape(3), *sym6, *diag])
+            Xtree.append(Transform(Ref((base + np.arange(9)).reshape(3, 3)),
+                                   Ref((base + 9 + np.arange(3)).reshape(3, 1))))
+            I.append(_inertia_ref(base + 12, Ii))
+            o = base + 22
+            sym = np.array([[0, 1, 2], [1, 3, 4], [2, 4, 5]])
+            params.append((Ref([[o]]), Ref((o + 1 + np.arange(3)).reshape(3, 1)),
+                           Ref(o + 4 + sym)))
+            if a is None:
+                arm.append(None)
+            else:
+                k = len(diag)
+                addr = np.full((k, k), -1)
+                addr[np.arange(k), np.arange(k)] = o + 10 + np.arange(k)
+                arm.append(Ref(addr))
+        a_grav = Ref.literal(np.asarray(num.a_grav, dtype=float).reshape(6, 1))
+        self._consts[id(model)] = ModelConstants(tuple(Xtree), tuple(I), a_grav, tuple(params),
+                                                 tuple(arm))
+        return self._consts[id(model)]
+
+    # steps
+    def _table_axes(self, args: tuple) -> tuple:
+        out = []
+        for x in args:
+            spec = getattr(x, "axis_spec", None)
+            if isinstance(spec, tuple) and hasattr(x, "calc"):
+                ref = self._axes.get(id(x))
+                if ref is None:
+                    a = self._alloc_const(x.axis)
+                    ref = self._axes[id(x)] = Ref((a + np.arange(3)).reshape(3, 1))
+                x = _TabledAxis(x, ref)
+            out.append(x)
+        return tuple(out)
+
+    def call(self, fn: Callable, args: tuple):
+        args = self._table_axes(args)
+        leaves: list = []
+        tree = _flatten(args, leaves)
+        # argument groups: the memory blocks the dynamic entries come from
+        lo: dict[int, int] = {}
+        hi: dict[int, int] = {}
+        owners = []
+        for leaf in leaves:
+            if not isinstance(leaf, Ref):
+                raise TypeError(f"step {fn.__name__} got a {type(leaf).__name__}; a recorded "
+                                "algorithm passes only recorded values between steps")
+            dyn = leaf.addr[leaf.addr >= 0]
+            own = np.array([self._owner(int(a)) for a in dyn.ravel()], dtype=np.int64)
+            owners.append(own)
+            for o, a in zip(own.tolist(), dyn.ravel().tolist()):
+                lo[o] = min(lo.get(o, a), a)
+                hi[o] = max(hi.get(o, a), a)
+        order = sorted(lo, key=lambda o: (o >= CONST_BIT, o))
+        gidx = {o: k for k, o in enumerate(order)}
+        sizes = tuple(hi[o] - lo[o] + 1 for o in order)
+        patterns = []
+        for leaf, own in zip(leaves, owners):
+            dyn = leaf.addr >= 0
+            g = np.full(leaf.shape, -1, dtype=np.int64)
+            rel = np.full(leaf.shape, -1, dtype=np.int64)
+            if own.size:
+                g[dyn] = [gidx[o] for o in own.tolist()]
+                rel[dyn] = leaf.addr[dyn] - np.array([lo[o] for o in own.tolist()])
+            lit = np.where(dyn, 0.0, leaf.lit)
+            patterns.append((leaf.shape, g.tobytes(), rel.tobytes(),
+                             np.where(dyn, leaf.sign, 1).tobytes(), lit.tobytes()))
+        key = (fn, _static_key(tree), tuple(patterns), sizes)
+        k = self._by_key.get(key)
+        if k is None:
+            joints: dict = {}
+            _collect_joints(args, joints)
+            k = self._trace(fn, tree, leaves, patterns, sizes, joints)
+            self._by_key[key] = k
+        kern = self.kernels[k]
+        kern.calls += 1
+        outs = tuple(self._alloc(n) for n in kern.out_sizes)
+        if outs:
+            self.instructions.append((k, tuple(lo[o] for o in order), outs))
+        return _rebuild(kern.out_tree, outs)
+
+    def _trace(self, fn, tree, leaves, patterns, sizes, joints) -> int:
+        t0 = time.perf_counter()
+        B = self._casadi_backend()
+        syms = [ca.SX.sym(f"a{g}", n) for g, n in enumerate(sizes)]
+        traced = []
+        for leaf, (shape, g, rel, sign, lit) in zip(leaves, patterns):
+            g = np.frombuffer(g, dtype=np.int64).reshape(shape)
+            rel = np.frombuffer(rel, dtype=np.int64).reshape(shape)
+            sg = np.frombuffer(sign, dtype=np.int8).reshape(shape)
+            lv = np.frombuffer(lit, dtype=float).reshape(shape)
+            rows = []
+            for r in range(shape[0]):
+                rows.append([syms[g[r, c]][int(rel[r, c])] * int(sg[r, c]) if g[r, c] >= 0
+                             else ca.SX(float(lv[r, c])) for c in range(shape[1])])
+            traced.append(ca.sparsify(ca.vertcat(*[ca.horzcat(*row) for row in rows])))
+        args = _unflatten(tree, traced, joints)
+        result = fn(B, *args)
+        out_leaves: list = []
+        out_tree = _flatten(result, out_leaves)
+        outs: list = []
+        leaf_patterns = []
+        for leaf in out_leaves:
+            leaf = ca.SX(ca.DM(np.atleast_2d(leaf))) if isinstance(leaf, np.ndarray) else \
+                ca.SX(leaf)
+            shape = leaf.shape
+            addr = np.full(shape, -1, dtype=np.int64)
+            sign = np.ones(shape, dtype=np.int8)
+            lit = np.zeros(shape)
+            uniq: list = []
+            where: dict[int, int] = {}
+            for r in range(shape[0]):
+                for c in range(shape[1]):
+                    e = leaf[r, c]
+                    if e.is_constant():
+                        lit[r, c] = float(ca.DM(e))
+                        continue
+                    s = 1
+                    if e.is_op(ca.OP_NEG):
+                        e, s = e.dep(0), -1
+                    h = e.element_hash()
+                    if h not in where:
+                        where[h] = len(uniq)
+                        uniq.append(e)
+                    addr[r, c], sign[r, c] = where[h], s
+            block = -1
+            if uniq:
+                block = len(outs)
+                outs.append(ca.vertcat(*uniq))
+            leaf_patterns.append((block, addr, sign, lit))
+        name = f"{self.name}_k{len(self.kernels)}"
+        f = ca.Function(name, syms, outs, {"cse": bool(self.cse)})
+        self.kernels.append(Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
+                                   _with_patterns(out_tree, leaf_patterns)))
+        self.t_trace += time.perf_counter() - t0
+        return len(self.kernels) - 1
+
+    def _casadi_backend(self):
+        if self._casadi is None:
+            from ..backends import get_backend
+
+            self._casadi = get_backend("casadi")
+        return self._casadi
+
+    def _reuse_workspace(self, inputs, outputs) -> tuple[Callable[[int], int], int]:
+        """Give blocks whose values are dead back to later calls (linear scan over the program):
+        the workspace holds what is live, not every value ever computed. Returns the address
+        map and the workspace size."""
+        end = len(self.instructions)
+        last: dict[int, int] = {}
+        for t, (_, args, outs) in enumerate(self.instructions):
+            for b in outs:
+                last.setdefault(b, t)
+            for a in args:
+                if a < CONST_BIT:
+                    last[self._w_owner[a]] = t
+        for ref in outputs:
+            for a in ref.addr[(ref.addr >= 0) & (ref.addr < CONST_BIT)].tolist():
+                last[self._w_owner[a]] = end
+        free: dict[int, list[int]] = {}
+        expire: dict[int, list[int]] = {}
+        new: dict[int, int] = {}
+        top = 0
+
+        def place(b: int) -> None:
+            nonlocal top
+            n = self._w_size[b]
+            pool = free.get(n)
+            if pool:
+                new[b] = pool.pop()
+            else:
+                new[b], top = top, top + n
+            expire.setdefault(last.get(b, -1), []).append(b)
+
+        for start, _ in inputs:
+            place(start)
+        for b in expire.pop(-1, []):
+            free.setdefault(self._w_size[b], []).append(new[b])
+        for t, (_, _, outs) in enumerate(self.instructions):
+            for b in outs:
+                place(b)
+            for b in expire.pop(t, []):
+                free.setdefault(self._w_size[b], []).append(new[b])
+
+        def remap(a: int) -> int:
+            if a >= CONST_BIT or a < 0:
+                return a
+            b = self._w_owner[a]
+            return new[b] + (a - b)
+
+        return remap, top
+
+    def program(self, inputs: Sequence[tuple[int, int]], outputs: Sequence[Ref]) -> Program:
+        remap, size = self._reuse_workspace(inputs, outputs)
+        outs: list[tuple[Any, Any, tuple[int, ...]]] = []
+        lit_index: dict[float, int] = {}
+        for ref in outputs:
+            flat_addr = ref.addr.reshape(-1)
+            flat_lit = ref.lit.reshape(-1)
+            code = np.empty(flat_addr.shape, dtype=np.int64)
+            for n, (a, v) in enumerate(zip(flat_addr.tolist(), flat_lit.tolist())):
+                if a >= CONST_BIT:
+                    code[n] = -(a - CONST_BIT) - 1
+                elif a >= 0:
+                    code[n] = remap(a)
+                else:
+                    if v not in lit_index:
+                        lit_index[v] = self._alloc_const([v]) - CONST_BIT
+                    code[n] = -lit_index[v] - 1
+            outs.append((code, ref.sign.reshape(-1).copy(), ref.shape))
+        instructions = [(k, tuple(remap(a) for a in args), tuple(remap(b) for b in bs))
+                        for k, args, bs in self.instructions]
+        return Program(self.kernels, instructions, np.array(self._c_values, dtype=float),
+                       size, [(remap(a), n) for a, n in inputs], outs)
+
+
+def _with_patterns(tree, patterns):
+    tag = tree[0]
+    if tag == "#":
+        return ("P",) + patterns[tree[1]]
+    if tag == "X":
+        return ("X", _with_patterns(tree[1], patterns), _with_patterns(tree[2], patterns))
+    if tag == "N":
+        return ("N", tree[1], tuple(_with_patterns(e, patterns) for e in tree[2]))
+    if tag in ("T", "L"):
+        return (tag, tuple(_with_patterns(e, patterns) for e in tree[1]))
+    return tree
+
+
+def _rebuild(tree, out: tuple[int, ...]):
+    tag = tree[0]
+    if tag == "P":
+        _, block, addr, sign, lit = tree
+        return Ref(np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1), lit, sign)
+    if tag == "X":
+        return Transform(_rebuild(tree[1], out), _rebuild(tree[2], out))
+    if tag == "N":
+        return tree[1](*(_rebuild(e, out) for e in tree[2]))
+    if tag in ("T", "L"):
+        vals = [_rebuild(e, out) for e in tree[1]]
+        return tuple(vals) if tag == "T" else vals
+    if tag == "S":
+        return tree[1]
+    raise AssertionError(tag)
+
+
+def _numpy_backend():
+    from ..backends import get_backend
+
+    return get_backend("numpy")
+
+
+# Rigid-body inertia from its 10 parameters [Ixx, Ixy, Ixz, Iyy, Iyz, Izz, hx, hy, hz, m]
+# (Ibar about the frame origin, h = m c): I = [[Ibar, S(h)], [S(h)^T, m 1]]; entries as
+# (parameter index, sign), None for a structural zero.
+_INERTIA = [[(0, 1), (1, 1), (2, 1), None, (8, -1), (7, 1)],
+            [(1, 1), (3, 1), (4, 1), (8, 1), None, (6, -1)],
+            [(2, 1), (4, 1), (5, 1), (7, -1), (6, 1), None],
+            [None, (8, 1), (7, -1), (9, 1), None, None],
+            [(8, -1), None, (6, 1), None, (9, 1), None],
+            [(7, 1), (6, -1), None, None, None, (9, 1)]]
+
+
+def _inertia_table(I: np.ndarray) -> list[float]:
+    """The 10 parameters of a 6x6 spatial inertia (checked to rebuild it exactly)."""
+    p = [I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2], I[2, 4], I[0, 5], I[1, 3], I[3, 3]]
+    rebuilt = np.array([[0.0 if e is None else e[1] * p[e[0]] for e in row] for row in _INERTIA])
+    if not np.allclose(rebuilt, I, rtol=1e-12, atol=1e-14 * max(1.0, float(np.abs(I).max()))):
+        raise ValueError("a body inertia is not of the rigid-body form [[Ibar, S(h)], "
+                         "[S(h)^T, m 1]]; the recursive form cannot table it")
+    return [float(x) for x in p]
+
+
+def _inertia_ref(base: int, I: np.ndarray) -> Ref:
+    addr = np.full((6, 6), -1, dtype=np.int64)
+    sign = np.ones((6, 6), dtype=np.int8)
+    for r, row in enumerate(_INERTIA):
+        for c, e in enumerate(row):
+            if e is not None:
+                addr[r, c], sign[r, c] = base + e[0], e[1]
+    return Ref(addr, None, sign)
+
+
+def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
+           cse: bool = True, **options) -> Program:
+    """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
+    :class:`Program` whose inputs are vectors of ``input_sizes``."""
+    rec = Recorder(name, cse=cse)
+    refs, inputs = [], []
+    for n in input_sizes:
+        ref, start = rec.input(n)
+        refs.append(ref)
+        inputs.append((start, n))
+    t0 = time.perf_counter()
+    result = algorithm(model, *refs, backend=rec.backend, **options)
+    t_record = time.perf_counter() - t0
+    results = list(result) if isinstance(result, tuple) else [result]
+    for r in results:
+        if not isinstance(r, Ref):
+            raise TypeError(f"{getattr(algorithm, '__name__', algorithm)} returned a "
+                            f"{type(r).__name__}; the recursive form needs matrix results")
+    prog = rec.program(inputs, results)
+    prog.stats = {"t_record": t_record - rec.t_trace, "t_trace": rec.t_trace,
+                  "n_kernels": len(rec.kernels), "n_calls": len(rec.instructions),
+                  "n_instructions": sum(k.function.n_instructions() for k in rec.kernels),
+                  "workspace": prog.workspace, "n_constants": int(prog.constants.size)}
+    return prog
+
+
+def evaluate(prog: Program, *inputs) -> list[np.ndarray]:
+    """Run a :class:`Program` in Python (CasADi calls per instruction): the reference semantics
+    of the generated C loop, for tests."""
+    w = np.zeros(prog.workspace)
+    for (start, n), x in zip(prog.inputs, inputs):
+        w[start:start + n] = np.asarray(x, dtype=float).reshape(-1)
+    c = prog.constants
+
+    def read(addr: int, n: int) -> np.ndarray:
+        return c[addr - CONST_BIT:addr - CONST_BIT + n] if addr >= CONST_BIT else w[addr:addr + n]
+
+    for k, args, outs in prog.instructions:
+        kern = prog.kernels[k]
+        f = kern.function
+        res = f.call([read(a, f.size1_in(j)) for j, a in enumerate(args)])
+        for out, n, val in zip(outs, kern.out_sizes, res):
+            w[out:out + n] = np.asarray(val).reshape(-1)
+    results = []
+    for code, sign, shape in prog.outputs:
+        vals = np.where(code >= 0, w[np.maximum(code, 0)], c[np.maximum(-code - 1, 0)]) * sign
+        results.append(vals.reshape(shape))
+    return results
+
+
+# --- C ----------------------------------------------------------------------------------------
+
+_C_ENTRY = r"""
+/* ---- symdyn: the recursion-keeping form of {fname} ({n_calls} step calls of {n_kernels} kernels,
+ * workspace {ws} doubles, constant table {n_const} doubles). The program is a list of calls
+ * "kernel, argument addresses..., output address"; an address a >= 0 is w[a], a < 0 the
+ * constant table entry -a - 1. Kernels are CasADi functions of the algorithm's steps. ---- */
+typedef int (*symdyn_kernel_t)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
+static const symdyn_kernel_t {p}_kern[{n_kernels}] = {{{kernels}}};
+static const int {p}_kin[{n_kernels}] = {{{kin}}};
+static const int {p}_kout[{n_kernels}] = {{{kout}}};
+static const int {p}_prog[{prog_len}] = {{{prog}}};
+static const casadi_real {p}_const[{n_const_alloc}] = {{{consts}}};
+{out_tables}
+static void {p}_out(const casadi_real* w, const int* code, const signed char* sgn, long long n,
+                    casadi_real* res) {{
+  long long e;
+  for (e = 0; e < n; ++e) {{
+    const int c = code[e];
+    const casadi_real v = c >= 0 ? w[c] : {p}_const[-c - 1];
+    res[e] = sgn ? sgn[e] * v : v;
+  }}
+}}
+
+CASADI_SYMBOL_EXPORT int {fname}(const casadi_real** arg, casadi_real** res, casadi_int* iw,
+                                 casadi_real* w, int mem) {{
+  const casadi_real* a[{max_in}];
+  casadi_real* r[{max_out}];
+  casadi_real* kw = w + {ws};
+  const int* p = {p}_prog;
+  const int* end = {p}_prog + {prog_len};
+  (void)mem;
+{copy_inputs}
+  while (p < end) {{
+    const int k = *p++, n = {p}_kin[k], m = {p}_kout[k];
+    int j;
+    for (j = 0; j < n; ++j) {{
+      const int o = *p++;
+      a[j] = o >= 0 ? w + o : {p}_const - o - 1;
+    }}
+    for (j = 0; j < m; ++j) r[j] = w + *p++;
+    if ({p}_kern[k](a, r, iw, kw, 0)) return 1;
+  }}
+{copy_outputs}
+  return 0;
+}}
+
+CASADI_SYMBOL_EXPORT int {fname}_checkout(void) {{ return 0; }}
+CASADI_SYMBOL_EXPORT void {fname}_release(int mem) {{ (void)mem; }}
+CASADI_SYMBOL_EXPORT void {fname}_incref(void) {{}}
+CASADI_SYMBOL_EXPORT void {fname}_decref(void) {{}}
+CASADI_SYMBOL_EXPORT casadi_int {fname}_n_in(void) {{ return {n_in}; }}
+CASADI_SYMBOL_EXPORT casadi_int {fname}_n_out(void) {{ return {n_out}; }}
+CASADI_SYMBOL_EXPORT int {fname}_work(casadi_int *sz_arg, casadi_int* sz_res, casadi_int *sz_iw,
+                                      casadi_int *sz_w) {{
+  if (sz_arg) *sz_arg = {n_in};
+  if (sz_res) *sz_res = {n_out};
+  if (sz_iw) *sz_iw = {sz_iw};
+  if (sz_w) *sz_w = {sz_w};
+  return 0;
+}}
+"""
+
+_C_HEADER = r"""/* Generated by symdyn: {fname}, the recursion-keeping compiled form (see
+ * symdyn/codegen/recursive.py); CasADi's calling convention. */
+#ifndef {guard}
+#define {guard}
+#ifdef __cplusplus
+extern "C" {{
+#endif
+#ifndef casadi_real
+#define casadi_real double
+#endif
+#ifndef casadi_int
+#define casadi_int long long int
+#endif
+int {fname}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem);
+int {fname}_checkout(void);
+void {fname}_release(int mem);
+void {fname}_incref(void);
+void {fname}_decref(void);
+casadi_int {fname}_n_in(void);
+casadi_int {fname}_n_out(void);
+int {fname}_work(casadi_int *sz_arg, casadi_int* sz_res, casadi_int *sz_iw, casadi_int *sz_w);
+#define {fname}_SZ_ARG {n_in}
+#define {fname}_SZ_RES {n_out}
+#define {fname}_SZ_IW {sz_iw}
+#define {fname}_SZ_W {sz_w}
+#ifdef __cplusplus
+}}
+#endif
+#endif
+"""
+
+
+def _ints(values) -> str:
+    text = ",".join(str(int(v)) for v in values)
+    return text or "0"
+
+
+def _unchecked_pointers(text: str) -> str:
+    """The program loop always passes every argument and result pointer: drop CasADi's NULL
+    checks from the kernels (``arg[k]? arg[k][i] : 0`` and ``if (res[k]!=0)``)."""
+    import re
+
+    text = re.sub(r"arg\[(\d+)\]\? arg\[\1\]\[(\d+)\] : 0", r"arg[\1][\2]", text)
+    return re.sub(r"if \(res\[(\d+)\]!=0\) res\[\1\]", r"res[\1]", text)
+
+
+def kernel_prefix(fname: str) -> str:
+    """C names of the kernels: ``<fname>_k<i>``, the prefix cut and hashed so that they stay
+    within CasADi's 48 characters."""
+    import hashlib
+
+    if len(fname) <= 40:
+        return fname
+    return fname[:31] + "_" + hashlib.sha256(fname.encode()).hexdigest()[:8]
+
+
+def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str] | None = None
+            ) -> dict:
+    """Write ``<fname>.c`` (kernels by CasADi, then the program and its loop) and ``<fname>.h``
+    into ``directory``; returns statistics for the manifest. ``passes`` rewrites CasADi's text
+    (the fast sin/cos of :mod:`symdyn.codegen.trig`)."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    kp = kernel_prefix(fname)
+    cg = ca.CodeGenerator(f"{fname}.c", {"with_header": False, "casadi_int": "long long int",
+                                         "casadi_real": "double"})
+    names = []
+    for k, kern in enumerate(prog.kernels):
+        f = kern.function
+        named = ca.Function(f"{kp}_k{k}", f.sx_in(), f.call(f.sx_in()), {"cse": True})
+        cg.add(named)
+        names.append(named)
+    cg.generate(str(directory) + "/")
+    src = directory / f"{fname}.c"
+    text = _unchecked_pointers(src.read_text())
+    if passes is not None:
+        text = passes(text)
+    prog_ints: list[int] = []
+
+    def enc(a: int) -> int:
+        return -(a - CONST_BIT) - 1 if a >= CONST_BIT else a
+
+    for k, args, outs in prog.instructions:
+        prog_ints.append(k)
+        prog_ints.extend(enc(a) for a in args)
+        prog_ints.extend(outs)
+    p = f"symdyn_{kp}"
+    out_tables, copy_out = [], []
+    for o, (code, sign, shape) in enumerate(prog.outputs):
+        neg = bool((sign < 0).any())
+        out_tables.append(f"static const int {p}_o{o}[{max(1, code.size)}] = {{{_ints(code)}}};")
+        if neg:
+            out_tables.append(f"static const signed char {p}_s{o}[{code.size}] = "
+                              f"{{{_ints(sign)}}};")
+        copy_out.append(f"  if (res[{o}]) {p}_out(w, {p}_o{o}, {f'{p}_s{o}' if neg else '0'}, "
+                        f"{code.size}, res[{o}]);")
+    copy_in = []
+    for j, (start, n) in enumerate(prog.inputs):
+        copy_in.append(f"  if (arg[{j}]) {{ int e; for (e = 0; e < {n}; ++e) w[{start} + e] = "
+                       f"arg[{j}][e]; }} else {{ int e; for (e = 0; e < {n}; ++e) "
+                       f"w[{start} + e] = 0; }}")
+    sz_w = prog.workspace + max([f.sz_w() for f in names] or [0])
+    sz_iw = max([f.sz_iw() for f in names] or [0])
+    max_in = max([kern.n_in for kern in prog.kernels] or [1]) or 1
+    consts = ",".join(repr(float(v)) for v in prog.constants) or "0"
+    text += _C_ENTRY.format(
+        fname=fname, p=p, n_calls=len(prog.instructions), n_kernels=max(1, len(prog.kernels)),
+        ws=prog.workspace, n_const=prog.constants.size,
+        n_const_alloc=max(1, prog.constants.size),
+        kernels=", ".join(f.name() for f in names) or "0",
+        kin=_ints(kern.n_in for kern in prog.kernels),
+        kout=_ints(len(kern.out_sizes) for kern in prog.kernels),
+        max_out=max([len(kern.out_sizes) for kern in prog.kernels] or [1]) or 1, prog_len=max(1, len(prog_ints)),
+        prog=_ints(prog_ints), consts=consts, out_tables="\n".join(out_tables),
+        max_in=max_in, copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
+        n_in=len(prog.inputs), n_out=len(prog.outputs), sz_iw=sz_iw, sz_w=sz_w)
+    if not prog_ints:   # nothing to run: keep the loop well-formed
+        text = text.replace(f"const int* end = {p}_prog + 1;", f"const int* end = {p}_prog;")
+    src.write_text(text)
+    guard = f"{fname.upper()}_SYMDYN_RECURSIVE_H"
+    (directory / f"{fname}.h").write_text(_C_HEADER.format(
+        fname=fname, guard=guard, n_in=len(prog.inputs), n_out=len(prog.outputs),
+        sz_iw=sz_iw, sz_w=sz_w))
+    return {"n_kernels": len(prog.kernels), "n_calls": len(prog.instructions),
+            "program_ints": len(prog_ints), "workspace": prog.workspace,
+            "n_constants": int(prog.constants.size),
+            "kernel_instructions": sum(f.n_instructions() for f in names),
+            "source_bytes": src.stat().st_size}

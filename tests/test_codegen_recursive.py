@@ -1,0 +1,127 @@
+"""The recursion-keeping compiled form (symdyn.codegen.recursive): the recorded program equals
+NumPy on every test tree (run in Python and compiled), its size does not grow with N, its
+workspace holds only live values, and the form choice is validated and recorded."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import symdyn as sd
+from symdyn.codegen import build
+from symdyn.codegen.recursive import (RECURSIVE_ALGORITHMS, choose_form, evaluate, record)
+from symdyn.models import serial_chain
+
+from conftest import MODELS, random_forces, random_state
+
+HAVE_CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+ARM = MODELS["floating"].replace(armature=np.linspace(0.1, 0.5, MODELS["floating"].nv))
+
+
+def _reference(model, alg, q, qd, qdd):
+    fn = getattr(sd, alg)
+    args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
+            "nonlinear_effects": (q, qd), "gravity_vector": (q,)}[alg]
+    return fn(model, *args), args
+
+
+@pytest.mark.parametrize("alg", RECURSIVE_ALGORITHMS)
+@pytest.mark.parametrize("name", [*MODELS, "armature"])
+def test_recorded_program_equals_numpy(name, alg):
+    model = ARM if name == "armature" else MODELS[name]
+    q, qd, qdd = random_state(model, seed=3)
+    ref, args = _reference(model, alg, q, qd, qdd)
+    prog = record(model, getattr(sd, alg), [len(a) for a in args], name=f"t_{alg}")
+    out = evaluate(prog, *args)[0]
+    np.testing.assert_allclose(out.reshape(np.shape(ref)), ref, rtol=1e-12, atol=1e-11)
+
+
+def test_kernels_do_not_grow_with_the_number_of_bodies():
+    """Bodies share kernels by joint kind (x, y, z or a general axis read from the table): once
+    every pair of kinds has occurred, more bodies add calls, not kernels."""
+    sizes = {}
+    for n in (40, 120):
+        model = serial_chain(n, seed=1)
+        q = model.random_q(0)
+        sizes[n] = record(model, sd.crba, [len(q)], name="t").stats
+    assert sizes[40]["n_kernels"] == sizes[120]["n_kernels"] <= 30
+    assert sizes[40]["n_instructions"] == sizes[120]["n_instructions"]
+    assert sizes[120]["n_calls"] > 5 * sizes[40]["n_calls"]
+
+
+def test_workspace_holds_only_live_values():
+    """crba computes O(N^2) force blocks but keeps only M's entries and the blocks in flight."""
+    model = serial_chain(40, seed=1)
+    prog = record(model, sd.crba, [model.nq], name="t")
+    n_entries = model.nv * (model.nv + 1) // 2
+    assert prog.workspace < n_entries + 60 * model.N   # without reuse: > 7 * n_entries
+    q = model.random_q(1)
+    np.testing.assert_allclose(evaluate(prog, q)[0], sd.crba(model, q), rtol=1e-12, atol=1e-12)
+
+
+def test_constant_external_forces_are_baked_in():
+    """Numbers passed to a recorded algorithm (here body forces) are literals of the kernels."""
+    model = MODELS["branched"]
+    forces = random_forces(model)
+    q, qd, qdd = random_state(model, seed=2)
+    prog = record(model, lambda m, q, qd, qdd, backend: sd.rnea(m, q, qd, qdd, forces,
+                                                                backend=backend),
+                  [model.nq, model.nv, model.nv], name="t")
+    np.testing.assert_allclose(evaluate(prog, q, qd, qdd)[0].ravel(),
+                               sd.rnea(model, q, qd, qdd, forces), rtol=1e-12, atol=1e-10)
+
+
+def test_algorithms_outside_steps_are_refused_clearly():
+    model = MODELS["serial"]
+    with pytest.raises((AttributeError, TypeError), match="step"):
+        record(model, sd.coriolis_matrix, [model.nq, model.nv], name="t")
+
+
+def test_form_choice():
+    small, big = serial_chain(5, seed=1), serial_chain(60, seed=1)
+    assert choose_form(small, "crba")[0] == "unrolled"
+    assert choose_form(big, "crba")[0] == "recursive"
+    assert choose_form(big, "coriolis_matrix")[0] == "unrolled"
+    assert choose_form(big, "crba", parameters="inertial")[0] == "unrolled"
+    assert choose_form(small, "crba", "recursive") == ("recursive", "asked for")
+    with pytest.raises(ValueError, match="not available"):
+        choose_form(small, "coriolis_matrix", "recursive")
+    with pytest.raises(ValueError, match="unknown form"):
+        choose_form(small, "crba", "rolled")
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+@pytest.mark.parametrize("name", ["floating", "mixed", "armature"])
+def test_compiled_recursive_equals_numpy(name, tmp_path):
+    model = ARM if name == "armature" else MODELS[name]
+    lib = build(model, list(RECURSIVE_ALGORITHMS), form="recursive", cache_dir=tmp_path,
+                opt="-O1", progress=False)
+    for fd in lib.manifest["functions"]:
+        assert fd["form"] == "recursive" and fd["recursive"]["n_kernels"] > 0
+    rng = np.random.default_rng(0)
+    states = [random_state(model, seed=s) for s in range(3)]
+    for q, qd, qdd in states:
+        for alg in RECURSIVE_ALGORITHMS:
+            ref, args = _reference(model, alg, q, qd, qdd)
+            np.testing.assert_allclose(getattr(lib, alg)(*args), ref, rtol=1e-12, atol=1e-10)
+    Q = np.array([s[0] for s in states])
+    QD = rng.uniform(-1, 1, (3, model.nv))
+    M = lib.crba.batch(Q)
+    tau = lib.rnea.batch(Q, QD, QD)
+    for k in range(3):
+        np.testing.assert_allclose(M[k], sd.crba(model, Q[k]), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(tau[k], sd.rnea(model, Q[k], QD[k], QD[k]), rtol=1e-12,
+                                   atol=1e-10)
+    bad = Q[0].copy()
+    bad[0] = np.nan
+    with pytest.raises(ValueError):
+        lib.crba(bad)
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+def test_auto_form_recorded_in_manifest(tmp_path):
+    small = serial_chain(3, seed=1)
+    lib = build(small, ["rnea"], cache_dir=tmp_path, opt="-O1", progress=False)
+    fd = lib.manifest["functions"][0]
+    assert fd["form"] == "unrolled" and fd["form_reason"].startswith("auto")
