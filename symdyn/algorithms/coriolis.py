@@ -27,6 +27,7 @@ from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
                        xform_force_T, xform_motion)
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
+from .steps import step
 from ..types import Array
 
 if TYPE_CHECKING:
@@ -47,13 +48,19 @@ def joint_velocities(B, model, q, qd, Xup, S):
     """Body velocities v_i (5) and Phidot_i = (v_i x) Phi_i + Phiring_i (Alg. 1 lines 3-4)."""
     v, Sdot = [None] * model.N, [None] * model.N
     for i, p in enumerate(model.parents):
-        vJ = S[i] @ qd[i]
-        v[i] = vJ if p < 0 else xform_motion(B, Xup[i], v[p]) + vJ          # line 3
-        Sdot[i] = cross_motion(B, v[i], S[i])                                 # line 4
-        Sring = model.joints[i].Sring(B, q[i], qd[i])
-        if Sring is not None:
-            Sdot[i] = Sdot[i] + Sring
+        v[i], Sdot[i] = body_velocity(B, model.joints[i], Xup[i], S[i],
+                                      None if p < 0 else v[p], q[i], qd[i])
     return v, Sdot
+
+
+@step
+def body_velocity(B, joint, Xup, S, v_p, q, qd):
+    """v_i and Phidot_i of one body (``v_p`` None at the root)."""
+    vJ = S @ qd
+    v = vJ if v_p is None else xform_motion(B, Xup, v_p) + vJ                # line 3
+    Sdot = cross_motion(B, v, S)                                              # line 4
+    Sring = joint.Sring(B, q, qd)
+    return v, (Sdot if Sring is None else Sdot + Sring)
 
 
 class Sweep(NamedTuple):
@@ -98,7 +105,7 @@ def composite_inertias(B, sweep: Sweep, I, units=None):
 
 
 def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel", *,
-               IC=None, units=None):
+               IC=None, units=None, rate: bool = False):
     """Paper 000 Algorithm 1, lines 5-26, over ``sweep``; returns the blocks ``(M, C)`` as dicts
     keyed by unit pairs (J, L) for related units.
 
@@ -108,50 +115,85 @@ def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel
     9-14 over its bodies and moves their force blocks to its attachment (line 17). ``IC``:
     composite inertias computed beforehand (then not accumulated here); ``units``: sweep only
     these (closed under attachments; the others must be at rest with nothing moving below them,
-    so their blocks of C vanish). Mdot = C + C^T (Prop. 1): see :func:`mass_matrix_rate`.
+    so their blocks of C vanish). Mdot = C + C^T (Prop. 1): see :func:`mass_matrix_rate`;
+    ``rate=True`` forms its blocks inside the sweep (lines 14 and 22) and returns ``(M, C, Mdot)``.
     """
     accumulate = IC is None
     IC = list(I) if accumulate else list(IC)                                  # line 5
     order = range(len(sweep.units)) if units is None else sorted(units)
-    BC = {b: composite_B(B, v[b], I[b], factorization)                        # line 6
+    BC = {b: composite_B_step(B, v[b], I[b], factorization)                   # line 6
           for J in order for b in sweep.units[J]}
     M: dict[tuple[int, int], Any] = {}
     C: dict[tuple[int, int], Any] = {}
+    Mdot: dict[tuple[int, int], Any] = {}
     for J in reversed(order):                                                 # line 8
         nJ = S[sweep.units[J][0]].shape[1]
         i = sweep.attach[J]                                                   # line 15
         F = None
         for n, b in enumerate(sweep.units[J]):
-            BS, BtS = composite_B_products(B, BC[b], S[b])
-            F1 = IC[b] @ Sdot[b] + BS                                         # line 9
-            F2 = IC[b] @ S[b]                                                 # line 10
-            F3 = BtS                                                          # line 11
-            CJJ, MJJ = S[b].T @ F1, S[b].T @ F2                               # lines 12-13
-            C[J, J] = CJJ if n == 0 else C[J, J] + CJJ
-            M[J, J] = MJJ if n == 0 else M[J, J] + MJJ
-            if i >= 0:
-                Fb = _up_force(B, sweep.X[b], B.hcat([F1, F2, F3]))            # line 17
-                F = Fb if F is None else F + Fb
+            CJJ, MJJ, Fb = unit_body(B, BC[b], IC[b], S[b], Sdot[b], sweep.X[b], i >= 0)
+            C[J, J] = CJJ if n == 0 else add(B, C[J, J], CJJ)
+            M[J, J] = MJJ if n == 0 else add(B, M[J, J], MJJ)
+            F = Fb if F is None else add(B, F, Fb)
+        if rate:
+            Mdot[J, J] = plus_transpose(B, C[J, J], C[J, J])                  # line 14
         while i >= 0:                                                         # line 16
             L = sweep.unit_of[i]                                              # line 18
-            F1, F2, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ), B.cols(F, 2 * nJ, 3 * nJ)
-            C[L, J] = S[i].T @ F1                                             # line 19
-            C[J, L] = (Sdot[i].T @ F2 + S[i].T @ F3).T                        # line 20
-            M[L, J] = S[i].T @ F2                                             # line 21
-            M[J, L] = M[L, J].T
             i_next = sweep.attach[L]
-            if i_next >= 0:
-                F = _up_force(B, sweep.X[i], F)                               # line 17
+            C[L, J], C[J, L], M[L, J], Mdot[L, J], F = ancestor_pair(
+                B, S[i], Sdot[i], F, nJ, sweep.X[i], i_next >= 0, rate)
+            M[J, L] = M[L, J].T
+            if rate:
+                Mdot[J, L] = Mdot[L, J].T
             i = i_next
         a = sweep.attach[J]
         if a >= 0:                                                            # lines 24-25
             for b in sweep.units[J]:
-                X = sweep.X[b]
-                if accumulate:
-                    IC[a] = IC[a] + (IC[b] if X is None else inertia_congruence_sym(B, X, IC[b]))
-                up = BC[b] if X is None else composite_B_congruence(B, X, BC[b])
-                BC[a] = composite_B_add(B, BC[a], up)
-    return M, C
+                IC[a], BC[a] = composite_up(B, IC[a], IC[b], BC[a], BC[b], sweep.X[b],
+                                            accumulate)
+    return (M, C, Mdot) if rate else (M, C)
+
+
+composite_B_step = step(composite_B)
+
+
+@step
+def add(B, a, b):
+    """a + b (blocks of one cluster)."""
+    return a + b
+
+
+@step
+def unit_body(B, BC, IC, S, Sdot, X, move_up: bool):
+    """Lines 9-13 for one body of unit J and, when J has a parent, its force blocks
+    [F1 F2 F3] moved to the attachment (line 17)."""
+    BS, BtS = composite_B_products(B, BC, S)
+    F1 = IC @ Sdot + BS                                                       # line 9
+    F2 = IC @ S                                                               # line 10
+    F3 = BtS                                                                  # line 11
+    CJJ, MJJ = S.T @ F1, S.T @ F2                                             # lines 12-13
+    return CJJ, MJJ, (_up_force(B, X, B.hcat([F1, F2, F3])) if move_up else None)
+
+
+@step
+def ancestor_pair(B, S, Sdot, F, nJ: int, X, move_up: bool, rate: bool):
+    """Lines 19-22 for ancestor body i of unit J (Mdot_LJ = C_LJ + C_JL^T when ``rate``), and F
+    moved on to i's attachment (line 17)."""
+    F1, F2, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ), B.cols(F, 2 * nJ, 3 * nJ)
+    C_LJ = S.T @ F1                                                           # line 19
+    C_JL = (Sdot.T @ F2 + S.T @ F3).T                                         # line 20
+    M_LJ = S.T @ F2                                                           # line 21
+    Mdot_LJ = C_LJ + C_JL.T if rate else None                                 # line 22
+    return C_LJ, C_JL, M_LJ, Mdot_LJ, (_up_force(B, X, F) if move_up else None)
+
+
+@step
+def composite_up(B, IC_a, IC_b, BC_a, BC_b, X, accumulate: bool):
+    """Lines 24-25: body b's composite inertia and B^C added to its attachment a's."""
+    if accumulate:
+        IC_a = IC_a + (IC_b if X is None else inertia_congruence_sym(B, X, IC_b))
+    up = BC_b if X is None else composite_B_congruence(B, X, BC_b)
+    return IC_a, composite_B_add(B, BC_a, up)
 
 
 def mass_matrix_rate(C: dict) -> dict:
@@ -163,6 +205,12 @@ def mass_matrix_rate(C: dict) -> dict:
             out[i, j] = Cij + C[j, i].T
             out[j, i] = out[i, j].T
     return out
+
+
+@step
+def plus_transpose(B, a, b):
+    """a + b^T."""
+    return a + b.T
 
 
 def blocks_to_matrix(B, model, blocks):
@@ -208,11 +256,11 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
         Xup, S = joint_kinematics(B, model, q)
         v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                   # lines 1-4
         I, sweep = model.constants(B).I, tree_sweep(model, Xup)
-    M, C = algorithm1(B, sweep, S, Sdot, v, I, factorization)                 # lines 5-26
+    M, C, Mdot = algorithm1(B, sweep, S, Sdot, v, I, factorization, rate=True)  # lines 5-26
     for i, Ia in enumerate(model.constants(B).armature):                      # M + armature
         if Ia is not None:
-            M[i, i] = M[i, i] + Ia
-    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, mass_matrix_rate(C)),
+            M[i, i] = add(B, M[i, i], Ia)
+    return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
             blocks_to_matrix(B, model, C))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..spatial import compose, cross_motion, inertia_congruence, xform_motion_inv
 from .common import joint_kinematics
+from .steps import step
 
 
 def root_transforms(B, model, Xup):
@@ -26,10 +27,14 @@ def root_transforms(B, model, Xup):
     X0: list[Any] = [None] * model.N
     for i, p in enumerate(model.parents):
         if p >= 0:
-            X0[i] = Xup[i] if X0[p] is None else compose(B, Xup[i], X0[p])
+            X0[i] = Xup[i] if X0[p] is None else compose_step(B, Xup[i], X0[p])
     return X0
 
 
+compose_step = step(compose)
+
+
+@step
 def to_root(B, X0i, m):
     """Motion vector(s) m from body-i to root coordinates (X0i None: already there)."""
     return m if X0i is None else xform_motion_inv(B, X0i, m)
@@ -45,16 +50,26 @@ def root_kinematics(B, model, q, qd=None):
     v0, Sdot0 = [None] * model.N, [None] * model.N
     if qd is not None:
         for i, p in enumerate(model.parents):
-            vJ = S0[i] @ qd[i]
-            v0[i] = vJ if p < 0 else v0[p] + vJ                               # (5)
-            Sdot0[i] = cross_motion(B, v0[i], S0[i])                          # line 4
-            Sring = model.joints[i].Sring(B, q[i], qd[i])
-            if Sring is not None:
-                Sdot0[i] = Sdot0[i] + to_root(B, X0[i], Sring)
+            v0[i], Sdot0[i] = root_velocity(B, model.joints[i], X0[i], S0[i],
+                                            None if p < 0 else v0[p], q[i], qd[i])
     return X0, S0, v0, Sdot0
+
+
+@step
+def root_velocity(B, joint, X0, S0, v0_p, q, qd):
+    """v0_i and Phidot0_i of one body in root coordinates (``v0_p`` None at the root)."""
+    vJ = S0 @ qd
+    v0 = vJ if v0_p is None else v0_p + vJ                                   # (5)
+    Sdot0 = cross_motion(B, v0, S0)                                          # line 4
+    Sring = joint.Sring(B, q, qd)
+    return v0, (Sdot0 if Sring is None else Sdot0 + to_root.__wrapped__(B, X0, Sring))
 
 
 def root_inertias(B, model, X0):
     """Body inertias in root coordinates, X0^T I X0 by their 10 parameters."""
     I = model.constants(B).I
-    return [I[i] if X0[i] is None else inertia_congruence(B, X0[i], I[i]) for i in range(model.N)]
+    return [I[i] if X0[i] is None else inertia_congruence_step(B, X0[i], I[i])
+            for i in range(model.N)]
+
+
+inertia_congruence_step = step(inertia_congruence)

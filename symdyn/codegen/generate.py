@@ -342,6 +342,9 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
 
     spec = algorithm_spec(alg)
     sizes = list(spec.input_sizes(model))
+    opts = dict(opts)
+    if "frame" in algorithm_options(alg) and opts.get("frame", "auto") == "auto":
+        opts["frame"] = recursive.RECURSIVE_FRAME
     with prog.step(f"recording {key} on {model.name!r} (nv={model.nv}), recursive form",
                    slow=model.nv >= 40):
         program = recursive.record(exact_rotations(model), spec.function, sizes, name=fname,
@@ -355,12 +358,12 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         info = recursive.write_c(program, fname, directory,
                                  passes=lambda text: pass_fast_trig(text, ctx))
     shapes = []
-    for (oname, rank), (_, _, shape) in zip(spec.outputs, program.outputs):
+    for (oname, rank), (*_, shape) in zip(spec.outputs, program.outputs):
         shapes.append([shape[0]] if rank == 1 else list(shape))
     return {
         "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
-        "options": _jsonable(opts), "frame": None, "method": None, "parameters": None,
-        "source": f"{fname}.c", "header": f"{fname}.h",
+        "options": _jsonable(opts), "frame": opts.get("frame"), "method": None,
+        "parameters": None, "source": f"{fname}.c", "header": f"{fname}.h",
         "input_names": list(spec.input_names), "input_sizes": sizes,
         "output_names": list(spec.output_names), "output_shapes": shapes,
         "n_nodes": st["n_instructions"], "n_instructions": st["n_instructions"],

@@ -39,12 +39,32 @@ from ..spatial import Transform
 CONST_BIT = 1 << 40          # recording addresses >= CONST_BIT live in the constant table
 
 FORMS = ("auto", "unrolled", "recursive")
+# Addresses of the finished program (32-bit, unsigned): (base << 24) | offset with base 0 the
+# workspace, 1 the constant table and k + 2 result k (decoded without a branch in C).
+OFFSET_BITS = 24
+OFFSET_MASK = (1 << OFFSET_BITS) - 1
+WORK, CONSTANTS, RESULT0 = 0, 1, 2
+
+
+def encode(base: int, offset: int) -> int:
+    """The program address of ``offset`` in ``base`` (see ``WORK``, ``CONSTANTS``, ``RESULT0``)."""
+    return (base << OFFSET_BITS) | offset
+
+
+def decode(a: int) -> tuple[int, int]:
+    """``(base, offset)`` of a program address (see :func:`encode`)."""
+    return a >> OFFSET_BITS, a & OFFSET_MASK
 # algorithms whose every computation is in steps (recordable)
-RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector")
+RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
+                        "coriolis_matrix")
+# coriolis_matrix's frame in the recursive form when not given: in root coordinates a related
+# pair costs a few dot products instead of moving three force blocks (measured in
+# reports/scaling.md)
+RECURSIVE_FRAME = "root"
 # form="auto": the recursive form from this many bodies on (measured: experiments/scaling.py,
 # reports/scaling.md; below it the unrolled graph is faster)
 RECURSIVE_FROM_N = {"rnea": 40, "crba": 40, "aba": 40, "nonlinear_effects": 40,
-                    "gravity_vector": 40}
+                    "gravity_vector": 40, "coriolis_matrix": 40}
 
 
 def check_form(form: str) -> str:
@@ -195,6 +215,13 @@ class RecordingBackend:
         return _cat([_cat([RecordingBackend._ref(b) for b in row], 1) for row in blocks], 0)
 
     @staticmethod
+    def assign(x: Ref, r, c, v) -> Ref:
+        """x[r, c] = v in place (ints or slices), as the other backends' ``assign``."""
+        v = RecordingBackend._ref(v)
+        x.addr[r, c], x.lit[r, c], x.sign[r, c] = v.addr, v.lit, v.sign
+        return x
+
+    @staticmethod
     def _ref(x) -> Ref:
         if isinstance(x, Ref):
             return x
@@ -230,7 +257,8 @@ class Program:
     constants: np.ndarray
     workspace: int
     inputs: list[tuple[int, int]]        # (address, length) of each input in the workspace
-    outputs: list[tuple[Any, Any, tuple[int, ...]]]  # (address code, sign, shape) per output
+    outputs: list[tuple[Any, Any, Any, tuple[int, ...]]]  # per result: the entries copied at
+    # the end (entry, address, sign) and its shape; the other entries are written by kernels
     stats: dict = field(default_factory=dict)
 
 
@@ -461,7 +489,7 @@ class Recorder:
         outs = tuple(self._alloc(n) for n in kern.out_sizes)
         if outs:
             self.instructions.append((k, tuple(lo[o] for o in order), outs))
-        return _rebuild(kern.out_tree, outs)
+        return _rebuild(kern.out_tree, outs, tuple(lo[o] for o in order))
 
     def _trace(self, fn, tree, leaves, patterns, sizes, joints) -> int:
         t0 = time.perf_counter()
@@ -480,6 +508,8 @@ class Recorder:
             traced.append(ca.sparsify(ca.vertcat(*[ca.horzcat(*row) for row in rows])))
         args = _unflatten(tree, traced, joints)
         result = fn(B, *args)
+        inputs = {syms[g][k].element_hash(): (g, k) for g, n in enumerate(sizes)
+                  for k in range(n)}
         out_leaves: list = []
         out_tree = _flatten(result, out_leaves)
         outs: list = []
@@ -489,6 +519,7 @@ class Recorder:
                 ca.SX(leaf)
             shape = leaf.shape
             addr = np.full(shape, -1, dtype=np.int64)
+            fwd = np.full(shape, -1, dtype=np.int64)    # an argument passed through: its group
             sign = np.ones(shape, dtype=np.int8)
             lit = np.zeros(shape)
             uniq: list = []
@@ -503,15 +534,19 @@ class Recorder:
                     if e.is_op(ca.OP_NEG):
                         e, s = e.dep(0), -1
                     h = e.element_hash()
+                    sign[r, c] = s
+                    if h in inputs:      # forwarded: the result entry is the argument's memory
+                        fwd[r, c], addr[r, c] = inputs[h]
+                        continue
                     if h not in where:
                         where[h] = len(uniq)
                         uniq.append(e)
-                    addr[r, c], sign[r, c] = where[h], s
+                    addr[r, c] = where[h]
             block = -1
             if uniq:
                 block = len(outs)
                 outs.append(ca.vertcat(*uniq))
-            leaf_patterns.append((block, addr, sign, lit))
+            leaf_patterns.append((block, addr, fwd, sign, lit))
         name = f"{self.name}_k{len(self.kernels)}"
         f = ca.Function(name, syms, outs, {"cse": bool(self.cse)})
         self.kernels.append(Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
@@ -526,7 +561,7 @@ class Recorder:
             self._casadi = get_backend("casadi")
         return self._casadi
 
-    def _reuse_workspace(self, inputs, outputs) -> tuple[Callable[[int], int], int]:
+    def _reuse_workspace(self, inputs, outputs, placed) -> tuple[Callable[[int], int], int]:
         """Give blocks whose values are dead back to later calls (linear scan over the program):
         the workspace holds what is live, not every value ever computed. Returns the address
         map and the workspace size."""
@@ -548,6 +583,8 @@ class Recorder:
 
         def place(b: int) -> None:
             nonlocal top
+            if b in placed:
+                return
             n = self._w_size[b]
             pool = free.get(n)
             if pool:
@@ -567,35 +604,65 @@ class Recorder:
                 free.setdefault(self._w_size[b], []).append(new[b])
 
         def remap(a: int) -> int:
-            if a >= CONST_BIT or a < 0:
-                return a
+            if a >= CONST_BIT:
+                return encode(CONSTANTS, a - CONST_BIT)
             b = self._w_owner[a]
-            return new[b] + (a - b)
+            if b in placed:
+                o, e = placed[b]
+                return encode(RESULT0 + o, e + (a - b))
+            return encode(WORK, new[b] + (a - b))
 
         return remap, top
 
+    def _place_outputs(self, inputs, outputs) -> dict[int, tuple[int, int]]:
+        """Blocks of one value that no step reads and that are an entry of a result are written
+        by their kernel straight into the result (``{block: (output, entry)}``): no copy at the
+        end and no workspace for them."""
+        read = {self._w_owner[a] for _, args, _ in self.instructions for a in args
+                if a < CONST_BIT}
+        read |= {start for start, _ in inputs}
+        placed: dict[int, tuple[int, int]] = {}
+        for o, ref in enumerate(outputs):
+            flat, sign = ref.addr.reshape(-1), ref.sign.reshape(-1)
+            for e in np.flatnonzero((flat >= 0) & (flat < CONST_BIT) & (sign > 0)).tolist():
+                b = self._w_owner[int(flat[e])]
+                if b not in placed and b not in read and self._w_size[b] == 1:
+                    placed[b] = (o, e)
+        return placed
+
     def program(self, inputs: Sequence[tuple[int, int]], outputs: Sequence[Ref]) -> Program:
-        remap, size = self._reuse_workspace(inputs, outputs)
-        outs: list[tuple[Any, Any, tuple[int, ...]]] = []
+        if max((ref.addr.size for ref in outputs), default=0) > OFFSET_MASK or \
+                len(self._c_values) > OFFSET_MASK or len(self._w_owner) > OFFSET_MASK:
+            raise ValueError("result or constant table too large for the recursive form "
+                             f"({OFFSET_MASK} entries at most)")
+        placed = self._place_outputs(inputs, outputs)
+        remap, size = self._reuse_workspace(inputs, outputs, placed)
+        direct = {(o, e) for o, e in placed.values()}
+        outs: list[tuple[Any, Any, Any, tuple[int, ...]]] = []
         lit_index: dict[float, int] = {}
-        for ref in outputs:
-            flat_addr = ref.addr.reshape(-1)
-            flat_lit = ref.lit.reshape(-1)
-            code = np.empty(flat_addr.shape, dtype=np.int64)
-            for n, (a, v) in enumerate(zip(flat_addr.tolist(), flat_lit.tolist())):
-                if a >= CONST_BIT:
-                    code[n] = -(a - CONST_BIT) - 1
-                elif a >= 0:
-                    code[n] = remap(a)
-                else:
+        for o, ref in enumerate(outputs):
+            entries, codes, signs = [], [], []
+            flat_sign = ref.sign.reshape(-1)
+            for e, (a, v) in enumerate(zip(ref.addr.reshape(-1).tolist(),
+                                          ref.lit.reshape(-1).tolist())):
+                if (o, e) in direct:
+                    continue
+                literal = a < 0
+                if literal:
                     if v not in lit_index:
                         lit_index[v] = self._alloc_const([v]) - CONST_BIT
-                    code[n] = -lit_index[v] - 1
-            outs.append((code, ref.sign.reshape(-1).copy(), ref.shape))
+                    a = CONST_BIT + lit_index[v]
+                entries.append(e)
+                codes.append(remap(a))
+                signs.append(1 if literal else int(flat_sign[e]))
+            outs.append((np.array(entries, dtype=np.int64), np.array(codes, dtype=np.int64),
+                         np.array(signs, dtype=np.int8), ref.shape))
         instructions = [(k, tuple(remap(a) for a in args), tuple(remap(b) for b in bs))
                         for k, args, bs in self.instructions]
-        return Program(self.kernels, instructions, np.array(self._c_values, dtype=float),
+        prog = Program(self.kernels, instructions, np.array(self._c_values, dtype=float),
                        size, [(remap(a), n) for a, n in inputs], outs)
+        prog.stats["n_direct"] = len(placed)
+        return prog
 
 
 def _with_patterns(tree, patterns):
@@ -611,17 +678,22 @@ def _with_patterns(tree, patterns):
     return tree
 
 
-def _rebuild(tree, out: tuple[int, ...]):
+def _rebuild(tree, out: tuple[int, ...], args: tuple[int, ...]):
+    """The step's results as Refs: computed entries in the call's result blocks ``out``,
+    forwarded arguments at their own addresses (argument groups start at ``args``)."""
     tag = tree[0]
     if tag == "P":
-        _, block, addr, sign, lit = tree
-        return Ref(np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1), lit, sign)
+        _, block, addr, fwd, sign, lit = tree
+        a = np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1)
+        if (fwd >= 0).any():
+            a = np.where(fwd >= 0, np.array(args + (0,))[fwd] + addr, a)
+        return Ref(a, lit, sign)
     if tag == "X":
-        return Transform(_rebuild(tree[1], out), _rebuild(tree[2], out))
+        return Transform(_rebuild(tree[1], out, args), _rebuild(tree[2], out, args))
     if tag == "N":
-        return tree[1](*(_rebuild(e, out) for e in tree[2]))
+        return tree[1](*(_rebuild(e, out, args) for e in tree[2]))
     if tag in ("T", "L"):
-        vals = [_rebuild(e, out) for e in tree[1]]
+        vals = [_rebuild(e, out, args) for e in tree[1]]
         return tuple(vals) if tag == "T" else vals
     if tag == "S":
         return tree[1]
@@ -684,7 +756,7 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
             raise TypeError(f"{getattr(algorithm, '__name__', algorithm)} returned a "
                             f"{type(r).__name__}; the recursive form needs matrix results")
     prog = rec.program(inputs, results)
-    prog.stats = {"t_record": t_record - rec.t_trace, "t_trace": rec.t_trace,
+    prog.stats = {**prog.stats, "t_record": t_record - rec.t_trace, "t_trace": rec.t_trace,
                   "n_kernels": len(rec.kernels), "n_calls": len(rec.instructions),
                   "n_instructions": sum(k.function.n_instructions() for k in rec.kernels),
                   "workspace": prog.workspace, "n_constants": int(prog.constants.size)}
@@ -695,24 +767,31 @@ def evaluate(prog: Program, *inputs) -> list[np.ndarray]:
     """Run a :class:`Program` in Python (CasADi calls per instruction): the reference semantics
     of the generated C loop, for tests."""
     w = np.zeros(prog.workspace)
+    results = [np.full(int(np.prod(shape)), np.nan) for *_, shape in prog.outputs]
+    bases = [w, prog.constants, *results]
     for (start, n), x in zip(prog.inputs, inputs):
+        start = decode(start)[1]
         w[start:start + n] = np.asarray(x, dtype=float).reshape(-1)
-    c = prog.constants
 
-    def read(addr: int, n: int) -> np.ndarray:
-        return c[addr - CONST_BIT:addr - CONST_BIT + n] if addr >= CONST_BIT else w[addr:addr + n]
+    def where(a: int) -> tuple[np.ndarray, int]:
+        base, off = decode(a)
+        return bases[base], off
 
     for k, args, outs in prog.instructions:
         kern = prog.kernels[k]
         f = kern.function
-        res = f.call([read(a, f.size1_in(j)) for j, a in enumerate(args)])
-        for out, n, val in zip(outs, kern.out_sizes, res):
-            w[out:out + n] = np.asarray(val).reshape(-1)
-    results = []
-    for code, sign, shape in prog.outputs:
-        vals = np.where(code >= 0, w[np.maximum(code, 0)], c[np.maximum(-code - 1, 0)]) * sign
-        results.append(vals.reshape(shape))
-    return results
+        vals = []
+        for j, a in enumerate(args):
+            arr, off = where(a)
+            vals.append(arr[off:off + f.size1_in(j)])
+        for out, n, val in zip(outs, kern.out_sizes, f.call(vals)):
+            arr, off = where(out)
+            arr[off:off + n] = np.asarray(val).reshape(-1)
+    for res, (entries, codes, signs, _) in zip(results, prog.outputs):
+        for e, a, sg in zip(entries.tolist(), codes.tolist(), signs.tolist()):
+            arr, off = where(a)
+            res[e] = sg * arr[off]
+    return [res.reshape(shape) for res, (*_, shape) in zip(results, prog.outputs)]
 
 
 # --- C ----------------------------------------------------------------------------------------
@@ -720,45 +799,37 @@ def evaluate(prog: Program, *inputs) -> list[np.ndarray]:
 _C_ENTRY = r"""
 /* ---- symdyn: the recursion-keeping form of {fname} ({n_calls} step calls of {n_kernels} kernels,
  * workspace {ws} doubles, constant table {n_const} doubles). The program is a list of calls
- * "kernel, argument addresses..., output address"; an address a >= 0 is w[a], a < 0 the
- * constant table entry -a - 1. Kernels are CasADi functions of the algorithm's steps. ---- */
-typedef int (*symdyn_kernel_t)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
-static const symdyn_kernel_t {p}_kern[{n_kernels}] = {{{kernels}}};
-static const int {p}_kin[{n_kernels}] = {{{kin}}};
-static const int {p}_kout[{n_kernels}] = {{{kout}}};
-static const int {p}_prog[{prog_len}] = {{{prog}}};
+ * "kernel, argument addresses..., result addresses..."; an address is (base << 24) | offset with
+ * base 0 the workspace w, 1 the constant table and k + 2 result k (written in place; a scratch
+ * block when res[k] is NULL). Kernels are CasADi functions of the algorithm's steps; result
+ * entries that no kernel writes are copied at the end. ---- */
+static const unsigned {p}_prog[{prog_len}] = {{{prog}}};
 static const casadi_real {p}_const[{n_const_alloc}] = {{{consts}}};
 {out_tables}
-static void {p}_out(const casadi_real* w, const int* code, const signed char* sgn, long long n,
-                    casadi_real* res) {{
-  long long e;
-  for (e = 0; e < n; ++e) {{
-    const int c = code[e];
-    const casadi_real v = c >= 0 ? w[c] : {p}_const[-c - 1];
-    res[e] = sgn ? sgn[e] * v : v;
-  }}
-}}
+#define {P}_AT(o) (base[(o) >> 24] + ((o) & 0xFFFFFFu))
 
 CASADI_SYMBOL_EXPORT int {fname}(const casadi_real** arg, casadi_real** res, casadi_int* iw,
                                  casadi_real* w, int mem) {{
   const casadi_real* a[{max_in}];
   casadi_real* r[{max_out}];
-  casadi_real* kw = w + {ws};
-  const int* p = {p}_prog;
-  const int* end = {p}_prog + {prog_len};
+  casadi_real* base[{n_bases}];
+  casadi_real* kw = w + {ws} + {scratch};
+  const unsigned* p = {p}_prog;
+  const unsigned* end = {p}_prog + {n_prog};
+  long long e;
   (void)mem;
+  base[0] = w;
+  base[1] = (casadi_real*){p}_const;   /* read only: no kernel writes to base 1 */
+{set_bases}
 {copy_inputs}
   while (p < end) {{
-    const int k = *p++, n = {p}_kin[k], m = {p}_kout[k];
-    int j;
-    for (j = 0; j < n; ++j) {{
-      const int o = *p++;
-      a[j] = o >= 0 ? w + o : {p}_const - o - 1;
+    switch (*p++) {{
+{cases}
+      default: return 1;
     }}
-    for (j = 0; j < m; ++j) r[j] = w + *p++;
-    if ({p}_kern[k](a, r, iw, kw, 0)) return 1;
   }}
 {copy_outputs}
+  (void)e;
   return 0;
 }}
 
@@ -824,6 +895,18 @@ def _unchecked_pointers(text: str) -> str:
     return re.sub(r"if \(res\[(\d+)\]!=0\) res\[\1\]", r"res[\1]", text)
 
 
+def _static_names(text: str, names: Sequence[str]) -> list[str]:
+    """The static C function CasADi wrote for each kernel (``casadi_fK``, read from the comment
+    ``/* <name>:(...)->(...) */`` above it), so that the program loop calls it directly."""
+    import re
+
+    found = dict(re.findall(r"/\* (\w+):\(.*?\*/\s*static int (casadi_f\d+)\(", text))
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise RuntimeError(f"CasADi's generated C has no function for kernel(s) {missing}")
+    return [found[n] for n in names]
+
+
 def kernel_prefix(fname: str) -> str:
     """C names of the kernels: ``<fname>_k<i>``, the prefix cut and hashed so that they stay
     within CasADi's 48 characters."""
@@ -857,46 +940,53 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     if passes is not None:
         text = passes(text)
     prog_ints: list[int] = []
-
-    def enc(a: int) -> int:
-        return -(a - CONST_BIT) - 1 if a >= CONST_BIT else a
-
     for k, args, outs in prog.instructions:
-        prog_ints.append(k)
-        prog_ints.extend(enc(a) for a in args)
-        prog_ints.extend(outs)
+        prog_ints += [k, *args, *outs]
     p = f"symdyn_{kp}"
-    out_tables, copy_out = [], []
-    for o, (code, sign, shape) in enumerate(prog.outputs):
-        neg = bool((sign < 0).any())
-        out_tables.append(f"static const int {p}_o{o}[{max(1, code.size)}] = {{{_ints(code)}}};")
+    out_tables, copy_out, set_bases = [], [], []
+    scratch = 0
+    for o, (entries, codes, signs, shape) in enumerate(prog.outputs):
+        size = int(np.prod(shape))
+        set_bases.append(f"  base[{o + RESULT0}] = res[{o}] ? res[{o}] : w + {prog.workspace + scratch};")
+        scratch += size
+        if not entries.size:
+            continue
+        neg = bool((signs < 0).any())
+        out_tables.append(f"static const int {p}_e{o}[{entries.size}] = {{{_ints(entries)}}};")
+        out_tables.append(f"static const int {p}_c{o}[{entries.size}] = {{{_ints(codes)}}};")
         if neg:
-            out_tables.append(f"static const signed char {p}_s{o}[{code.size}] = "
-                              f"{{{_ints(sign)}}};")
-        copy_out.append(f"  if (res[{o}]) {p}_out(w, {p}_o{o}, {f'{p}_s{o}' if neg else '0'}, "
-                        f"{code.size}, res[{o}]);")
+            out_tables.append(f"static const signed char {p}_s{o}[{entries.size}] = "
+                              f"{{{_ints(signs)}}};")
+        value = f"{p}_s{o}[e] * *{p.upper()}_AT({p}_c{o}[e])" if neg else \
+            f"*{p.upper()}_AT({p}_c{o}[e])"
+        copy_out.append(f"  if (res[{o}]) for (e = 0; e < {entries.size}; ++e) "
+                        f"res[{o}][{p}_e{o}[e]] = {value};")
     copy_in = []
     for j, (start, n) in enumerate(prog.inputs):
-        copy_in.append(f"  if (arg[{j}]) {{ int e; for (e = 0; e < {n}; ++e) w[{start} + e] = "
-                       f"arg[{j}][e]; }} else {{ int e; for (e = 0; e < {n}; ++e) "
-                       f"w[{start} + e] = 0; }}")
-    sz_w = prog.workspace + max([f.sz_w() for f in names] or [0])
+        start = decode(start)[1]
+        copy_in.append(f"  for (e = 0; e < {n}; ++e) w[{start} + e] = arg[{j}] ? arg[{j}][e] : 0;")
+    static = _static_names(text, [f.name() for f in names])
+    cases = []
+    for k, kern in enumerate(prog.kernels):
+        n, m = kern.n_in, len(kern.out_sizes)
+        sets = [f"a[{j}] = {p.upper()}_AT(p[{j}]);" for j in range(n)]
+        sets += [f"r[{j}] = {p.upper()}_AT(p[{n + j}]);" for j in range(m)]
+        cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
+                     f"        if ({static[k]}(a, r, iw, kw, 0)) return 1;\n        break;")
+    sz_w = prog.workspace + scratch + max([f.sz_w() for f in names] or [0])
     sz_iw = max([f.sz_iw() for f in names] or [0])
     max_in = max([kern.n_in for kern in prog.kernels] or [1]) or 1
+    max_out = max([len(kern.out_sizes) for kern in prog.kernels] or [1]) or 1
     consts = ",".join(repr(float(v)) for v in prog.constants) or "0"
     text += _C_ENTRY.format(
-        fname=fname, p=p, n_calls=len(prog.instructions), n_kernels=max(1, len(prog.kernels)),
-        ws=prog.workspace, n_const=prog.constants.size,
-        n_const_alloc=max(1, prog.constants.size),
-        kernels=", ".join(f.name() for f in names) or "0",
-        kin=_ints(kern.n_in for kern in prog.kernels),
-        kout=_ints(len(kern.out_sizes) for kern in prog.kernels),
-        max_out=max([len(kern.out_sizes) for kern in prog.kernels] or [1]) or 1, prog_len=max(1, len(prog_ints)),
+        fname=fname, p=p, P=p.upper(), n_calls=len(prog.instructions),
+        n_kernels=len(prog.kernels), ws=prog.workspace, scratch=scratch,
+        n_const=prog.constants.size, n_const_alloc=max(1, prog.constants.size),
+        cases="\n".join(cases), max_out=max_out, prog_len=max(1, len(prog_ints)), n_prog=len(prog_ints),
         prog=_ints(prog_ints), consts=consts, out_tables="\n".join(out_tables),
-        max_in=max_in, copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
+        max_in=max_in, n_bases=len(prog.outputs) + RESULT0, set_bases="\n".join(set_bases),
+        copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
         n_in=len(prog.inputs), n_out=len(prog.outputs), sz_iw=sz_iw, sz_w=sz_w)
-    if not prog_ints:   # nothing to run: keep the loop well-formed
-        text = text.replace(f"const int* end = {p}_prog + 1;", f"const int* end = {p}_prog;")
     src.write_text(text)
     guard = f"{fname.upper()}_SYMDYN_RECURSIVE_H"
     (directory / f"{fname}.h").write_text(_C_HEADER.format(
