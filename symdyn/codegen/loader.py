@@ -25,8 +25,14 @@ which then runs on its own copy with its own context, work and result buffers, c
 first call and kept in a ``threading.local``. The owner's calls pay only a ``pthread_self()``
 comparison in C; the Python code before the C call only reads shared state. A call from another
 thread pays for the refused attempt (robot:panda crba: 1.3 us instead of 0.56); a worker thread
-with a hot loop should call ``f.copy()`` once and use that copy (it owns it: 0.56 us again). ``.batch(..., threads=n)`` splits one batch over C
-threads (the GIL is released there).
+with a hot loop should call ``f.copy()`` once and use that copy (it owns it: 0.56 us again).
+
+Batches: ``.batch(..., threads=n)`` splits one batch over C threads (the GIL is released there;
+threads take chunks of states as they go); ``threads=None``, the default, picks the number by
+the batch's estimated work (one thread per ~1 ms, at most the CPUs available, capped by
+``$SYMDYN_NUM_THREADS`` or ``$OMP_NUM_THREADS``; :func:`auto_threads`). ``stream=`` chooses how
+outputs are written (whole cache lines with non-temporal stores, or in place; by default by
+their size); see :meth:`CompiledFunction.batch` and :mod:`symdyn.codegen.csource`.
 
 Result reuse (``load(..., reuse_results=True)``, the default, or ``build(...)`` with the same
 option): single calls return the output buffers themselves when no reference to them is left
@@ -38,8 +44,10 @@ comparable to the computation). ``reuse_results=False`` copies every result into
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 import threading
+import time
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, cast
@@ -50,6 +58,7 @@ from . import cache as _cache
 from .csource import API_VERSION
 
 _ndarray = np.ndarray
+_perf_counter = time.perf_counter
 _copyto = np.copyto
 _F64 = np.dtype(np.float64)
 _NAN_MODES = ("raise", "propagate")
@@ -114,10 +123,17 @@ class CompiledFunction:
         # ctypes passes as is; skipping the per-argument from_param conversion saves ~70 ns a call
         self._call.argtypes = None
         self._call.restype = ctypes.c_int
-        self._batch = getattr(batch_lib, f"{self.symbol}_batch")
+        self._batch = getattr(batch_lib, f"{self.symbol}_batch_write")
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
-                                ctypes.POINTER(ctypes.c_longlong)]
+                                ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
         self._batch.restype = ctypes.c_int
+        # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction measured on
+        # the generated functions (g1 coriolis_matrix: 25k instructions, 3.0-3.6 us), plus the
+        # outputs' bytes at ~10 GB/s; output entries alone where the size is not recorded.
+        # Batches of 32 states or more then average in their measured time
+        n_out = sum(int(np.prod(s)) for s in self.output_shapes)
+        n_instr = meta.get("n_instructions")
+        self._state_ns = (0.15 * float(n_instr) if n_instr else 1.0 * n_out) + 0.8 * n_out
         self._allocate()
 
     def _context(self, outs):
@@ -284,14 +300,28 @@ class CompiledFunction:
                              "written in place by C)")
 
     # -- batch -------------------------------------------------------------------------------------
-    def batch(self, *arrays, out=None, threads: int = 1, nan: str = "raise"):
+    def batch(self, *arrays, out=None, threads: int | None = None, nan: str = "raise",
+              stream: bool | None = None):
         """Evaluate ``B`` states in one C loop: input k has shape ``(B, n_k)``; outputs have
         shape ``(B, *output_shape)``. Inputs are converted to C-contiguous float64 if needed;
-        ``out`` arrays must already be C-contiguous float64 of the right shape. ``threads``
-        splits the states over POSIX threads (the GIL is released). With ``nan="propagate"``
-        states with NaN/inf inputs get NaN outputs; by default a ValueError names the first one.
-        A state whose quaternions are not of unit norm raises ValueError naming the state, the
-        slice of q and the body (whatever ``nan`` says).
+        ``out`` arrays must already be C-contiguous float64 of the right shape. With
+        ``nan="propagate"`` states with NaN/inf inputs get NaN outputs; by default a ValueError
+        names the first one. A state whose quaternions are not of unit norm raises ValueError
+        naming the state, the slice of q and the body (whatever ``nan`` says).
+
+        ``threads``: POSIX threads sharing the states (the GIL is released; threads take chunks
+        of states as they go, so a thread slowed by other jobs does less). ``None`` (default)
+        picks by the batch's estimated work (:func:`auto_threads`): one thread per ~1 ms of
+        it, at most the CPUs this process may use, capped by ``$SYMDYN_NUM_THREADS`` or else
+        ``$OMP_NUM_THREADS`` when set. Results do not depend on it.
+
+        ``stream``: how outputs are written. ``True``: each state is evaluated into a scratch
+        block and written out in whole cache lines with non-temporal stores (they bypass the
+        caches: best for outputs larger than the caches, or not read soon); ``False``: written
+        in place in the order the generated code computes them (best when ``out`` is reused
+        and fits in cache, or is read right after); ``None`` (default): streamed when the
+        outputs exceed 1 MiB per thread. Results do not depend on it (see
+        :mod:`symdyn.codegen.csource` for the measurements).
 
         Without ``out`` (and with result reuse, the default) the arrays of an earlier batch of
         the same size are reused once the caller holds none of them (fresh multi-MB results
@@ -304,8 +334,11 @@ class CompiledFunction:
         if len(arrays) != self._n_in:
             raise TypeError(f"{self.name}.batch() takes {self._n_in} arrays "
                             f"({', '.join(self.input_names)}), got {len(arrays)}")
-        if not isinstance(threads, (int, np.integer)) or isinstance(threads, bool) or threads < 1:
-            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if threads is not None and (not isinstance(threads, (int, np.integer))
+                                    or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        if not (stream is None or isinstance(stream, (bool, np.bool_))):
+            raise ValueError(f"stream must be True, False or None, got {stream!r}")
         ins, nstates = [], None
         for k, x in enumerate(arrays):
             name, (n,) = self.input_names[k], self.input_shapes[k]
@@ -346,8 +379,16 @@ class CompiledFunction:
         pin = (ctypes.c_void_p * self._n_in)(*[a.ctypes.data for a in ins])
         pout = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
         bad = (ctypes.c_longlong * 2)(-1, -1)
+        if threads is None:
+            threads = auto_threads(cast(int, nstates) * self._state_ns)
         try:
-            status = self._batch(pin, pout, nstates, int(threads), bad)
+            t0 = _perf_counter()
+            status = self._batch(pin, pout, nstates, int(threads),
+                                 -1 if stream is None else int(bool(stream)), bad)
+            if nstates >= 32 and status == 0:
+                # measured thread-ns a state refine the estimate (benign race between threads)
+                ns = (_perf_counter() - t0) * 1e9 * min(int(threads), nstates) / nstates
+                self._state_ns = 0.5 * (self._state_ns + ns)
         finally:
             if entry is not None:
                 with self._block:
@@ -397,6 +438,37 @@ class CompiledFunction:
 
 
 _POOL = 2   # result buffers per function that single calls return without copying
+
+# threads=None: one thread per this much estimated work (ns). Starting and joining a POSIX thread
+# costs ~20-60 us on an idle machine, but on a loaded one a thread can wait a scheduler time
+# slice (ms) before it runs or while it holds a chunk, which made 2 threads slower than 1 for
+# batches of ~1 ms (g1 crba, 1000 states, load 2.8 on 2 cores: 1.3 vs 0.84 us a state)
+AUTO_THREAD_NS = 1e6
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_threads(work_ns: float) -> int:
+    """Threads for a batch of ``work_ns`` estimated nanoseconds (``threads=None``): one per
+    :data:`AUTO_THREAD_NS` of work, at most the CPUs available to the process, capped by
+    ``$SYMDYN_NUM_THREADS`` or else ``$OMP_NUM_THREADS`` when set (the experiment scripts pin
+    the latter to 1 so that their timings stay single-threaded unless they ask for threads)."""
+    cap = available_cpus()
+    for var in ("SYMDYN_NUM_THREADS", "OMP_NUM_THREADS"):
+        text = os.environ.get(var, "").strip()
+        if text:
+            try:
+                cap = min(cap, max(1, int(text)))
+            except ValueError:
+                continue
+            break
+    return int(max(1, min(cap, work_ns // AUTO_THREAD_NS)))
 
 def _refcounts(arrays) -> tuple:
     return tuple(sys.getrefcount(a) for a in arrays)

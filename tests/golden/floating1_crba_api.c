@@ -7,12 +7,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
+#if defined(__AVX__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 #if !defined(_WIN32)
 #include <pthread.h>
 #define SYMDYN_HAVE_PTHREAD 1
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(SYMDYN_NO_ATOMICS)
+#define SYMDYN_HAVE_ATOMICS 1     /* threads take chunks of states from a shared counter (else
+                                   * one contiguous range each) */
 #endif
 #define SYMDYN_MAX_THREADS 256
 #define SYMDYN_QUAT_TOL 1e-6      /* |norm - 1| allowed for a unit quaternion (as symdyn.rnea) */
@@ -23,9 +29,13 @@
 #else
 #define SYMDYN_SELF() ((void*)0)
 #endif
-/* batches whose outputs exceed this many bytes are evaluated into a scratch block per state and
- * streamed out (non-temporal stores); smaller ones are written in place, where caches keep them */
-#define SYMDYN_STREAM_MIN_BYTES (8.0 * 1024 * 1024)
+/* F_batch streams the outputs (scratch block per thread, then whole cache lines written with
+ * non-temporal stores) when they exceed this many bytes per thread; smaller ones are written in
+ * place, where the caches keep a reused output array */
+#define SYMDYN_STREAM_MIN_BYTES (1024.0 * 1024)
+#define SYMDYN_CHUNK_BYTES (256.0 * 1024)  /* outputs per chunk of states taken by a thread */
+#define SYMDYN_LINE 64                     /* cache line (bytes) */
+#define SYMDYN_LINE_N (SYMDYN_LINE / (int)sizeof(casadi_real))
 
 typedef int (*symdyn_fn)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
 typedef struct {
@@ -54,17 +64,61 @@ static int symdyn_nonfinite(const casadi_real* x, long long n) {
   return 0;
 }
 
-/* copy n doubles with non-temporal stores where available: batch outputs are written once and
- * not read back soon, so they need not displace the working set (nor be read before written) */
-static void symdyn_stream_copy(casadi_real* dst, const casadi_real* src, long long n) {
-#if defined(__SSE2__)
-  long long i = 0;
-  if (((uintptr_t)dst & 15) && n > 0) { dst[0] = src[0]; i = 1; }
-  for (; i + 2 <= n; i += 2) _mm_stream_pd(dst + i, _mm_loadu_pd(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
+/* one whole cache line out with non-temporal stores (dst line-aligned): batch outputs are
+ * written once and not read back soon, so they need not displace the working set, nor be read
+ * from memory before they are written */
+static void symdyn_line_out(casadi_real* dst, const casadi_real* src) {
+#if defined(__AVX__)
+  _mm256_stream_pd(dst, _mm256_loadu_pd(src));
+  _mm256_stream_pd(dst + 4, _mm256_loadu_pd(src + 4));
+#elif defined(__SSE2__)
+  _mm_stream_pd(dst, _mm_loadu_pd(src));
+  _mm_stream_pd(dst + 2, _mm_loadu_pd(src + 2));
+  _mm_stream_pd(dst + 4, _mm_loadu_pd(src + 4));
+  _mm_stream_pd(dst + 6, _mm_loadu_pd(src + 6));
 #else
-  memcpy(dst, src, sizeof(casadi_real) * (size_t)n);
+  memcpy(dst, src, SYMDYN_LINE);
 #endif
+}
+
+/* Writes one output of a range of consecutive states, in order. The lines that lie wholly in
+ * [lo, hi) (the range's own lines) are written whole with non-temporal stores, assembled in
+ * line[] where a state's block starts or ends inside a line; the partial lines at the ends of
+ * the range, which neighbouring ranges (other threads) share, get ordinary stores. */
+typedef struct {
+  casadi_real line[SYMDYN_LINE_N];
+  casadi_real *p, *lo, *hi;    /* next element; the range's own lines [lo, hi) */
+} symdyn_writer;
+
+static void symdyn_writer_start(symdyn_writer* s, casadi_real* a, casadi_real* z) {
+  uintptr_t lo = ((uintptr_t)a + SYMDYN_LINE - 1) & ~(uintptr_t)(SYMDYN_LINE - 1);
+  uintptr_t hi = (uintptr_t)z & ~(uintptr_t)(SYMDYN_LINE - 1);
+  s->p = a;
+  if (((uintptr_t)a % sizeof(casadi_real)) || hi <= lo) {
+    s->lo = s->hi = a;         /* misaligned array or no whole line: ordinary stores */
+  } else {
+    s->lo = (casadi_real*)lo;
+    s->hi = (casadi_real*)hi;
+  }
+}
+
+static void symdyn_writer_put(symdyn_writer* s, const casadi_real* src, long long n) {
+  casadi_real *p = s->p, *end = p + n;
+  while (p < end) {
+    int j;
+    if (p < s->lo || p >= s->hi) { *p++ = *src++; continue; }
+    j = (int)(((uintptr_t)p % SYMDYN_LINE) / sizeof(casadi_real));
+    if (j == 0 && end - p >= SYMDYN_LINE_N) {
+      long long m = (end - p) / SYMDYN_LINE_N, mh = (s->hi - p) / SYMDYN_LINE_N;
+      for (m = m < mh ? m : mh; m > 0; --m, p += SYMDYN_LINE_N, src += SYMDYN_LINE_N)
+        symdyn_line_out(p, src);
+      continue;
+    }
+    s->line[j] = *src++;
+    ++p;
+    if (j == SYMDYN_LINE_N - 1) symdyn_line_out(p - SYMDYN_LINE_N, s->line);
+  }
+  s->p = p;
 }
 
 static int symdyn_call(const symdyn_desc* d, void** ctx) {
@@ -84,9 +138,28 @@ typedef struct {
   const symdyn_desc* d;
   const casadi_real* const* in;
   casadi_real* const* out;
+  long long n, chunk;          /* states; states per chunk taken from *next */
+  long long* next;             /* shared counter of the next state (NULL: this job's [lo, hi)) */
   long long lo, hi, bad, badq;
   int status, stream;
 } symdyn_job;
+
+/* the next range of states of a job: 0 when none is left */
+static int symdyn_take(symdyn_job* J, long long* lo, long long* hi, int* taken) {
+#ifdef SYMDYN_HAVE_ATOMICS
+  if (J->next) {
+    *lo = __atomic_fetch_add(J->next, J->chunk, __ATOMIC_RELAXED);
+    if (*lo >= J->n) return 0;
+    *hi = *lo + J->chunk < J->n ? *lo + J->chunk : J->n;
+    return 1;
+  }
+#endif
+  if (*taken || J->lo >= J->hi) return 0;
+  *taken = 1;
+  *lo = J->lo;
+  *hi = J->hi;
+  return 1;
+}
 
 static void* symdyn_worker(void* p) {
   symdyn_job* J = (symdyn_job*)p;
@@ -95,58 +168,67 @@ static void* symdyn_worker(void* p) {
   casadi_real** res = (casadi_real**)calloc((size_t)d->sz_res + 1, sizeof(void*));
   casadi_int* iw = (casadi_int*)malloc(sizeof(casadi_int) * (size_t)(d->sz_iw + 1));
   casadi_real* w = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(d->sz_w + 1));
-  /* outputs are evaluated into a scratch block (in cache) and copied out in order: the
-   * generated code writes them in evaluation order, which scatters over a large batch array */
-  long long n_all = 0, i, j, off;
+  /* streamed: outputs are evaluated into a scratch block (in cache) and written out in order
+   * (the generated code writes them in its evaluation order, scattered over a state's block) */
+  symdyn_writer* wr = (symdyn_writer*)malloc(sizeof(symdyn_writer) * (size_t)(d->n_out + 1));
+  long long n_all = 0, i, j, off, lo, hi;
   casadi_real* scratch;
-  int k;
+  int k, taken = 0;
   for (k = 0; k < d->n_out; ++k) n_all += d->nout[k];
   scratch = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(n_all + 1));
-  if (!arg || !res || !iw || !w || !scratch) {
+  if (!arg || !res || !iw || !w || !wr || !scratch) {
     J->status = -2;
   } else {
     for (k = 0, off = 0; k < d->n_out; off += d->nout[k], ++k) res[k] = scratch + off;
-    for (i = J->lo; i < J->hi; ++i) {
-      if (!J->stream)
-        for (k = 0; k < d->n_out; ++k) res[k] = J->out[k] + i * d->nout[k];
-      int ok = 1;
-      for (k = 0; k < d->n_in; ++k) {
-        arg[k] = J->in[k] + i * d->nin[k];
-        if (symdyn_nonfinite(arg[k], d->nin[k])) ok = 0;
-      }
-      if (ok && d->nquat && symdyn_bad_quaternion(d, arg[d->qin]) >= 0) {
-        ok = 0;
-        if (J->badq < 0) J->badq = i;
-      } else if (!ok && J->bad < 0) {
-        J->bad = i;
-      }
-      if (!ok) {
-        for (k = 0; k < d->n_out; ++k)
-          for (j = 0; j < d->nout[k]; ++j) J->out[k][i * d->nout[k] + j] = NAN;
-        continue;
-      }
-      if (d->f(arg, res, iw, w, 0)) { J->status = -1; break; }
+    while (symdyn_take(J, &lo, &hi, &taken)) {
       if (J->stream)
         for (k = 0; k < d->n_out; ++k)
-          symdyn_stream_copy(J->out[k] + i * d->nout[k], res[k], d->nout[k]);
+          symdyn_writer_start(wr + k, J->out[k] + lo * d->nout[k], J->out[k] + hi * d->nout[k]);
+      for (i = lo; i < hi; ++i) {
+        int ok = 1;
+        if (!J->stream)
+          for (k = 0; k < d->n_out; ++k) res[k] = J->out[k] + i * d->nout[k];
+        for (k = 0; k < d->n_in; ++k) {
+          arg[k] = J->in[k] + i * d->nin[k];
+          if (symdyn_nonfinite(arg[k], d->nin[k])) ok = 0;
+        }
+        if (ok && d->nquat && symdyn_bad_quaternion(d, arg[d->qin]) >= 0) {
+          ok = 0;
+          if (J->badq < 0) J->badq = i;
+        } else if (!ok && J->bad < 0) {
+          J->bad = i;
+        }
+        if (!ok) {
+          for (k = 0; k < d->n_out; ++k)
+            for (j = 0; j < d->nout[k]; ++j) res[k][j] = NAN;
+        } else if (d->f(arg, res, iw, w, 0)) {
+          J->status = -1;
+          break;
+        }
+        if (J->stream)
+          for (k = 0; k < d->n_out; ++k) symdyn_writer_put(wr + k, res[k], d->nout[k]);
+      }
+      if (J->status) break;
     }
   }
 #if defined(__SSE2__)
   _mm_sfence();  /* the streamed outputs are visible before the results are reported */
 #endif
-  free((void*)arg); free(res); free(iw); free(w); free(scratch);
+  free((void*)arg); free(res); free(iw); free(w); free(wr); free(scratch);
   return 0;
 }
 
 static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
-                        casadi_real* const* out, long long n, int nthreads, long long* bad) {
+                        casadi_real* const* out, long long n, int nthreads, int stream,
+                        long long* bad) {
   symdyn_job jobs[SYMDYN_MAX_THREADS];
 #ifdef SYMDYN_HAVE_PTHREAD
   pthread_t tid[SYMDYN_MAX_THREADS];
   int started[SYMDYN_MAX_THREADS];
 #endif
-  long long first = -1, firstq = -1, chunk, n_out_all = 0;
-  int t, k, status = 0, stream;
+  long long first = -1, firstq = -1, chunk, n_out_all = 0, next = 0;
+  double state_bytes;
+  int t, k, status = 0;
   if (n <= 0) { if (bad) bad[0] = bad[1] = -1; return 0; }
   if (nthreads < 1) nthreads = 1;
   if (nthreads > SYMDYN_MAX_THREADS) nthreads = SYMDYN_MAX_THREADS;
@@ -154,14 +236,23 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   nthreads = 1;
 #endif
   if ((long long)nthreads > n) nthreads = (int)n;
-  chunk = (n + nthreads - 1) / nthreads;
   for (k = 0; k < d->n_out; ++k) n_out_all += d->nout[k];
-  stream = (double)n * (double)n_out_all * sizeof(casadi_real) >= SYMDYN_STREAM_MIN_BYTES;
+  state_bytes = (double)n_out_all * sizeof(casadi_real);
+  if (stream < 0) stream = (double)n * state_bytes / nthreads > SYMDYN_STREAM_MIN_BYTES;
+  /* chunks of ~SYMDYN_CHUNK_BYTES of outputs (few partial lines at their ends), at least 8 a
+   * thread; one range per thread where there are no atomics */
+  chunk = (long long)(SYMDYN_CHUNK_BYTES / (state_bytes > 1.0 ? state_bytes : 1.0)) + 1;
+  if (chunk > (n + 8LL * nthreads - 1) / (8LL * nthreads)) chunk = (n + 8LL * nthreads - 1) / (8LL * nthreads);
+#ifndef SYMDYN_HAVE_ATOMICS
+  chunk = (n + nthreads - 1) / nthreads;
+#endif
+  if (chunk < 1) chunk = 1;
   for (t = 0; t < nthreads; ++t) {
-    jobs[t].d = d; jobs[t].in = in; jobs[t].out = out; jobs[t].bad = -1; jobs[t].badq = -1; jobs[t].status = 0;
-    jobs[t].stream = stream;
-    jobs[t].lo = t * chunk;
-    jobs[t].hi = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+    jobs[t].d = d; jobs[t].in = in; jobs[t].out = out; jobs[t].bad = -1; jobs[t].badq = -1;
+    jobs[t].status = 0; jobs[t].stream = stream != 0; jobs[t].n = n; jobs[t].chunk = chunk;
+    jobs[t].next = nthreads > 1 ? &next : 0;   /* unused without atomics */
+    jobs[t].lo = nthreads > 1 ? t * chunk : 0;
+    jobs[t].hi = nthreads > 1 ? ((t + 1) * chunk < n ? (t + 1) * chunk : n) : n;
   }
 #ifdef SYMDYN_HAVE_PTHREAD
   for (t = 1; t < nthreads; ++t)
@@ -184,7 +275,7 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   return firstq >= 0 ? 2 : first >= 0 ? 1 : 0;
 }
 
-int floating1_crba_symdyn_api_version(void) { return 3; }
+int floating1_crba_symdyn_api_version(void) { return 4; }
 /* the owner value of a call context for the calling thread (0 where threads are unknown) */
 void* floating1_crba_symdyn_thread_id(void) { return SYMDYN_SELF(); }
 static const long long floating1_crba_quat[1] = {3};
@@ -201,5 +292,9 @@ int floating1_crba_crba_call_inputs(const casadi_real* q, void** ctx) {
 }
 int floating1_crba_crba_batch(const casadi_real* const* in, casadi_real* const* out, long long n,
                   int nthreads, long long* bad) {
-  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, bad);
+  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, -1, bad);
+}
+int floating1_crba_crba_batch_write(const casadi_real* const* in, casadi_real* const* out, long long n,
+                        int nthreads, int stream, long long* bad) {
+  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, stream, bad);
 }
