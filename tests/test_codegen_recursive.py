@@ -22,7 +22,8 @@ ARM = MODELS["floating"].replace(armature=np.linspace(0.1, 0.5, MODELS["floating
 def _reference(model, alg, q, qd, qdd):
     fn = getattr(sd, alg)
     args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
-            "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd)}[alg]
+            "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd),
+            "christoffel": (q,)}[alg]
     out = fn(model, *args)
     return (list(out) if isinstance(out, tuple) else [out]), args
 
@@ -92,18 +93,18 @@ def test_constant_external_forces_are_baked_in():
 def test_algorithms_outside_steps_are_refused_clearly():
     model = MODELS["serial"]
     with pytest.raises((AttributeError, TypeError), match="step"):
-        record(model, sd.christoffel, [model.nq], name="t")
+        record(model, sd.coriolis_transpose_product, [model.nq, model.nv], name="t")
 
 
 def test_form_choice():
     small, big = serial_chain(5, seed=1), serial_chain(60, seed=1)
     assert choose_form(small, "crba")[0] == "unrolled"
     assert choose_form(big, "crba")[0] == "recursive"
-    assert choose_form(big, "christoffel")[0] == "unrolled"
+    assert choose_form(big, "rnea_derivatives")[0] == "unrolled"
     assert choose_form(big, "crba", parameters="inertial")[0] == "unrolled"
     assert choose_form(small, "crba", "recursive") == ("recursive", "asked for")
     with pytest.raises(ValueError, match="not available"):
-        choose_form(small, "christoffel", "recursive")
+        choose_form(small, "rnea_derivatives", "recursive")
     with pytest.raises(ValueError, match="unknown form"):
         choose_form(small, "crba", "rolled")
 

@@ -28,6 +28,7 @@ from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorizat
                        inertia_congruence, xform_force_T)
 from .common import entry, joint_kinematics
 from .crba import crba
+from .steps import step
 from ..types import Array
 
 if TYPE_CHECKING:
@@ -56,61 +57,104 @@ def _christoffel_blocks(B, model, q, emit):
     N, parents, idx = model.N, model.parents, model.v_idx
     n = [b - a for a, b in idx]
     # dPhiring_i / dnu (per column of joint i); Phiring is linear in the joint's own speeds
-    dSring: list[Any] = [
-        None if j.S_constant else [j.Sring(B, q[i], _unit(B, n[i], c)) for c in range(n[i])]
-        for i, j in enumerate(model.joints)]
+    dSring: list[Any] = [None if j.S_constant else ring_rates(B, j, q[i])
+                         for i, j in enumerate(model.joints)]
     IC = list(I)                                                              # lines 1-3
     for k in reversed(range(N)):                                              # line 4
         for b in range(n[k]):                                                 # speeds of joint k
             kk = idx[k][0] + b
-            phi = _col(S[k], b)
-            Bt = factorization_B(B, phi, IC[k])                               # line 5
-            h = IC[k] @ phi                                                   # D = (h xbar*) - Bt
-            # j = k: same-joint pairs, not symmetric in (j, k) in general
-            F1 = Bt @ S[k] + IC[k] @ cross_motion(B, phi, S[k])
-            if dSring[k] is not None:
-                F1 = F1 + IC[k] @ dSring[k][b]
-            F2 = Bt.T @ S[k]
-            emit("A", idx[k], idx[k], kk, S[k].T @ F1, False)
-            F, i = B.hcat([F1, F2]), k
+            Bt, h, Gkk, F = speed_terms(B, IC[k], S[k], dSring[k], b)         # line 5
+            emit("A", idx[k], idx[k], kk, Gkk, False)
+            i = k
             while parents[i] >= 0:
-                F = xform_force_T(B, Xup[i], F)
+                G_ik, G_ki, F = ancestor_of_k(B, Xup[i], F, S[parents[i]], n[k])
                 i = parents[i]
-                F1, F2 = B.cols(F, 0, n[k]), B.cols(F, n[k], 2 * n[k])
-                emit("A", idx[i], idx[k], kk, S[i].T @ F1, False)           # Gamma_ijk
-                emit("A", idx[k], idx[i], kk, (S[i].T @ F2).T, True)        # Gamma_jik = Gamma_jki
+                emit("A", idx[i], idx[k], kk, G_ik, False)                  # Gamma_ijk
+                emit("A", idx[k], idx[i], kk, G_ki, True)                   # Gamma_jik = Gamma_jki
             j = k                                                             # line 7
             while parents[j] >= 0:                                            # line 8
-                Bt = congruence(B, Xup[j], Bt)                                # line 18
-                h = xform_force_T(B, Xup[j], h)                               # line 19 via D = h xbar* - Bt
+                Bt, h, Gjj, G3, same, F = ancestor_j(B, Xup[j], Bt, h, S[parents[j]],
+                                                     dSring[parents[j]])
                 j = parents[j]                                                # line 20
-                F1 = Bt @ S[j]                                                # line 9
-                F2 = Bt.T @ S[j]
-                F3 = crfbar(B, h) @ S[j] - F1                                 # D Phi_j
-                # i = j (line 10): Gamma_jjk = Gamma_jkj, and Gamma_kij for i, j of joint j
-                emit("A", idx[j], idx[j], kk, S[j].T @ F1, True)
-                G3 = S[j].T @ F3
-                same = n[j] > 1 or dSring[j] is not None
-                if same:  # + h . (phi_c x phi_i) + h . dPhiring_j/dnu_c e_i (non-commuting speeds)
-                    corr = []
-                    for c in range(n[j]):
-                        col = -(S[j].T @ cross_force(B, _col(S[j], c), h))
-                        if dSring[j] is not None:
-                            col = col + dSring[j][c].T @ h
-                        corr.append(col)
-                    G3 = G3 + B.hcat(corr)
+                emit("A", idx[j], idx[j], kk, Gjj, True)
                 emit("C", kk, idx[j], idx[j], G3, not same)
-                F, i, nj = B.hcat([F1, F2, F3]), j, n[j]
+                i = j
                 while parents[i] >= 0:                                        # line 11
-                    F = xform_force_T(B, Xup[i], F)                           # line 15
+                    G_ij, G_ji, G_kij, F = ancestor_of_j(B, Xup[i], F, S[parents[i]], n[j])
                     i = parents[i]                                            # line 16
-                    F1, F2, F3 = B.cols(F, 0, nj), B.cols(F, nj, 2 * nj), B.cols(F, 2 * nj, 3 * nj)
-                    emit("A", idx[i], idx[j], kk, S[i].T @ F1, True)        # line 12
-                    emit("A", idx[j], idx[i], kk, (S[i].T @ F2).T, True)    # line 13
-                    emit("C", kk, idx[i], idx[j], S[i].T @ F3, True)        # line 14
+                    emit("A", idx[i], idx[j], kk, G_ij, True)               # line 12
+                    emit("A", idx[j], idx[i], kk, G_ji, True)               # line 13
+                    emit("C", kk, idx[i], idx[j], G_kij, True)              # line 14
         p = parents[k]
         if p >= 0:
-            IC[p] = IC[p] + inertia_congruence(B, Xup[k], IC[k])              # line 22
+            IC[p] = composite_inertia(B, IC[p], Xup[k], IC[k])                # line 22
+
+
+@step
+def ring_rates(B, joint, q):
+    """dPhiring/dnu_c for each column c of a joint whose Phi varies (Phiring linear in nu)."""
+    return [joint.Sring(B, q, _unit(B, joint.nv, c)) for c in range(joint.nv)]
+
+
+@step
+def speed_terms(B, IC, S, dSring, b: int):
+    """Line 5 for speed b of joint k: B~ = B(phi, I^C_k), h = I^C_k phi, the same-joint symbols
+    Phi_k^T F1 and the force blocks [F1 F2] to move up."""
+    phi = _col(S, b)
+    Bt = factorization_B(B, phi, IC)                                          # line 5
+    h = IC @ phi                                                              # D = (h xbar*) - Bt
+    # j = k: same-joint pairs, not symmetric in (j, k) in general
+    F1 = Bt @ S + IC @ cross_motion(B, phi, S)
+    if dSring is not None:
+        F1 = F1 + IC @ dSring[b]
+    F2 = Bt.T @ S
+    return Bt, h, S.T @ F1, B.hcat([F1, F2])
+
+
+@step
+def ancestor_of_k(B, Xup, F, S_p, nk: int):
+    """F moved to the parent p of body i and the symbols Gamma_pk. and Gamma_k.p."""
+    F = xform_force_T(B, Xup, F)
+    F1, F2 = B.cols(F, 0, nk), B.cols(F, nk, 2 * nk)
+    return S_p.T @ F1, (S_p.T @ F2).T, F
+
+
+@step
+def ancestor_j(B, Xup, Bt, h, S_j, dSring_j):
+    """Lines 18-19 (B~ and h moved to the parent j) and lines 9-10 for j: the symbols
+    Gamma_jjk, the row Gamma_k.. of joint j and the blocks [F1 F2 F3] to move up."""
+    Bt = congruence(B, Xup, Bt)                                               # line 18
+    h = xform_force_T(B, Xup, h)                                              # line 19 via D
+    F1 = Bt @ S_j                                                             # line 9
+    F2 = Bt.T @ S_j
+    F3 = crfbar(B, h) @ S_j - F1                                              # D Phi_j
+    nj = S_j.shape[1]
+    G3 = S_j.T @ F3
+    same = nj > 1 or dSring_j is not None
+    if same:  # + h . (phi_c x phi_i) + h . dPhiring_j/dnu_c e_i (non-commuting speeds)
+        corr = []
+        for c in range(nj):
+            col = -(S_j.T @ cross_force(B, _col(S_j, c), h))
+            if dSring_j is not None:
+                col = col + dSring_j[c].T @ h
+            corr.append(col)
+        G3 = G3 + B.hcat(corr)
+    return Bt, h, S_j.T @ F1, G3, same, B.hcat([F1, F2, F3])
+
+
+@step
+def ancestor_of_j(B, Xup, F, S_p, nj: int):
+    """Lines 15-16 and 12-14: F moved to the parent p of body i and the symbols Gamma_pjk,
+    Gamma_jpk and Gamma_kpj."""
+    F = xform_force_T(B, Xup, F)                                              # line 15
+    F1, F2, F3 = B.cols(F, 0, nj), B.cols(F, nj, 2 * nj), B.cols(F, 2 * nj, 3 * nj)
+    return S_p.T @ F1, (S_p.T @ F2).T, S_p.T @ F3, F
+
+
+@step
+def composite_inertia(B, IC_p, Xup, IC):
+    """Line 22: I^C_p + X^T I^C X."""
+    return IC_p + inertia_congruence(B, Xup, IC)
 
 
 def _dense_writer(B, G):

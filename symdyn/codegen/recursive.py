@@ -56,15 +56,17 @@ def decode(a: int) -> tuple[int, int]:
     return a >> OFFSET_BITS, a & OFFSET_MASK
 # algorithms whose every computation is in steps (recordable)
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
-                        "coriolis_matrix")
+                        "coriolis_matrix", "christoffel")
 # coriolis_matrix's frame in the recursive form when not given: in root coordinates a related
 # pair costs a few dot products instead of moving three force blocks (measured in
 # reports/scaling.md)
 RECURSIVE_FRAME = "root"
+# calls fused into one (Recorder._fuse_runs); measured in reports/scaling.md
+FUSE = 4
 # form="auto": the recursive form from this many bodies on (measured: experiments/scaling.py,
 # reports/scaling.md; below it the unrolled graph is faster)
 RECURSIVE_FROM_N = {"rnea": 40, "crba": 40, "aba": 40, "nonlinear_effects": 40,
-                    "gravity_vector": 40, "coriolis_matrix": 40}
+                    "gravity_vector": 40, "coriolis_matrix": 40, "christoffel": 20}
 
 
 def check_form(form: str) -> str:
@@ -106,8 +108,8 @@ class Ref:
 
     def __init__(self, addr, lit=None, sign=None):
         self.addr = np.asarray(addr, dtype=np.int64)
-        if self.addr.ndim != 2:
-            raise ValueError("Ref arrays are 2-D")
+        if self.addr.ndim not in (2, 3):
+            raise ValueError("Ref arrays are 2-D (3-D only for rank-3 results)")
         self.lit = np.zeros(self.addr.shape) if lit is None else np.asarray(lit, dtype=float)
         self.sign = np.ones(self.addr.shape, dtype=np.int8) if sign is None else \
             np.asarray(sign, dtype=np.int8)
@@ -222,6 +224,20 @@ class RecordingBackend:
         return x
 
     @staticmethod
+    def tensor3(n1: int, n2: int, n3: int) -> Ref:
+        return Ref(np.full((n1, n2, n3), -1))
+
+    @staticmethod
+    def assign3(T: Ref, i, j, k, v) -> Ref:
+        """T[i, j, k] = v in place (ints or slices; v over the sliced axes, in order)."""
+        v = RecordingBackend._ref(v)
+        shape = T.addr[i, j, k].shape
+        T.addr[i, j, k] = v.addr.reshape(shape)
+        T.lit[i, j, k] = v.lit.reshape(shape)
+        T.sign[i, j, k] = v.sign.reshape(shape)
+        return T
+
+    @staticmethod
     def _ref(x) -> Ref:
         if isinstance(x, Ref):
             return x
@@ -259,6 +275,7 @@ class Program:
     inputs: list[tuple[int, int]]        # (address, length) of each input in the workspace
     outputs: list[tuple[Any, Any, Any, tuple[int, ...]]]  # per result: the entries copied at
     # the end (entry, address, sign) and its shape; the other entries are written by kernels
+    used: set[int] = field(default_factory=set)   # kernels the instructions call
     stats: dict = field(default_factory=dict)
 
 
@@ -351,9 +368,10 @@ def _collect_joints(x, out: dict) -> None:
 class Recorder:
     """Records one algorithm into a :class:`Program` (see the module docstring)."""
 
-    def __init__(self, name: str, cse: bool = True):
+    def __init__(self, name: str, cse: bool = True, fuse: int = FUSE):
         self.name = name
         self.cse = cse
+        self.fuse = fuse
         self.backend = RecordingBackend(self)
         self.kernels: list[Kernel] = []
         self._by_key: dict[Any, int] = {}
@@ -365,6 +383,7 @@ class Recorder:
         self._casadi: Any = None
         self._consts: dict[int, Any] = {}
         self._axes: dict[int, Ref] = {}
+        self._fused_by_key: dict[Any, int] = {}
         self.t_trace = 0.0
 
     # memory
@@ -489,7 +508,7 @@ class Recorder:
         outs = tuple(self._alloc(n) for n in kern.out_sizes)
         if outs:
             self.instructions.append((k, tuple(lo[o] for o in order), outs))
-        return _rebuild(kern.out_tree, outs, tuple(lo[o] for o in order))
+        return _rebuild(kern.out_tree, outs, leaves)
 
     def _trace(self, fn, tree, leaves, patterns, sizes, joints) -> int:
         t0 = time.perf_counter()
@@ -508,8 +527,6 @@ class Recorder:
             traced.append(ca.sparsify(ca.vertcat(*[ca.horzcat(*row) for row in rows])))
         args = _unflatten(tree, traced, joints)
         result = fn(B, *args)
-        inputs = {syms[g][k].element_hash(): (g, k) for g, n in enumerate(sizes)
-                  for k in range(n)}
         out_leaves: list = []
         out_tree = _flatten(result, out_leaves)
         outs: list = []
@@ -517,9 +534,13 @@ class Recorder:
         for leaf in out_leaves:
             leaf = ca.SX(ca.DM(np.atleast_2d(leaf))) if isinstance(leaf, np.ndarray) else \
                 ca.SX(leaf)
+            same = [j for j, t in enumerate(traced) if t.shape == leaf.shape and
+                    not t.is_constant() and ca.is_equal(t, leaf, 1)]
+            if same:                # an argument passed through: the result is its memory
+                leaf_patterns.append(("I", same[0]))
+                continue
             shape = leaf.shape
             addr = np.full(shape, -1, dtype=np.int64)
-            fwd = np.full(shape, -1, dtype=np.int64)    # an argument passed through: its group
             sign = np.ones(shape, dtype=np.int8)
             lit = np.zeros(shape)
             uniq: list = []
@@ -534,19 +555,15 @@ class Recorder:
                     if e.is_op(ca.OP_NEG):
                         e, s = e.dep(0), -1
                     h = e.element_hash()
-                    sign[r, c] = s
-                    if h in inputs:      # forwarded: the result entry is the argument's memory
-                        fwd[r, c], addr[r, c] = inputs[h]
-                        continue
                     if h not in where:
                         where[h] = len(uniq)
                         uniq.append(e)
-                    addr[r, c] = where[h]
+                    addr[r, c], sign[r, c] = where[h], s
             block = -1
             if uniq:
                 block = len(outs)
                 outs.append(ca.vertcat(*uniq))
-            leaf_patterns.append((block, addr, fwd, sign, lit))
+            leaf_patterns.append(("P", block, addr, sign, lit))
         name = f"{self.name}_k{len(self.kernels)}"
         f = ca.Function(name, syms, outs, {"cse": bool(self.cse)})
         self.kernels.append(Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
@@ -614,6 +631,58 @@ class Recorder:
 
         return remap, top
 
+    def _fuse_runs(self, width: int) -> None:
+        """Consecutive calls of one kernel that do not read each other's results (an ancestor
+        loop in root coordinates, the bodies of a level) become one call of a kernel that does
+        ``width`` of them: one dispatch instead of several, shared arguments read once, and
+        independent work the compiler can interleave."""
+        if width < 2:
+            return
+        fused: list = []
+        run: list = []
+        written: set[int] = set()
+
+        def flush() -> None:
+            if len(run) == 1:
+                fused.append(run[0])
+            elif run:
+                fused.append(self._fused_call(run))
+            run.clear()
+            written.clear()
+
+        for ins in self.instructions:
+            k, args, outs = ins
+            reads = {self._w_owner[a] for a in args if a < CONST_BIT}
+            if run and (k != run[0][0] or len(run) == width or reads & written):
+                flush()
+            run.append(ins)
+            written.update(outs)
+        flush()
+        self.instructions = fused
+
+    def _fused_call(self, run: list):
+        k = run[0][0]
+        f = self.kernels[k].function
+        uniq: dict[tuple[int, int], int] = {}
+        maps = []
+        for _, args, _ in run:
+            maps.append(tuple(uniq.setdefault((a, f.size1_in(j)), len(uniq))
+                              for j, a in enumerate(args)))
+        key = (k, tuple(maps))
+        kf = self._fused_by_key.get(key)
+        if kf is None:
+            sizes = [n for (_, n) in uniq]
+            syms = [ca.SX.sym(f"a{u}", n) for u, n in enumerate(sizes)]
+            outs = [o for m in maps for o in f.call([syms[u] for u in m])]
+            g = ca.Function(f"{self.name}_k{len(self.kernels)}", syms, outs,
+                            {"cse": bool(self.cse)})
+            kern = self.kernels[k]
+            self.kernels.append(Kernel(g, f"{kern.step}x{len(run)}", len(syms),
+                                       kern.out_sizes * len(run), None))
+            kf = self._fused_by_key[key] = len(self.kernels) - 1
+        self.kernels[kf].calls += 1
+        return (kf, tuple(a for (a, _) in uniq), tuple(b for _, _, outs in run for b in outs))
+
     def _place_outputs(self, inputs, outputs) -> dict[int, tuple[int, int]]:
         """Blocks of one value that no step reads and that are an entry of a result are written
         by their kernel straight into the result (``{block: (output, entry)}``): no copy at the
@@ -635,6 +704,8 @@ class Recorder:
                 len(self._c_values) > OFFSET_MASK or len(self._w_owner) > OFFSET_MASK:
             raise ValueError("result or constant table too large for the recursive form "
                              f"({OFFSET_MASK} entries at most)")
+        self._fuse_runs(self.fuse)
+        used = {k for k, _, _ in self.instructions}
         placed = self._place_outputs(inputs, outputs)
         remap, size = self._reuse_workspace(inputs, outputs, placed)
         direct = {(o, e) for o, e in placed.values()}
@@ -660,7 +731,7 @@ class Recorder:
         instructions = [(k, tuple(remap(a) for a in args), tuple(remap(b) for b in bs))
                         for k, args, bs in self.instructions]
         prog = Program(self.kernels, instructions, np.array(self._c_values, dtype=float),
-                       size, [(remap(a), n) for a, n in inputs], outs)
+                       size, [(remap(a), n) for a, n in inputs], outs, used=used)
         prog.stats["n_direct"] = len(placed)
         return prog
 
@@ -668,7 +739,7 @@ class Recorder:
 def _with_patterns(tree, patterns):
     tag = tree[0]
     if tag == "#":
-        return ("P",) + patterns[tree[1]]
+        return patterns[tree[1]]
     if tag == "X":
         return ("X", _with_patterns(tree[1], patterns), _with_patterns(tree[2], patterns))
     if tag == "N":
@@ -678,16 +749,15 @@ def _with_patterns(tree, patterns):
     return tree
 
 
-def _rebuild(tree, out: tuple[int, ...], args: tuple[int, ...]):
-    """The step's results as Refs: computed entries in the call's result blocks ``out``,
-    forwarded arguments at their own addresses (argument groups start at ``args``)."""
+def _rebuild(tree, out: tuple[int, ...], args: list):
+    """The step's results as Refs: computed entries in the call's result blocks ``out``, an
+    argument passed through as the caller's own Ref (``args``: the call's array arguments)."""
     tag = tree[0]
     if tag == "P":
-        _, block, addr, fwd, sign, lit = tree
-        a = np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1)
-        if (fwd >= 0).any():
-            a = np.where(fwd >= 0, np.array(args + (0,))[fwd] + addr, a)
-        return Ref(a, lit, sign)
+        _, block, addr, sign, lit = tree
+        return Ref(np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1), lit, sign)
+    if tag == "I":
+        return args[tree[1]]
     if tag == "X":
         return Transform(_rebuild(tree[1], out, args), _rebuild(tree[2], out, args))
     if tag == "N":
@@ -738,10 +808,11 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
-           cse: bool = True, **options) -> Program:
+           cse: bool = True, fuse: int = FUSE, **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
-    :class:`Program` whose inputs are vectors of ``input_sizes``."""
-    rec = Recorder(name, cse=cse)
+    :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
+    :meth:`Recorder._fuse_runs`; 1 keeps every call)."""
+    rec = Recorder(name, cse=cse, fuse=fuse)
     refs, inputs = [], []
     for n in input_sizes:
         ref, start = rec.input(n)
@@ -757,8 +828,11 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
                             f"{type(r).__name__}; the recursive form needs matrix results")
     prog = rec.program(inputs, results)
     prog.stats = {**prog.stats, "t_record": t_record - rec.t_trace, "t_trace": rec.t_trace,
-                  "n_kernels": len(rec.kernels), "n_calls": len(rec.instructions),
-                  "n_instructions": sum(k.function.n_instructions() for k in rec.kernels),
+                  "n_kernels": len(prog.used), "n_calls": len(prog.instructions),
+                  "n_steps": sum(rec.kernels[k].calls for k in prog.used
+                                 if rec.kernels[k].out_tree is not None),
+                  "n_instructions": sum(rec.kernels[k].function.n_instructions()
+                                        for k in prog.used),
                   "workspace": prog.workspace, "n_constants": int(prog.constants.size)}
     return prog
 
@@ -928,12 +1002,14 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     kp = kernel_prefix(fname)
     cg = ca.CodeGenerator(f"{fname}.c", {"with_header": False, "casadi_int": "long long int",
                                          "casadi_real": "double"})
-    names = []
+    names = {}
     for k, kern in enumerate(prog.kernels):
+        if k not in prog.used:
+            continue
         f = kern.function
         named = ca.Function(f"{kp}_k{k}", f.sx_in(), f.call(f.sx_in()), {"cse": True})
         cg.add(named)
-        names.append(named)
+        names[k] = named
     cg.generate(str(directory) + "/")
     src = directory / f"{fname}.c"
     text = _unchecked_pointers(src.read_text())
@@ -965,22 +1041,23 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     for j, (start, n) in enumerate(prog.inputs):
         start = decode(start)[1]
         copy_in.append(f"  for (e = 0; e < {n}; ++e) w[{start} + e] = arg[{j}] ? arg[{j}][e] : 0;")
-    static = _static_names(text, [f.name() for f in names])
+    static = dict(zip(names, _static_names(text, [f.name() for f in names.values()])))
     cases = []
-    for k, kern in enumerate(prog.kernels):
+    for k in sorted(names):
+        kern = prog.kernels[k]
         n, m = kern.n_in, len(kern.out_sizes)
         sets = [f"a[{j}] = {p.upper()}_AT(p[{j}]);" for j in range(n)]
         sets += [f"r[{j}] = {p.upper()}_AT(p[{n + j}]);" for j in range(m)]
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        if ({static[k]}(a, r, iw, kw, 0)) return 1;\n        break;")
-    sz_w = prog.workspace + scratch + max([f.sz_w() for f in names] or [0])
-    sz_iw = max([f.sz_iw() for f in names] or [0])
-    max_in = max([kern.n_in for kern in prog.kernels] or [1]) or 1
-    max_out = max([len(kern.out_sizes) for kern in prog.kernels] or [1]) or 1
+    sz_w = prog.workspace + scratch + max([f.sz_w() for f in names.values()] or [0])
+    sz_iw = max([f.sz_iw() for f in names.values()] or [0])
+    max_in = max([prog.kernels[k].n_in for k in names] or [1]) or 1
+    max_out = max([len(prog.kernels[k].out_sizes) for k in names] or [1]) or 1
     consts = ",".join(repr(float(v)) for v in prog.constants) or "0"
     text += _C_ENTRY.format(
         fname=fname, p=p, P=p.upper(), n_calls=len(prog.instructions),
-        n_kernels=len(prog.kernels), ws=prog.workspace, scratch=scratch,
+        n_kernels=len(names), ws=prog.workspace, scratch=scratch,
         n_const=prog.constants.size, n_const_alloc=max(1, prog.constants.size),
         cases="\n".join(cases), max_out=max_out, prog_len=max(1, len(prog_ints)), n_prog=len(prog_ints),
         prog=_ints(prog_ints), consts=consts, out_tables="\n".join(out_tables),
@@ -992,8 +1069,8 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     (directory / f"{fname}.h").write_text(_C_HEADER.format(
         fname=fname, guard=guard, n_in=len(prog.inputs), n_out=len(prog.outputs),
         sz_iw=sz_iw, sz_w=sz_w))
-    return {"n_kernels": len(prog.kernels), "n_calls": len(prog.instructions),
+    return {"n_kernels": len(names), "n_calls": len(prog.instructions),
             "program_ints": len(prog_ints), "workspace": prog.workspace,
             "n_constants": int(prog.constants.size),
-            "kernel_instructions": sum(f.n_instructions() for f in names),
+            "kernel_instructions": sum(f.n_instructions() for f in names.values()),
             "source_bytes": src.stat().st_size}
