@@ -23,7 +23,7 @@ def _reference(model, alg, q, qd, qdd):
     fn = getattr(sd, alg)
     args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
             "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd),
-            "christoffel": (q,)}[alg]
+            "christoffel": (q,), "rnea_derivatives": (q, qd, qdd)}[alg]
     out = fn(model, *args)
     return (list(out) if isinstance(out, tuple) else [out]), args
 
@@ -100,11 +100,11 @@ def test_form_choice():
     small, big = serial_chain(5, seed=1), serial_chain(60, seed=1)
     assert choose_form(small, "crba")[0] == "unrolled"
     assert choose_form(big, "crba")[0] == "recursive"
-    assert choose_form(big, "rnea_derivatives")[0] == "unrolled"
+    assert choose_form(big, "aba_derivatives")[0] == "unrolled"
     assert choose_form(big, "crba", parameters="inertial")[0] == "unrolled"
     assert choose_form(small, "crba", "recursive") == ("recursive", "asked for")
     with pytest.raises(ValueError, match="not available"):
-        choose_form(small, "rnea_derivatives", "recursive")
+        choose_form(small, "aba_derivatives", "recursive")
     with pytest.raises(ValueError, match="unknown form"):
         choose_form(small, "crba", "rolled")
 

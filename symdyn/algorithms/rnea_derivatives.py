@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..spatial import (compose, cross_force, cross_motion, mcI, skew, xform_force_T,
                        xform_motion_inv)
 from .common import entry, external_forces, joint_kinematics
+from .steps import step
 from ..types import Array, ExternalForces
 
 if TYPE_CHECKING:
@@ -92,80 +93,105 @@ def _per_body(N: int, k: int) -> tuple[list[Any], ...]:
 
 def idsva(B, model, qd, qdd, f_ext, Xup, S):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
-    coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B."""
-    check_joints(model)
-    a_grav = model.constants(B).a_grav
-    inertia = model.constants(B).inertia_params  # per body (m, c, Ic)
-    N, parents, nv = model.N, model.parents, model.nv
-    X0, S0, v, a = _per_body(N, 4)
-    Sd, Psid, Psidd, IC, BC, fC = _per_body(N, 6)  # BC holds 2 B^C (line 9)
-    zero = B.zeros(6)
-    for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
-        X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])
-        S0[i] = xform_motion_inv(B, X0[i], S[i])                          # S_i in ground coordinates
-        vl, al = (zero, a_grav) if p < 0 else (v[p], a[p])
-        nvi = model.joints[i].nv
-        segs = [(c, c + 1) for c in range(nvi)] \
-            if model.joints[i].type in _SEQUENTIAL_COLUMNS else [(0, nvi)]
-        sd, psid, psidd = [], [], []
-        for c0, c1 in segs:  # one segment, or one per column of a planar joint (virtual bodies)
-            Sk = B.cols(S0[i], c0, c1)
-            vJ = Sk @ B.rows(qd[i], c0, c1)
-            Psid_k = cross_motion(B, vl, Sk)                              # line 6
-            psid.append(Psid_k)
-            psidd.append(cross_motion(B, al, Sk) + cross_motion(B, vl, Psid_k))   # line 7
-            vl = vl + vJ                                                  # line 3
-            al = al + Sk @ B.rows(qdd[i], c0, c1) + cross_motion(B, vl, vJ)       # line 4
-            sd.append(cross_motion(B, vl, Sk))                           # line 5
-        v[i], a[i] = vl, al
-        Sd[i], Psid[i], Psidd[i] = (x[0] if len(x) == 1 else B.hcat(x) for x in (sd, psid, psidd))
-        IC[i] = ground_inertia(B, X0[i], *inertia[i])                     # line 8
-        h = IC[i] @ v[i]
-        BC[i] = twice_B(B, v[i], IC[i], h)                                # line 9 (x 2), eq. (28)
-        fC[i] = IC[i] @ a[i] + cross_force(B, v[i], h)                    # line 10
-        if f_ext[i] is not None:
-            fC[i] = fC[i] - xform_force_T(B, X0[i], f_ext[i])
+    coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B.
 
+    Lines 17-20 are products of body i's columns with the stacked blocks t1..t4 of its subtree
+    nu(i). Numeric backends stack the whole subtree (a few large products, as in the paper);
+    the others take one body j of nu(i) at a time (the same scalar operations), so that each
+    block is one step of the compiled recursive form (:mod:`symdyn.codegen.recursive`)."""
+    check_joints(model)
+    consts = model.constants(B)
+    inertia = consts.inertia_params  # per body (m, c, Ic)
+    N, parents, nv = model.N, model.parents, model.nv
+    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC, t = _per_body(N, 11)  # BC holds 2 B^C (line 9)
+    for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
+        (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
+         fC[i]) = idsva_forward(B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
+                                None if p < 0 else v[p], consts.a_grav if p < 0 else a[p],
+                                *inertia[i], qd[i], qdd[i], f_ext[i])
     dtau_dq, dtau_dqd = B.zeros(nv, nv), B.zeros(nv, nv)
-    t1, t2, t3, t4, cols = _per_body(N, 5)  # stacked over each body's subtree
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]
-        B2 = BC[i]  # 2 B^C_i
-        SdPsid = Sd[i] + Psid[i]
-        t1i = IC[i] @ S0[i]                                               # line 13
-        t2i = B2 @ S0[i] + IC[i] @ SdPsid                                 # line 14
-        t3i = B2 @ Psid[i] + IC[i] @ Psidd[i] + crfbar_mul(B, fC[i], S0[i])   # line 15
-        t4i = B2.T @ S0[i]                                                # line 16
-        kids = model.children[i]
-        t1[i], t2[i], t3[i], t4[i] = (B.hcat([t] + [T[c] for c in kids]) if kids else t
-                                      for t, T in ((t1i, t1), (t2i, t2), (t3i, t3), (t4i, t4)))
-        cols[i] = list(range(a0, a1)) + [k for c in kids for k in cols[c]]
-        St = S0[i].T
-        Uq, Uqd = St @ t3[i], St @ t2[i]                                  # lines 17-18 (row i)
-        Lq = t4[i].T @ Psid[i] + t1[i].T @ Psidd[i]                       # line 19 (column i)
-        Lqd = t4[i].T @ S0[i] + t1[i].T @ SdPsid                          # line 20 (column i)
-        for s0, s1, c0 in _runs(cols[i]):
-            rs, cs = slice(c0, c0 + s1 - s0), slice(a0, a1)
-            dtau_dq = B.assign(dtau_dq, rs, cs, B.rows(Lq, s0, s1))
-            dtau_dqd = B.assign(dtau_dqd, rs, cs, B.rows(Lqd, s0, s1))
-            if s1 > a1 - a0:  # strict descendants nu-bar(i)
-                s0 = max(s0, a1 - a0)
-                c0 = cols[i][s0]
-                rs, cs = slice(a0, a1), slice(c0, c0 + s1 - s0)
-                dtau_dq = B.assign(dtau_dq, rs, cs, B.cols(Uq, s0, s1))
-                dtau_dqd = B.assign(dtau_dqd, rs, cs, B.cols(Uqd, s0, s1))
-        if model.joints[i].type in _SEQUENTIAL_COLUMNS:  # earlier column = ancestor: upper part
-            n = a1 - a0
-            for r in range(n):
-                for c in range(r + 1, n):
-                    dtau_dq = B.assign(dtau_dq, a0 + r, a0 + c, Uq[r, c])
-                    dtau_dqd = B.assign(dtau_dqd, a0 + r, a0 + c, Uqd[r, c])
+        t[i] = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i])  # 13-16
+        groups = [model.subtree[i]] if B.numeric else [(j,) for j in model.subtree[i]]
+        for g in groups:                                                  # nu(i), i first
+            tg = t[g[0]] if len(g) == 1 else [B.hcat([t[j][k] for j in g]) for k in range(4)]
+            Uq, Uqd, Lq, Lqd = idsva_block(B, S0[i], Sd[i], Psid[i], Psidd[i], *tg)
+            cols = [k for j in g for k in range(*model.v_idx[j])]
+            own = a1 - a0 if g[0] == i else 0                             # i's own columns
+            for s0, s1, c0 in _runs(cols):
+                rs, cs = slice(c0, c0 + s1 - s0), slice(a0, a1)
+                dtau_dq = B.assign(dtau_dq, rs, cs, B.rows(Lq, s0, s1))   # line 19
+                dtau_dqd = B.assign(dtau_dqd, rs, cs, B.rows(Lqd, s0, s1))  # line 20
+                u0 = max(s0, own)
+                if s1 > u0:                                               # nu-bar(i)
+                    rs, cs = slice(a0, a1), slice(cols[u0], cols[u0] + s1 - u0)
+                    dtau_dq = B.assign(dtau_dq, rs, cs, B.cols(Uq, u0, s1))    # line 17
+                    dtau_dqd = B.assign(dtau_dqd, rs, cs, B.cols(Uqd, u0, s1))  # line 18
+            if own and model.joints[i].type in _SEQUENTIAL_COLUMNS:  # earlier column = ancestor
+                for r in range(own):
+                    for c in range(r + 1, own):
+                        dtau_dq = B.assign(dtau_dq, a0 + r, a0 + c, Uq[r, c])
+                        dtau_dqd = B.assign(dtau_dqd, a0 + r, a0 + c, Uqd[r, c])
         p = parents[i]
         if p >= 0:                                                        # lines 21-23
-            IC[p] = IC[p] + IC[i]
-            BC[p] = BC[p] + BC[i]
-            fC[p] = fC[p] + fC[i]
+            IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
     return dtau_dq, dtau_dqd
+
+
+@step
+def idsva_forward(B, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, f_ext):
+    """Lines 2-10 for body i, in ground coordinates (``X0_p``/``v_p`` None at the root, ``a_p``
+    the parent's acceleration or a_grav): X0, S0, v, a, Sdot, Psidot, Psiddot, I, 2 B, f."""
+    X0 = Xup if X0_p is None else compose(B, Xup, X0_p)
+    S0 = xform_motion_inv(B, X0, S)                                       # S_i in ground coordinates
+    vl, al = (B.zeros(6), a_p) if v_p is None else (v_p, a_p)
+    nvi = joint.nv
+    segs = [(c0, c0 + 1) for c0 in range(nvi)] if joint.type in _SEQUENTIAL_COLUMNS \
+        else [(0, nvi)]
+    sd, psid, psidd = [], [], []
+    for c0, c1 in segs:  # one segment, or one per column of a planar joint (virtual bodies)
+        Sk = B.cols(S0, c0, c1)
+        vJ = Sk @ B.rows(qd, c0, c1)
+        Psid_k = cross_motion(B, vl, Sk)                                  # line 6
+        psid.append(Psid_k)
+        psidd.append(cross_motion(B, al, Sk) + cross_motion(B, vl, Psid_k))   # line 7
+        vl = vl + vJ                                                      # line 3
+        al = al + Sk @ B.rows(qdd, c0, c1) + cross_motion(B, vl, vJ)      # line 4
+        sd.append(cross_motion(B, vl, Sk))                               # line 5
+    Sd, Psid, Psidd = (x[0] if len(x) == 1 else B.hcat(x) for x in (sd, psid, psidd))
+    I = ground_inertia(B, X0, m, c, Ic)                                   # line 8
+    h = I @ vl
+    BC = twice_B(B, vl, I, h)                                             # line 9 (x 2), eq. (28)
+    f = I @ al + cross_force(B, vl, h)                                    # line 10
+    if f_ext is not None:
+        f = f - xform_force_T(B, X0, f_ext)
+    return X0, S0, vl, al, Sd, Psid, Psidd, I, BC, f
+
+
+@step
+def idsva_backward(B, IC, BC, fC, S0, Sd, Psid, Psidd):
+    """Lines 13-16 for body i: its blocks (t1, t2, t3, t4) of the subtree stacks."""
+    t1 = IC @ S0                                                          # line 13
+    t2 = BC @ S0 + IC @ (Sd + Psid)                                       # line 14
+    t3 = BC @ Psid + IC @ Psidd + crfbar_mul(B, fC, S0)                   # line 15
+    t4 = BC.T @ S0                                                        # line 16
+    return t1, t2, t3, t4
+
+
+@step
+def idsva_block(B, S0, Sd, Psid, Psidd, t1, t2, t3, t4):
+    """Lines 17-20 for the bodies j of nu(i) stacked in t1..t4: S_i^T t3, S_i^T t2 (row i) and
+    t4^T Psidot_i + t1^T Psiddot_i, t4^T S_i + t1^T (Sdot_i + Psidot_i) (column i)."""
+    St = S0.T
+    return (St @ t3, St @ t2, t4.T @ Psid + t1.T @ Psidd,
+            t4.T @ S0 + t1.T @ (Sd + Psid))
+
+
+@step
+def idsva_accumulate(B, IC_p, BC_p, fC_p, IC, BC, fC):
+    """Lines 21-23: the composite I, 2 B and f of body i added to its parent's."""
+    return IC_p + IC, BC_p + BC, fC_p + fC
 
 
 def _runs(cols):

@@ -56,7 +56,7 @@ def decode(a: int) -> tuple[int, int]:
     return a >> OFFSET_BITS, a & OFFSET_MASK
 # algorithms whose every computation is in steps (recordable)
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
-                        "coriolis_matrix", "christoffel")
+                        "coriolis_matrix", "christoffel", "rnea_derivatives")
 # coriolis_matrix's frame in the recursive form when not given: in root coordinates a related
 # pair costs a few dot products instead of moving three force blocks (measured in
 # reports/scaling.md)
@@ -66,7 +66,8 @@ FUSE = 4
 # form="auto": the recursive form from this many bodies on (measured: experiments/scaling.py,
 # reports/scaling.md; below it the unrolled graph is faster)
 RECURSIVE_FROM_N = {"rnea": 40, "crba": 40, "aba": 40, "nonlinear_effects": 40,
-                    "gravity_vector": 40, "coriolis_matrix": 40, "christoffel": 20}
+                    "gravity_vector": 40, "coriolis_matrix": 40, "christoffel": 20,
+                    "rnea_derivatives": 40}
 
 
 def check_form(form: str) -> str:
@@ -220,7 +221,10 @@ class RecordingBackend:
     def assign(x: Ref, r, c, v) -> Ref:
         """x[r, c] = v in place (ints or slices), as the other backends' ``assign``."""
         v = RecordingBackend._ref(v)
-        x.addr[r, c], x.lit[r, c], x.sign[r, c] = v.addr, v.lit, v.sign
+        shape = x.addr[r, c].shape
+        x.addr[r, c] = v.addr.reshape(shape)
+        x.lit[r, c] = v.lit.reshape(shape)
+        x.sign[r, c] = v.sign.reshape(shape)
         return x
 
     @staticmethod
