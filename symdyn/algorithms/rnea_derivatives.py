@@ -105,10 +105,11 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
     N, parents, nv = model.N, model.parents, model.nv
     X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC, t = _per_body(N, 11)  # BC holds 2 B^C (line 9)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
+        m, c, Ic = inertia[i]
         (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
          fC[i]) = idsva_forward(B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
                                 None if p < 0 else v[p], consts.a_grav if p < 0 else a[p],
-                                *inertia[i], qd[i], qdd[i], f_ext[i])
+                                m, c, Ic, qd[i], qdd[i], f_ext[i])
     dtau_dq, dtau_dqd = B.zeros(nv, nv), B.zeros(nv, nv)
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]

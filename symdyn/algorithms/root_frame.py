@@ -62,7 +62,9 @@ def root_velocity(B, joint, X0, S0, v0_p, q, qd):
     v0 = vJ if v0_p is None else v0_p + vJ                                   # (5)
     Sdot0 = cross_motion(B, v0, S0)                                          # line 4
     Sring = joint.Sring(B, q, qd)
-    return v0, (Sdot0 if Sring is None else Sdot0 + to_root.__wrapped__(B, X0, Sring))
+    if Sring is not None:
+        Sdot0 = Sdot0 + (Sring if X0 is None else xform_motion_inv(B, X0, Sring))
+    return v0, Sdot0
 
 
 def root_inertias(B, model, X0):

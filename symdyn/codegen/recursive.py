@@ -534,7 +534,7 @@ class Recorder:
         out_leaves: list = []
         out_tree = _flatten(result, out_leaves)
         outs: list = []
-        leaf_patterns = []
+        leaf_patterns: list[tuple] = []
         for leaf in out_leaves:
             leaf = ca.SX(ca.DM(np.atleast_2d(leaf))) if isinstance(leaf, np.ndarray) else \
                 ca.SX(leaf)
