@@ -150,6 +150,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "Singh, Russell & Wensing (papers 003/004): ground vs body-coordinate IDSVA, the App. B "
                "ancestor loop, RNEA_CR / FD_CR / ABA_CR baselines (NumPy, SX op counts, compiled C)",
                ("derivatives_variants.md",), minutes=(2.5, 0.7)),
+    Experiment("derivatives_figures", "derivatives_figures.py",
+               "Singh, Russell & Wensing 2022 Figs. 2, 3, 4, 6, 7 and the earlier version's Figs. 2-7, "
+               "figure by figure: compiled C, NumPy and SX op counts on chains, bf 2 / bf 5 trees and "
+               "robots, beside the papers' numbers",
+               ("derivatives_figures.md", "derivatives_figures_fig2_chain_rule.png",
+                "derivatives_figures_fig3_body_ground.png", "derivatives_figures_fig4_trees_id.png",
+                "derivatives_figures_p20fig5_robots.png", "derivatives_figures_fig6_trees_fd.png",
+                "derivatives_figures_fig7_dmm_aza.png", "derivatives_figures_p20fig6_parts.png"),
+               minutes=(6.0, 1.0), cold_minutes=6.0),
     Experiment("table1_timing", "table1_timing.py",
                "Echeandia & Wensing 2021 (paper 000) Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
                "quadruped), NumPy / compiled / Pinocchio, slopes vs theory",

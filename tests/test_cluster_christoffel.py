@@ -10,9 +10,10 @@ import pytest
 
 from symdyn.constrained import ClusterTree
 from symdyn.constrained.cluster_christoffel import christoffel_tensor
+from symdyn.constrained import ClosureError
 from symdyn.constrained.mechanisms import (branched_loops, five_bar_leg, four_bar, loop_chain,
-                                          parallel_ankle)
-from symdyn.constrained.numeric import complete_configuration
+                                          parallel_ankle, sized_loop_chain)
+from symdyn.constrained.numeric import complete_configuration, solve_configuration
 
 
 def close(a, b, tol, what=""):
@@ -31,6 +32,8 @@ MECHANISMS = {
     "branched2": lambda: branched_loops(2),
     "loop_chain2": lambda: loop_chain(2, seed=1),
     "loop_chain5": lambda: loop_chain(5, seed=3),
+    "sized_loop_chain1x7": lambda: sized_loop_chain(1, 7, seed=1),
+    "sized_loop_chain3x5": lambda: sized_loop_chain(3, 5, seed=4),
 }
 
 
@@ -77,7 +80,7 @@ def test_other_configurations():
 
 
 @pytest.mark.parametrize("make", [lambda: branched_loops(1), lambda: loop_chain(3, seed=2),
-                                  parallel_ankle])
+                                  parallel_ankle, lambda: sized_loop_chain(2, 4, seed=2)])
 def test_casadi(make):
     loop = make()
     ct = ClusterTree(loop)
@@ -91,6 +94,48 @@ def test_casadi(make):
     ref = np.hstack([ref[:, :, k] for k in range(ct.ny)])
     close(out["tensor"], ref, 1e-10, "CasADi tensor vs spanning tree")
     close(out["tensor"], out["pages"], 1e-10, "CasADi tensor vs pages")
+
+
+def random_closed_configuration(loop, rng, scale=0.1, tries=20):
+    """Newton from a random tangent perturbation of q_ref (a new draw when it cannot close)."""
+    for _ in range(tries):
+        q0 = loop.tree.integrate(loop.q_ref, scale * rng.normal(size=loop.tree.nv))
+        try:
+            return solve_configuration(loop, q0)
+        except ClosureError:
+            continue
+    raise AssertionError(f"{loop.name}: no closed configuration near q_ref in {tries} draws")
+
+
+@pytest.mark.parametrize("n, size, seed", [(1, 3, 0), (1, 4, 1), (1, 8, 2), (2, 6, 3), (3, 4, 5)])
+def test_sized_loop_chain_tensor_pages_spanning(n, size, seed):
+    """Longer local loops: tensor form = page route = spanning tree at random closed
+    configurations (q_ref is one; three more by Newton from perturbations of it)."""
+    loop = sized_loop_chain(n, size, seed=seed)
+    ct = ClusterTree(loop)
+    assert [len(cl.bodies) for cl in ct.clusters] == [size] * n
+    assert (loop.tree.nv, ct.ny) == (n * (size + 2), n * (size - 1))
+    rng = np.random.default_rng(seed)
+    qs = [loop.q_ref] + [random_closed_configuration(loop, rng) for _ in range(3)]
+    for k, q in enumerate(qs):
+        close(loop.constraint_residual(q), np.zeros(3 * n), 1e-10, f"closure at q #{k}")
+        Gt = ct.christoffel(q, method="tensor")
+        close(Gt, ct.christoffel(q, method="pages"), 1e-12, f"{loop.name} q #{k}: tensor vs pages")
+        close(Gt, loop.christoffel(q), 1e-12, f"{loop.name} q #{k}: tensor vs spanning tree")
+    assert np.abs(qs[1] - qs[0]).max() > 1e-3     # really another configuration
+
+
+def test_sized_loop_chain_structure():
+    """loop_size = 3 has loop_chain's topology; bad sizes are refused."""
+    a, b = sized_loop_chain(4, 3, seed=0), loop_chain(4, seed=0)
+    assert a.tree.parents == b.tree.parents
+    assert [j.type for j in a.tree.joints] == [j.type for j in b.tree.joints]
+    assert len(a.closures) == len(b.closures) == 4
+    big = sized_loop_chain(2, 9)
+    assert big.tree.N == 18 and len(big.closures) == 2
+    for bad in ((0, 4), (2, 2), (2, 4.0), (True, 4)):
+        with pytest.raises(ValueError):
+            sized_loop_chain(*bad)
 
 
 def test_sympy_four_bar():

@@ -21,10 +21,12 @@ from .clusters import Cluster, ClusterTree
 from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
-from .mechanisms import branched_loops, five_bar_leg, four_bar, loop_chain, parallel_ankle
+from .mechanisms import (branched_loops, five_bar_leg, four_bar, loop_chain, parallel_ankle,
+                         sized_loop_chain)
 from .numeric import complete_configuration, simulate, solve_configuration
 
 __all__ = ["Cluster", "ClusterTree", "branched_loops", "loop_chain", "ClosureError", "LoopClosure", "LoopModel", "SingularConfigurationError",
            "body_twist_factorization", "coriolis_maximal", "jacobian_derivatives",
-           "maximal_coordinates", "five_bar_leg", "four_bar", "parallel_ankle", "complete_configuration",
+           "maximal_coordinates", "five_bar_leg", "four_bar", "parallel_ankle", "sized_loop_chain",
+           "complete_configuration",
            "simulate", "solve_configuration"]

@@ -9,7 +9,8 @@ may be offset from the bar axis. Each builder returns a :class:`~.loops.LoopMode
 Newton guess of :func:`.numeric.complete_configuration`. :func:`parallel_ankle` is a spatial
 2-DoF ankle driven by two crank-rod actuators (spherical closures). :func:`branched_loops` is a
 random floating-base mechanism with several local loops (clusters hanging from clusters), the
-test case of the cluster-tree method.
+test case of the cluster-tree method; :func:`loop_chain` and :func:`sized_loop_chain` are chains
+of random loop units for scaling studies (in the number of loops, and in the size of each loop).
 """
 from __future__ import annotations
 
@@ -285,3 +286,39 @@ def loop_chain(n: int, seed: int = 0) -> LoopModel:
                  (f"r{k}", parent, Revolute(rng.normal(size=3)))]
         pairs.append((f"r{k}", f"o{k}"))
     return _random_loop_model(spec, pairs, rng, f"loop_chain{n}", shuffle=False)
+
+
+def sized_loop_chain(n: int, loop_size: int, seed: int = 0) -> LoopModel:
+    """A serial chain of ``n`` loop units of ``loop_size`` bodies each (scaling studies of the
+    cluster-tree method in the size of the local loops; ``loop_size=3`` has the topology of
+    :func:`loop_chain`).
+
+    Unit k hangs from the previous unit's output body ``o{k}`` (the world for k = 0) with two
+    branches from that parent: branch A, ``s{k}`` (spherical) then ``a{k}_1`` ... (revolutes,
+    random axes) ending in the output body ``o{k}``, ceil(loop_size / 2) bodies in all; branch B,
+    ``r{k}_0`` ... (revolutes, random axes), the other floor(loop_size / 2) bodies. A spherical
+    closure joins the tip of branch B to ``o{k}``: one loop through the parent of
+    ``loop_size + 1`` links, ``loop_size + 2`` speeds - 3 constraints = ``loop_size - 1`` DoF per
+    unit, one cluster of ``loop_size`` bodies. Random geometry and inertias, closed at ``q_ref``
+    (a random configuration); independent speeds by column pivoting on the closure Jacobian.
+    """
+    for name, v, low in (("n", n, 1), ("loop_size", loop_size, 3)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    rng = np.random.default_rng(seed)
+    spec, pairs = [], []
+    n_a = (loop_size + 1) // 2
+    for k in range(n):
+        parent = None if k == 0 else f"o{k - 1}"
+        branch_a = [f"s{k}"] + [f"a{k}_{j}" for j in range(1, n_a - 1)] + [f"o{k}"]
+        prev = parent
+        for j, body in enumerate(branch_a):
+            spec.append((body, prev, Spherical() if j == 0 else Revolute(rng.normal(size=3))))
+            prev = body
+        prev = parent
+        for j in range(loop_size - n_a):
+            spec.append((f"r{k}_{j}", prev, Revolute(rng.normal(size=3))))
+            prev = f"r{k}_{j}"
+        pairs.append((prev, f"o{k}"))
+    return _random_loop_model(spec, pairs, rng, f"sized_loop_chain{n}x{loop_size}",
+                              shuffle=False)
