@@ -13,7 +13,7 @@ from symdyn.codegen import build
 from symdyn.codegen.recursive import (RECURSIVE_ALGORITHMS, choose_form, evaluate, record)
 from symdyn.models import serial_chain
 
-from conftest import MODELS, random_forces, random_state
+from conftest import MODEL_NAMES, MODELS, model_for, random_forces, random_state, run
 
 HAVE_CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 ARM = MODELS["floating"].replace(armature=np.linspace(0.1, 0.5, MODELS["floating"].nv))
@@ -145,3 +145,16 @@ def test_auto_form_recorded_in_manifest(tmp_path):
     lib = build(small, ["rnea"], cache_dir=tmp_path, opt="-O1", progress=False)
     fd = lib.manifest["functions"][0]
     assert fd["form"] == "unrolled" and fd["form_reason"].startswith("auto")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "casadi", "sympy"])
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_crba_root_frame_equals_body_frame(backend, name):
+    """crba(frame="root") (composites as sums in root coordinates) is the same M."""
+    model = model_for(backend, name)
+    q, _, _ = random_state(model, seed=5)
+    ref = sd.crba(model, q)
+    M = run(backend, lambda m, q: sd.crba(m, q, frame="root", backend=backend), model, q)
+    np.testing.assert_allclose(M, ref, rtol=1e-10, atol=1e-10)
+    with pytest.raises(ValueError, match="frame"):
+        sd.crba(model, q, frame="world")
