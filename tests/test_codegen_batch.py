@@ -1,5 +1,5 @@
 """Compiled batches (symdyn.codegen csource/loader): outputs streamed in whole cache lines or written
-in place, chunked threads, the automatic choices, and the C fallbacks without atomics or SSE.
+in place, chunked threads, the automatic choices, and the C fallbacks without threads or SSE.
 
 Every mode must give exactly the numbers of single calls (same C function, same inputs), agree
 with NumPy, give NaN outputs for NaN states and report the first bad state, whatever the
@@ -213,6 +213,20 @@ def test_concurrent_streamed_batches_from_python_threads(lib):
     assert not errors
 
 
+def test_many_small_threaded_batches(lib):
+    """Batches that end before their helper threads start (the caller does not wait for those;
+    they find no state left and free the shared work): results and reports stay right."""
+    model = _fmodel()
+    f = lib["crba"]
+    st = _states(model, 40, seed=15)
+    Q = st["q"]
+    Q[17, 0] = np.nan
+    ref = f.batch(Q, threads=1, nan="propagate")
+    for n in list(range(1, 41)) * 5:
+        got = f.batch(Q[:n], threads=4, stream=bool(n % 2), nan="propagate")
+        np.testing.assert_array_equal(got, ref[:n])
+
+
 def test_c_entry_points_agree(lib):
     """F_batch (the automatic rule) and F_batch_write(stream = 0 / 1) from C directly."""
     model = _fmodel()
@@ -237,12 +251,12 @@ def test_c_entry_points_agree(lib):
 
 
 def test_fallbacks_without_atomics_or_sse(lib, cache_dir):
-    """The portable paths of the wrapper (one range per thread without GCC atomics; plain copies
-    of whole lines without SSE2/AVX) give the same numbers."""
+    """The portable paths of the wrapper (one thread without POSIX threads or GCC atomics; plain
+    copies of whole lines without SSE2/AVX) give the same numbers."""
     model = _fmodel()
     try:
         plain = build(model, ["crba", "coriolis_matrix"], opt="-O1", native=False,
-                      cflags=["-DSYMDYN_NO_ATOMICS", "-U__AVX__", "-U__SSE2__"],
+                      cflags=["-DSYMDYN_NO_THREADS", "-U__AVX__", "-U__SSE2__"],
                       cache_dir=cache_dir, progress=False)
     except BuildError as exc:  # pragma: no cover - a compiler that refuses -U of a builtin
         pytest.skip(f"compiler refused the flags: {exc}")
@@ -300,3 +314,33 @@ def test_auto_threads_follow_the_work(lib, monkeypatch):
     Q = _states(_fmodel(), 64, seed=14)["q"]
     f.batch(Q, threads=1)
     assert f._state_ns != before and f._state_ns > 0
+
+
+def test_automatic_threads_follow_measured_times(lib, monkeypatch):
+    """threads=None with several threads possible: each count is tried, then the faster per
+    state is used, the slower one again every 16th call; explicit threads= records nothing."""
+    monkeypatch.setattr(cg_loader, "auto_threads", lambda ns: 2)
+    f = lib["crba"].copy()
+    f._tune, f._tune_calls = {}, 0
+    Q = _states(_fmodel(), 64, seed=16)["q"]
+    ref = _loop(f, [Q])[0]
+    f.batch(Q, threads=2)
+    assert f._tune == {}
+    used = []
+    real = f._batch
+
+    def spy(*args):
+        used.append(args[3])
+        return real(*args)
+
+    f._batch = spy
+    for _ in range(3):
+        np.testing.assert_array_equal(f.batch(Q), ref)
+    assert used[:2] == [2, 1] and set(f._tune) == {1, 2}
+    f._tune = {1: 10.0, 2: 50.0}                 # one thread measured faster
+    used.clear()
+    f._tune_calls = 0
+    for _ in range(32):
+        f.batch(Q)
+        f._tune = {1: 10.0, 2: 50.0}
+    assert used.count(2) == 2 and used.count(1) == 30

@@ -130,10 +130,12 @@ class CompiledFunction:
         # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction measured on
         # the generated functions (g1 coriolis_matrix: 25k instructions, 3.0-3.6 us), plus the
         # outputs' bytes at ~10 GB/s; output entries alone where the size is not recorded.
-        # Batches of 32 states or more then average in their measured time
+        # One-thread batches of 32 states or more then average in their measured time
         n_out = sum(int(np.prod(s)) for s in self.output_shapes)
         n_instr = meta.get("n_instructions")
         self._state_ns = (0.15 * float(n_instr) if n_instr else 1.0 * n_out) + 0.8 * n_out
+        self._tune: dict[int, float] = {}   # threads=None: wall ns a state per thread count
+        self._tune_calls = 0
         self._allocate()
 
     def _context(self, outs):
@@ -313,7 +315,9 @@ class CompiledFunction:
         of states as they go, so a thread slowed by other jobs does less). ``None`` (default)
         picks by the batch's estimated work (:func:`auto_threads`): one thread per ~1 ms of
         it, at most the CPUs this process may use, capped by ``$SYMDYN_NUM_THREADS`` or else
-        ``$OMP_NUM_THREADS`` when set. Results do not depend on it.
+        ``$OMP_NUM_THREADS`` when set; where that gives several, this function's earlier
+        automatic batches decide between them and one thread by their measured time (a busy
+        machine can make threads slower). Results do not depend on it.
 
         ``stream``: how outputs are written. ``True``: each state is evaluated into a scratch
         block and written out in whole cache lines with non-temporal stores (they bypass the
@@ -379,16 +383,24 @@ class CompiledFunction:
         pin = (ctypes.c_void_p * self._n_in)(*[a.ctypes.data for a in ins])
         pout = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
         bad = (ctypes.c_longlong * 2)(-1, -1)
-        if threads is None:
+        auto = threads is None
+        if auto:
             threads = auto_threads(cast(int, nstates) * self._state_ns)
+            if threads > 1:
+                threads = self._tuned(threads)
         try:
             t0 = _perf_counter()
             status = self._batch(pin, pout, nstates, int(threads),
                                  -1 if stream is None else int(bool(stream)), bad)
             if nstates >= 32 and status == 0:
-                # measured thread-ns a state refine the estimate (benign race between threads)
-                ns = (_perf_counter() - t0) * 1e9 * min(int(threads), nstates) / nstates
-                self._state_ns = 0.5 * (self._state_ns + ns)
+                # measured wall ns a state: one thread's refine the work estimate; automatic
+                # choices record theirs per thread count (benign races between Python threads)
+                ns = (_perf_counter() - t0) * 1e9 / nstates
+                if threads == 1:
+                    self._state_ns = 0.5 * (self._state_ns + ns)
+                if auto:
+                    old = self._tune.get(int(threads))
+                    self._tune[int(threads)] = ns if old is None else 0.5 * (old + ns)
         finally:
             if entry is not None:
                 with self._block:
@@ -409,6 +421,23 @@ class CompiledFunction:
         if out is not None:
             return out
         return outs[0] if self._single else tuple(outs)
+
+    def _tuned(self, threads: int) -> int:
+        """``threads`` (> 1, from the work estimate) or 1, whichever ran faster per state in
+        this function's earlier automatic batches: on a machine whose other cores are busy, a
+        helper thread that the scheduler preempts holds up the batch (g1 coriolis_matrix, 1000
+        states, load 5.6 on 2 cores: 9.5 us a state on 2 threads, 3.5 on one). Each is tried
+        once, then the slower one again every 16th call, in case the load changed."""
+        seen = self._tune
+        self._tune_calls += 1
+        if threads not in seen:
+            return threads
+        if 1 not in seen:
+            return 1
+        best = 1 if seen[1] <= seen[threads] else threads
+        if self._tune_calls % 16 == 0:
+            return threads if best == 1 else 1
+        return best
 
     def _batch_outputs(self, nstates: int):
         """A set of batch output arrays (arrays, baseline refcounts) taken out of the pool: one the

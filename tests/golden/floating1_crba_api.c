@@ -16,9 +16,9 @@
 #include <pthread.h>
 #define SYMDYN_HAVE_PTHREAD 1
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(SYMDYN_NO_ATOMICS)
-#define SYMDYN_HAVE_ATOMICS 1     /* threads take chunks of states from a shared counter (else
-                                   * one contiguous range each) */
+#if defined(SYMDYN_HAVE_PTHREAD) && (defined(__GNUC__) || defined(__clang__)) \
+    && !defined(SYMDYN_NO_THREADS)
+#define SYMDYN_THREADS 1          /* batches over threads (POSIX threads + GCC atomics) */
 #endif
 #define SYMDYN_MAX_THREADS 256
 #define SYMDYN_QUAT_TOL 1e-6      /* |norm - 1| allowed for a unit quaternion (as symdyn.rnea) */
@@ -134,145 +134,245 @@ static int symdyn_call(const symdyn_desc* d, void** ctx) {
   return d->f(arg, res, iw, w, 0) ? -1 : 0;
 }
 
+/* The work of one batch call, shared by its threads. It lives on the heap with a reference
+ * count: the caller returns once every state is done, without waiting for helper threads that
+ * have not started yet (on a loaded machine one can wait a whole scheduler time slice to run);
+ * such a late helper finds no state left, touches no array and frees the work if it is the
+ * last reference. */
 typedef struct {
   const symdyn_desc* d;
   const casadi_real* const* in;
   casadi_real* const* out;
-  long long n, chunk;          /* states; states per chunk taken from *next */
-  long long* next;             /* shared counter of the next state (NULL: this job's [lo, hi)) */
-  long long lo, hi, bad, badq;
-  int status, stream;
-} symdyn_job;
-
-/* the next range of states of a job: 0 when none is left */
-static int symdyn_take(symdyn_job* J, long long* lo, long long* hi, int* taken) {
-#ifdef SYMDYN_HAVE_ATOMICS
-  if (J->next) {
-    *lo = __atomic_fetch_add(J->next, J->chunk, __ATOMIC_RELAXED);
-    if (*lo >= J->n) return 0;
-    *hi = *lo + J->chunk < J->n ? *lo + J->chunk : J->n;
-    return 1;
-  }
+  long long n, chunk;          /* states, states per chunk */
+  long long next;              /* first state no thread has taken (atomic) */
+  long long done;              /* states finished */
+  long long bad, badq;         /* first states with NaN/inf inputs, with a bad quaternion */
+  int status, stream, refs, failed, threaded;
+#ifdef SYMDYN_THREADS
+  pthread_mutex_t mu;          /* guards done, bad, badq, status, refs (when threaded) */
+  pthread_cond_t cv;           /* signalled when done reaches n */
 #endif
-  if (*taken || J->lo >= J->hi) return 0;
-  *taken = 1;
-  *lo = J->lo;
-  *hi = J->hi;
-  return 1;
+} symdyn_work;
+
+#ifdef SYMDYN_THREADS
+#define SYMDYN_LOCK(W) do { if ((W)->threaded) pthread_mutex_lock(&(W)->mu); } while (0)
+#define SYMDYN_UNLOCK(W) do { if ((W)->threaded) pthread_mutex_unlock(&(W)->mu); } while (0)
+#else
+#define SYMDYN_LOCK(W) ((void)0)
+#define SYMDYN_UNLOCK(W) ((void)0)
+#endif
+
+/* per-thread buffers: CasADi's arg/res/iw/w, the scratch block of one state's outputs and one
+ * line writer per output */
+typedef struct {
+  const casadi_real** arg;
+  casadi_real** res;
+  casadi_int* iw;
+  casadi_real* w;
+  casadi_real* scratch;
+  symdyn_writer* wr;
+} symdyn_buffers;
+
+static void symdyn_buffers_free(symdyn_buffers* b) {
+  free((void*)b->arg); free(b->res); free(b->iw); free(b->w); free(b->scratch); free(b->wr);
 }
 
-static void* symdyn_worker(void* p) {
-  symdyn_job* J = (symdyn_job*)p;
-  const symdyn_desc* d = J->d;
-  const casadi_real** arg = (const casadi_real**)calloc((size_t)d->sz_arg + 1, sizeof(void*));
-  casadi_real** res = (casadi_real**)calloc((size_t)d->sz_res + 1, sizeof(void*));
-  casadi_int* iw = (casadi_int*)malloc(sizeof(casadi_int) * (size_t)(d->sz_iw + 1));
-  casadi_real* w = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(d->sz_w + 1));
-  /* streamed: outputs are evaluated into a scratch block (in cache) and written out in order
-   * (the generated code writes them in its evaluation order, scattered over a state's block) */
-  symdyn_writer* wr = (symdyn_writer*)malloc(sizeof(symdyn_writer) * (size_t)(d->n_out + 1));
-  long long n_all = 0, i, j, off, lo, hi;
-  casadi_real* scratch;
-  int k, taken = 0;
+static int symdyn_buffers_alloc(const symdyn_desc* d, symdyn_buffers* b) {
+  long long n_all = 0;
+  int k;
   for (k = 0; k < d->n_out; ++k) n_all += d->nout[k];
-  scratch = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(n_all + 1));
-  if (!arg || !res || !iw || !w || !wr || !scratch) {
-    J->status = -2;
-  } else {
-    for (k = 0, off = 0; k < d->n_out; off += d->nout[k], ++k) res[k] = scratch + off;
-    while (symdyn_take(J, &lo, &hi, &taken)) {
-      if (J->stream)
-        for (k = 0; k < d->n_out; ++k)
-          symdyn_writer_start(wr + k, J->out[k] + lo * d->nout[k], J->out[k] + hi * d->nout[k]);
-      for (i = lo; i < hi; ++i) {
-        int ok = 1;
-        if (!J->stream)
-          for (k = 0; k < d->n_out; ++k) res[k] = J->out[k] + i * d->nout[k];
-        for (k = 0; k < d->n_in; ++k) {
-          arg[k] = J->in[k] + i * d->nin[k];
-          if (symdyn_nonfinite(arg[k], d->nin[k])) ok = 0;
-        }
-        if (ok && d->nquat && symdyn_bad_quaternion(d, arg[d->qin]) >= 0) {
-          ok = 0;
-          if (J->badq < 0) J->badq = i;
-        } else if (!ok && J->bad < 0) {
-          J->bad = i;
-        }
-        if (!ok) {
-          for (k = 0; k < d->n_out; ++k)
-            for (j = 0; j < d->nout[k]; ++j) res[k][j] = NAN;
-        } else if (d->f(arg, res, iw, w, 0)) {
-          J->status = -1;
-          break;
-        }
-        if (J->stream)
-          for (k = 0; k < d->n_out; ++k) symdyn_writer_put(wr + k, res[k], d->nout[k]);
-      }
-      if (J->status) break;
-    }
+  b->arg = (const casadi_real**)calloc((size_t)d->sz_arg + 1, sizeof(void*));
+  b->res = (casadi_real**)calloc((size_t)d->sz_res + 1, sizeof(void*));
+  b->iw = (casadi_int*)malloc(sizeof(casadi_int) * (size_t)(d->sz_iw + 1));
+  b->w = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(d->sz_w + 1));
+  b->scratch = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(n_all + 1));
+  b->wr = (symdyn_writer*)malloc(sizeof(symdyn_writer) * (size_t)(d->n_out + 1));
+  if (b->arg && b->res && b->iw && b->w && b->scratch && b->wr) return 0;
+  symdyn_buffers_free(b);
+  return -1;
+}
+
+/* evaluates states [lo, hi): 0, or -1 when F failed; *bad and *badq get the first states of the
+ * range with NaN/inf inputs and with a non-unit quaternion (-1: none) */
+static int symdyn_range(const symdyn_work* W, symdyn_buffers* b, long long lo, long long hi,
+                        long long* bad, long long* badq) {
+  const symdyn_desc* d = W->d;
+  long long i, j, off;
+  int k;
+  /* streamed: outputs are evaluated into the scratch block (in cache) and written out in
+   * order (the generated code writes them in its evaluation order, scattered over a state) */
+  for (k = 0, off = 0; k < d->n_out; off += d->nout[k], ++k) {
+    b->res[k] = b->scratch + off;
+    if (W->stream)
+      symdyn_writer_start(b->wr + k, W->out[k] + lo * d->nout[k], W->out[k] + hi * d->nout[k]);
   }
-#if defined(__SSE2__)
-  _mm_sfence();  /* the streamed outputs are visible before the results are reported */
-#endif
-  free((void*)arg); free(res); free(iw); free(w); free(wr); free(scratch);
+  for (i = lo; i < hi; ++i) {
+    int ok = 1;
+    if (!W->stream)
+      for (k = 0; k < d->n_out; ++k) b->res[k] = W->out[k] + i * d->nout[k];
+    for (k = 0; k < d->n_in; ++k) {
+      b->arg[k] = W->in[k] + i * d->nin[k];
+      if (symdyn_nonfinite(b->arg[k], d->nin[k])) ok = 0;
+    }
+    if (ok && d->nquat && symdyn_bad_quaternion(d, b->arg[d->qin]) >= 0) {
+      ok = 0;
+      if (*badq < 0) *badq = i;
+    } else if (!ok && *bad < 0) {
+      *bad = i;
+    }
+    if (!ok) {
+      for (k = 0; k < d->n_out; ++k)
+        for (j = 0; j < d->nout[k]; ++j) b->res[k][j] = NAN;
+    } else if (d->f(b->arg, b->res, b->iw, b->w, 0)) {
+      return -1;
+    }
+    if (W->stream)
+      for (k = 0; k < d->n_out; ++k) symdyn_writer_put(b->wr + k, b->res[k], d->nout[k]);
+  }
   return 0;
 }
+
+/* takes chunks of states until none is left */
+static void symdyn_run(symdyn_work* W) {
+  symdyn_buffers b;
+  long long lo, hi, bad, badq;
+  int allocated = 0, status;
+  for (;;) {
+#ifdef SYMDYN_THREADS
+    lo = __atomic_fetch_add(&W->next, W->chunk, __ATOMIC_RELAXED);
+#else
+    lo = W->next;
+    W->next += W->chunk;
+#endif
+    if (lo >= W->n) break;
+    hi = lo + W->chunk < W->n ? lo + W->chunk : W->n;
+    if (!allocated) allocated = symdyn_buffers_alloc(W->d, &b) ? -1 : 1;
+    bad = badq = -1;
+    status = 0;
+    if (allocated < 0) {
+      status = -2;
+#ifdef SYMDYN_THREADS
+    } else if (__atomic_load_n(&W->failed, __ATOMIC_RELAXED)) {
+#else
+    } else if (W->failed) {
+#endif
+      status = 0;              /* F failed elsewhere: the batch fails, the rest is skipped */
+    } else if (symdyn_range(W, &b, lo, hi, &bad, &badq)) {
+      status = -1;
+#ifdef SYMDYN_THREADS
+      __atomic_store_n(&W->failed, 1, __ATOMIC_RELAXED);
+#else
+      W->failed = 1;
+#endif
+    }
+#if defined(__SSE2__)
+    _mm_sfence();              /* the streamed outputs are visible before they are reported */
+#endif
+    SYMDYN_LOCK(W);
+    if (status < W->status) W->status = status;
+    if (bad >= 0 && (W->bad < 0 || bad < W->bad)) W->bad = bad;
+    if (badq >= 0 && (W->badq < 0 || badq < W->badq)) W->badq = badq;
+    W->done += hi - lo;
+#ifdef SYMDYN_THREADS
+    if (W->threaded && W->done >= W->n) pthread_cond_signal(&W->cv);
+#endif
+    SYMDYN_UNLOCK(W);
+  }
+  if (allocated > 0) symdyn_buffers_free(&b);
+}
+
+/* drops a reference to W; the last one frees it */
+static void symdyn_release(symdyn_work* W) {
+  int last;
+  SYMDYN_LOCK(W);
+  last = --W->refs == 0;
+  SYMDYN_UNLOCK(W);
+  if (!last) return;
+#ifdef SYMDYN_THREADS
+  if (W->threaded) {
+    pthread_mutex_destroy(&W->mu);
+    pthread_cond_destroy(&W->cv);
+  }
+#endif
+  free(W);
+}
+
+#ifdef SYMDYN_THREADS
+static void* symdyn_helper(void* p) {
+  symdyn_work* W = (symdyn_work*)p;
+  symdyn_run(W);
+  symdyn_release(W);
+  return 0;
+}
+#endif
 
 static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
                         casadi_real* const* out, long long n, int nthreads, int stream,
                         long long* bad) {
-  symdyn_job jobs[SYMDYN_MAX_THREADS];
-#ifdef SYMDYN_HAVE_PTHREAD
-  pthread_t tid[SYMDYN_MAX_THREADS];
-  int started[SYMDYN_MAX_THREADS];
-#endif
-  long long first = -1, firstq = -1, chunk, n_out_all = 0, next = 0;
+  symdyn_work* W;
+  long long n_out_all = 0, chunk;
   double state_bytes;
-  int t, k, status = 0;
-  if (n <= 0) { if (bad) bad[0] = bad[1] = -1; return 0; }
+  int k, status;
+  if (bad) bad[0] = bad[1] = -1;
+  if (n <= 0) return 0;
   if (nthreads < 1) nthreads = 1;
   if (nthreads > SYMDYN_MAX_THREADS) nthreads = SYMDYN_MAX_THREADS;
-#ifndef SYMDYN_HAVE_PTHREAD
-  nthreads = 1;
+#ifndef SYMDYN_THREADS
+  nthreads = 1;                /* no POSIX threads or no atomics: one thread */
 #endif
   if ((long long)nthreads > n) nthreads = (int)n;
   for (k = 0; k < d->n_out; ++k) n_out_all += d->nout[k];
   state_bytes = (double)n_out_all * sizeof(casadi_real);
   if (stream < 0) stream = (double)n * state_bytes / nthreads > SYMDYN_STREAM_MIN_BYTES;
-  /* chunks of ~SYMDYN_CHUNK_BYTES of outputs (few partial lines at their ends), at least 8 a
-   * thread; one range per thread where there are no atomics */
-  chunk = (long long)(SYMDYN_CHUNK_BYTES / (state_bytes > 1.0 ? state_bytes : 1.0)) + 1;
-  if (chunk > (n + 8LL * nthreads - 1) / (8LL * nthreads)) chunk = (n + 8LL * nthreads - 1) / (8LL * nthreads);
-#ifndef SYMDYN_HAVE_ATOMICS
-  chunk = (n + nthreads - 1) / nthreads;
+  /* one range for one thread; else chunks of ~SYMDYN_CHUNK_BYTES of outputs (few partial
+   * lines at their ends), at least 8 a thread */
+  chunk = n;
+  if (nthreads > 1) {
+    long long most = (n + 8LL * nthreads - 1) / (8LL * nthreads);
+    chunk = (long long)(SYMDYN_CHUNK_BYTES / (state_bytes > 1.0 ? state_bytes : 1.0)) + 1;
+    if (chunk > most) chunk = most;
+    if (chunk < 1) chunk = 1;
+  }
+  W = (symdyn_work*)calloc(1, sizeof(symdyn_work));
+  if (!W) return -2;
+  W->d = d; W->in = in; W->out = out; W->n = n; W->chunk = chunk;
+  W->bad = W->badq = -1; W->stream = stream != 0; W->refs = 1;
+#ifdef SYMDYN_THREADS
+  if (nthreads > 1 && pthread_mutex_init(&W->mu, 0) == 0) {
+    if (pthread_cond_init(&W->cv, 0) == 0) {
+      pthread_attr_t attr;
+      int t, detached = pthread_attr_init(&attr) == 0
+                        && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0;
+      W->threaded = 1;
+      for (t = 1; detached && t < nthreads; ++t) {
+        pthread_t tid;
+        SYMDYN_LOCK(W);
+        ++W->refs;
+        SYMDYN_UNLOCK(W);
+        if (pthread_create(&tid, &attr, symdyn_helper, W) != 0) {
+          SYMDYN_LOCK(W);
+          --W->refs;           /* could not start it: the other threads do its share */
+          SYMDYN_UNLOCK(W);
+          break;
+        }
+      }
+      if (detached) pthread_attr_destroy(&attr);
+    } else {
+      pthread_mutex_destroy(&W->mu);
+    }
+  }
 #endif
-  if (chunk < 1) chunk = 1;
-  for (t = 0; t < nthreads; ++t) {
-    jobs[t].d = d; jobs[t].in = in; jobs[t].out = out; jobs[t].bad = -1; jobs[t].badq = -1;
-    jobs[t].status = 0; jobs[t].stream = stream != 0; jobs[t].n = n; jobs[t].chunk = chunk;
-    jobs[t].next = nthreads > 1 ? &next : 0;   /* unused without atomics */
-    jobs[t].lo = nthreads > 1 ? t * chunk : 0;
-    jobs[t].hi = nthreads > 1 ? ((t + 1) * chunk < n ? (t + 1) * chunk : n) : n;
-  }
-#ifdef SYMDYN_HAVE_PTHREAD
-  for (t = 1; t < nthreads; ++t)
-    started[t] = pthread_create(&tid[t], 0, symdyn_worker, &jobs[t]) == 0;
-  symdyn_worker(&jobs[0]);
-  for (t = 1; t < nthreads; ++t) {
-    if (started[t]) pthread_join(tid[t], 0);
-    else symdyn_worker(&jobs[t]);  /* thread creation failed: run here */
-  }
-#else
-  symdyn_worker(&jobs[0]);
+  symdyn_run(W);
+  SYMDYN_LOCK(W);
+#ifdef SYMDYN_THREADS
+  while (W->threaded && W->done < W->n) pthread_cond_wait(&W->cv, &W->mu);
 #endif
-  for (t = 0; t < nthreads; ++t) {
-    if (jobs[t].status < status) status = jobs[t].status;
-    if (jobs[t].bad >= 0 && (first < 0 || jobs[t].bad < first)) first = jobs[t].bad;
-    if (jobs[t].badq >= 0 && (firstq < 0 || jobs[t].badq < firstq)) firstq = jobs[t].badq;
-  }
-  if (bad) { bad[0] = first; bad[1] = firstq; }
-  if (status) return status;
-  return firstq >= 0 ? 2 : first >= 0 ? 1 : 0;
+  status = W->status;
+  if (bad) { bad[0] = W->bad; bad[1] = W->badq; }
+  if (!status) status = W->badq >= 0 ? 2 : W->bad >= 0 ? 1 : 0;
+  SYMDYN_UNLOCK(W);
+  symdyn_release(W);
+  return status;
 }
 
 int floating1_crba_symdyn_api_version(void) { return 4; }
