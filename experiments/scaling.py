@@ -64,7 +64,17 @@ t0 = time.perf_counter()
 lib = build(model, [alg], out, form=form, progress=False)
 t = time.perf_counter() - t0
 fd = lib.manifest["functions"][0]
-print(json.dumps({{"build_s": t, "gcc_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+auto = None
+if form == "recursive":   # what form="auto" would choose (symdyn.codegen.recursive.choose_by_size)
+    from symdyn.codegen import recursive
+    from symdyn.codegen.functions import algorithm_spec, casadi_function, exact_rotations
+    spec = algorithm_spec(alg)
+    opts = {{"frame": recursive.RECURSIVE_FRAME}} if alg in ("crba", "coriolis_matrix") else {{}}
+    prog = recursive.record(exact_rotations(model), spec.function, list(spec.input_sizes(model)),
+                            name="auto", **opts)
+    auto = list(recursive.choose_by_size(prog, lambda: casadi_function(model, alg,
+                                                                      layout="numpy")))
+print(json.dumps({{"build_s": t, "auto": auto, "gcc_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                   "n_instructions": fd["n_instructions"], "form": fd["form"],
                   "frame": fd.get("frame"), "method": fd.get("method"),
                   "recursive": fd.get("recursive"), "cflags": fd.get("cflags")}}))
@@ -317,51 +327,56 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
     return 0
 
 
-def crossover_section(results, families, sizes, algs) -> list[str]:
-    """Where the recursive form becomes faster than the unrolled one (the auto rule's data)."""
-    from symdyn.codegen.recursive import RECURSIVE_FROM_N
+def auto_form(row: dict) -> tuple[str, str]:
+    """The form ``form='auto'`` picks (recorded by the recursive build's worker)."""
+    auto = row.get("recursive", {}).get("auto")
+    return (auto[0], auto[1]) if auto else ("unrolled", "no recursive form")
 
-    out = ["## Where the recursive form wins (the data behind `form='auto'`)", "",
-           "Smallest N from which the recursive form is at least as fast as the unrolled one in "
-           "every larger measured size, per family; `RECURSIVE_FROM_N` is the threshold "
-           "`symdyn.codegen.recursive.choose_form` uses (recorded in each build's manifest).", ""]
+
+def crossover_section(results, families, sizes, algs) -> list[str]:
+    """What form='auto' picks at each size, and whether it was the faster form measured."""
+    from symdyn.codegen.recursive import AUTO_MAX_UNROLLED, AUTO_WORK_RATIO
+
+    out = ["## The rule of `form='auto'`", "",
+           f"`symdyn.codegen.recursive.choose_by_size`: unrolled while its graph has at most "
+           f"{AUTO_MAX_UNROLLED} SX instructions, else recursive (a recorded program doing more "
+           f"than {AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED} operations per call is not traced "
+           "unrolled at all). Cell: the pick (u/r) and, where both were measured, whether it "
+           "was the faster one ('=' within 10 %, 'slower x' by that factor). The bound is on "
+           "build cost as much as run time: past it, gcc's time and memory grow quickly "
+           "(tables above).", ""]
     rows = []
     for alg in algs:
-        cells = []
         for fam in families:
-            first = None
+            cells = []
             for n in sizes:
                 row = results[(fam, n)][alg]
-                u, r = row.get("unrolled", {}), row.get("recursive", {})
-                if "t" not in r:
-                    continue
-                wins = "t" not in u or r["t"] <= u["t"]
-                if wins and first is None:
-                    first = n
-                elif not wins:
-                    first = None
-            cells.append("-" if first is None else str(first))
-        rows.append([alg, *cells, RECURSIVE_FROM_N.get(alg, "-")])
-    return out + table(["algorithm", *families, "RECURSIVE_FROM_N"], rows) + [""]
+                pick, _ = auto_form(row)
+                other = "unrolled" if pick == "recursive" else "recursive"
+                t_pick, t_other = row.get(pick, {}).get("t"), row.get(other, {}).get("t")
+                mark = pick[0]
+                if t_pick and t_other:
+                    r = t_pick / t_other
+                    mark += " =" if r <= 1.1 else f" slower {r:.1f}x"
+                cells.append(mark)
+            rows.append([alg, fam, *cells])
+    return out + table(["algorithm", "family", *[f"N = {n}" for n in sizes]], rows) + [""]
 
 
 def targets_section(results, families, sizes, algs) -> list[str]:
-    """The issue's targets, each met or missed as measured (the form `auto` would pick)."""
-    from symdyn.codegen.recursive import choose_form
-
+    """The issue's targets, each met or missed as measured (the form `auto` picks)."""
     out = ["## Issue 14 targets, as measured", "",
-           "Per call, the form `form='auto'` picks for that model (`choose_form`); <= 1.0x at "
-           "every N, <= 0.7x at N <= 20; christoffel <= 0.5x of the Pinocchio route.", ""]
+           "Per call, the form `form='auto'` picks; <= 1.0x at every N, <= 0.7x at N <= 20; "
+           "christoffel <= 0.5x of the Pinocchio route.", ""]
     rows = []
     for alg in algs:
         for fam in families:
             cells, ok = [], True
             for n in sizes:
-                model = family_model(fam, n)
-                form = choose_form(model, alg)[0]
+                form = auto_form(results[(fam, n)][alg])[0]
                 f = results[(fam, n)][alg].get(form, {})
                 if "ratio" not in f:
-                    cells.append(f"- ({form})")
+                    cells.append(f"- ({form[0]})")
                     ok = False
                     continue
                 limit = 0.5 if alg == "christoffel" else (0.7 if n <= 20 else 1.0)

@@ -10,7 +10,8 @@ import pytest
 
 import symdyn as sd
 from symdyn.codegen import build
-from symdyn.codegen.recursive import (RECURSIVE_ALGORITHMS, choose_form, evaluate, record)
+from symdyn.codegen.recursive import (AUTO_MAX_UNROLLED, AUTO_WORK_RATIO, RECURSIVE_ALGORITHMS,
+                                      choose_by_size, choose_form, evaluate, record)
 from symdyn.models import serial_chain
 
 from conftest import MODEL_NAMES, MODELS, model_for, random_forces, random_state, run
@@ -97,16 +98,34 @@ def test_algorithms_outside_steps_are_refused_clearly():
 
 
 def test_form_choice():
-    small, big = serial_chain(5, seed=1), serial_chain(60, seed=1)
-    assert choose_form(small, "crba")[0] == "unrolled"
-    assert choose_form(big, "crba")[0] == "recursive"
-    assert choose_form(big, "aba_derivatives")[0] == "unrolled"
-    assert choose_form(big, "crba", parameters="inertial")[0] == "unrolled"
+    small = serial_chain(5, seed=1)
+    assert choose_form(small, "crba") == ("measure", "auto")
+    assert choose_form(small, "aba_derivatives")[0] == "unrolled"
+    assert choose_form(small, "crba", parameters="inertial")[0] == "unrolled"
     assert choose_form(small, "crba", "recursive") == ("recursive", "asked for")
     with pytest.raises(ValueError, match="not available"):
         choose_form(small, "aba_derivatives", "recursive")
     with pytest.raises(ValueError, match="unknown form"):
         choose_form(small, "crba", "rolled")
+
+
+def test_choose_by_size():
+    """Unrolled while its graph is within AUTO_MAX_UNROLLED instructions; a large recorded
+    program skips tracing the unrolled graph at all."""
+    small = serial_chain(4, seed=1)
+    prog = record(small, sd.crba, [small.nq], name="t")
+    traced = []
+
+    def trace(n):
+        return lambda: traced.append(n) or type("F", (), {"n_instructions": lambda self: n})()
+
+    assert choose_by_size(prog, trace(AUTO_MAX_UNROLLED))[0] == "unrolled"
+    assert choose_by_size(prog, trace(AUTO_MAX_UNROLLED + 1))[0] == "recursive"
+    big = serial_chain(40, seed=1)
+    prog = record(big, sd.christoffel, [big.nq], name="t")
+    assert prog.stats["work"] > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED
+    n = len(traced)
+    assert choose_by_size(prog, trace(0))[0] == "recursive" and len(traced) == n
 
 
 @pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
@@ -144,7 +163,7 @@ def test_auto_form_recorded_in_manifest(tmp_path):
     small = serial_chain(3, seed=1)
     lib = build(small, ["rnea"], cache_dir=tmp_path, opt="-O1", progress=False)
     fd = lib.manifest["functions"][0]
-    assert fd["form"] == "unrolled" and fd["form_reason"].startswith("auto")
+    assert fd["form"] == "unrolled" and fd["form_reason"].startswith("auto: unrolled graph")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "casadi", "sympy"])

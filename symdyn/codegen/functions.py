@@ -318,14 +318,18 @@ def _shape_and_layouts(name: str, rank: int, value):
 # 135.7k vs 67.5k). Generated-code time follows the instruction count, so the smaller one is used.
 FRAME_CANDIDATES = ("body", "root")
 
-# aba_derivatives with method="auto" in generated code: both eq. (5) routes are traced and AZA is
-# kept when its graph has at most AZA_MAX_RATIO times DMM's SX instructions. Measured on
-# paper004_chain(n) (reports/derivatives_compiled.md, compiled, 2-core EPYC): instructions
-# AZA/DMM 0.92 / 0.78 / 0.68 / 0.59 at n = 15 / 20 / 25 / 30, where AZA's time per call was
-# 1.61 / 0.81 / 0.94 / 0.64x DMM's and per batched state 1.93 / 1.38 / 0.92 / 0.69x: AZA pays off
-# once its graph is about 0.7x DMM's (each AZA step is a dependent recursion, DMM's products are
-# independent). On branched trees (g1, talos) AZA's graph is larger, so DMM stays. The choice is
+# --- aba_derivatives method rule (method="auto" in generated code) -------------------------------
+# The eq. (5) routes of AUTO_METHODS are traced and the smallest graph is kept, AZA's weighted by
+# 1 / AZA_MAX_RATIO (each AZA step is a dependent 6-vector recursion: more time per instruction).
+# "ltdl" (M^-1 through the sparse LTDL factors, no ABA pass) has the smallest graph on every
+# branched tree and robot measured and the lowest time per instruction (2-core EPYC, -Og/-O2 as
+# chosen by size, vs DMM per call: ur5 1.55 / 1.86 us, panda 2.25 / 2.93, solo12 4.35 / 8.71,
+# serial_chain(20, seed=1) 12.8 / 29.5, g1 107k vs 185k instructions); "dmm" is no longer a
+# candidate (never the smallest nor the fastest measured). On long chains of simple geometry AZA
+# wins: paper004_chain(20) AZA 38.6k / ltdl 49.1k instructions (ratio 0.79: ltdl kept, 9.3 vs
+# 17.0 us), paper004_chain(30) 86k / 154k (0.56: AZA kept, 50.9 vs 62.2 us). The choice is
 # info["method"] and the manifest's "method".
+AUTO_METHODS = ("ltdl", "aza")
 AZA_MAX_RATIO = 0.72
 
 _ROTATION_SNAP = 4 * 2.0 ** -52   # 4 eps: below one rounding of a unit rotation entry
@@ -407,7 +411,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     if algorithm_options(algorithm).get("method") == "auto" and \
             options.get("method", "auto") == "auto":
         options.pop("method", None)
-        methods = ["dmm", "aza"]
+        methods = list(AUTO_METHODS)  # aba_derivatives method rule (AUTO_METHODS)
     options = check_options(algorithm, options)
     if snap_rotations:
         model = exact_rotations(model)
@@ -421,7 +425,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
         replace(spec, inputs=spec.inputs + (PI_INPUT,))
     best = None
     for frame in frames:  # frame="auto": keep the smaller graph (module docstring)
-        for method in methods:  # method="auto": AZA only where its graph is AZA_MAX_RATIO smaller
+        for method in methods:  # method="auto": smallest graph, AZA's weighted (AUTO_METHODS)
             opts = dict(options)
             if frame is not None:
                 opts["frame"] = frame
@@ -434,6 +438,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     assert best is not None  # frames and methods are never empty
     _, f, shapes, orders, t_trace, t_function, frame, method = best
     if info is not None:
+        info["function"] = best[1]
         info["trace"] = TraceInfo(algorithm, f.n_nodes(), f.n_instructions(), f.sz_w(), t_trace,
                                   t_function, shapes)
         if emit_order:

@@ -265,15 +265,26 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
                              f"{fname!r}; choose labels that differ in letters, digits or '_'")
         symbols[fname] = key
         chosen, reason = recursive.choose_form(model, alg, form, parameters=parameters)
+        program = f = None
+        info: dict = {}
+
+        def trace_unrolled():
+            with prog.step(f"tracing {key} on {model.name!r} (nv={model.nv})",
+                           slow=model.nv >= 15):
+                return casadi_function(model, alg, name=fname, layout="numpy", cse=cse,
+                                       info=info, emit_order=True, parameters=parameters, **opts)
+
+        if chosen == "measure":   # form="auto": by the sizes of both forms (choose_by_size)
+            program = _record(model, key, alg, opts, fname, prog, cse)
+            chosen, reason = recursive.choose_by_size(program, trace_unrolled)
+            f = info.get("function")
         if chosen == "recursive":
             functions.append(_generate_recursive(model, key, alg, opts, fname, prefix, directory,
                                                  prog, cse=cse, fast_trig=fast_trig,
-                                                 reason=reason))
+                                                 reason=reason, program=program))
             continue
-        info: dict = {}
-        with prog.step(f"tracing {key} on {model.name!r} (nv={model.nv})", slow=model.nv >= 15):
-            f = casadi_function(model, alg, name=fname, layout="numpy", cse=cse, info=info,
-                                emit_order=True, parameters=parameters, **opts)
+        if f is None:
+            f = trace_unrolled()
         if f.name() != fname:
             raise RuntimeError(f"CasADi named the function {f.name()!r}, expected {fname!r}")
         tr = info["trace"]
@@ -334,24 +345,45 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     }
 
 
-def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *, cse, fast_trig,
-                        reason) -> dict:
-    """Record ``alg`` into kernels and a program and write its C (the manifest entry)."""
+def _recursive_options(alg: str, opts: dict) -> dict:
+    from . import recursive
+
+    opts = dict(opts)
+    if "frame" in algorithm_options(alg) and opts.get("frame", "auto") == "auto":
+        opts["frame"] = recursive.RECURSIVE_FRAME
+    return opts
+
+
+def _record(model, key, alg, opts, fname, prog, cse):
+    """``alg`` recorded into kernels and a program (:mod:`symdyn.codegen.recursive`)."""
     from . import recursive
     from .functions import exact_rotations
 
     spec = algorithm_spec(alg)
-    sizes = list(spec.input_sizes(model))
-    opts = dict(opts)
-    if "frame" in algorithm_options(alg) and opts.get("frame", "auto") == "auto":
-        opts["frame"] = recursive.RECURSIVE_FRAME
     with prog.step(f"recording {key} on {model.name!r} (nv={model.nv}), recursive form",
                    slow=model.nv >= 40):
-        program = recursive.record(exact_rotations(model), spec.function, sizes, name=fname,
-                                   cse=cse, **opts)
+        program = recursive.record(exact_rotations(model), spec.function,
+                                   list(spec.input_sizes(model)), name=fname, cse=cse,
+                                   **_recursive_options(alg, opts))
     st = program.stats
     prog(f"{key}: {st['n_kernels']} kernels ({st['n_instructions']} SX instructions), "
-         f"{st['n_calls']} step calls (record {st['t_record']:.2f}s, trace {st['t_trace']:.2f}s)")
+         f"{st['n_calls']} step calls, {st['work']} operations per call (record "
+         f"{st['t_record']:.2f}s, trace {st['t_trace']:.2f}s)")
+    return program
+
+
+def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *, cse, fast_trig,
+                        reason, program=None) -> dict:
+    """Write the C of ``alg`` in the recursive form (recorded here unless ``program`` is given);
+    returns its manifest entry."""
+    from . import recursive
+
+    spec = algorithm_spec(alg)
+    sizes = list(spec.input_sizes(model))
+    opts = _recursive_options(alg, opts)
+    if program is None:
+        program = _record(model, key, alg, opts, fname, prog, cse)
+    st = program.stats
     t0 = time.perf_counter()
     ctx: dict[str, Any] = {"fast_trig": fast_trig}
     with prog.step(f"generating C for {key}", slow=False):

@@ -63,11 +63,14 @@ RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vec
 RECURSIVE_FRAME = "root"
 # calls fused into one (Recorder._fuse_runs); measured in reports/scaling.md
 FUSE = 4
-# form="auto": the recursive form from this many bodies on (measured: experiments/scaling.py,
-# reports/scaling.md; below it the unrolled graph is faster)
-RECURSIVE_FROM_N = {"rnea": 40, "crba": 40, "aba": 40, "nonlinear_effects": 40,
-                    "gravity_vector": 40, "coriolis_matrix": 40, "christoffel": 20,
-                    "rnea_derivatives": 40}
+# form="auto" (choose_by_size): the unrolled graph is kept while it has at most this many SX
+# instructions (code that compiles in seconds at -O2 and stays in the instruction cache; beyond
+# it gcc's time and memory and the run time grow faster than the recursive form's, measured in
+# reports/scaling.md); a recorded program doing more than AUTO_WORK_RATIO times as many
+# operations per call is not traced unrolled at all (the unrolled graph has at least ~0.2x the
+# recursive work on every model measured, so it would exceed the bound).
+AUTO_MAX_UNROLLED = 40000
+AUTO_WORK_RATIO = 5
 
 
 def check_form(form: str) -> str:
@@ -78,9 +81,9 @@ def check_form(form: str) -> str:
 
 def choose_form(model, algorithm: str, form: str = "auto", *,
                 parameters: str | None = None) -> tuple[str, str]:
-    """``(form, reason)`` for one compiled function: ``form`` as asked, or for ``"auto"`` the
-    recursive form where the algorithm has one and the model has at least
-    ``RECURSIVE_FROM_N[algorithm]`` bodies (the measured crossover), else the unrolled one."""
+    """``(form, reason)`` for one compiled function: ``form`` as asked; for ``"auto"`` the
+    unrolled form where the algorithm has no recursive one, else ``"measure"``: the choice is
+    made by :func:`choose_by_size` once both sizes are known."""
     check_form(form)
     supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None
     if form == "recursive":
@@ -95,10 +98,21 @@ def choose_form(model, algorithm: str, form: str = "auto", *,
     if not supported:
         return "unrolled", "no recursive form" if parameters is None else \
             "no recursive form with parameters="
-    n0 = RECURSIVE_FROM_N[algorithm]
-    if model.N >= n0:
-        return "recursive", f"auto: N = {model.N} >= {n0}"
-    return "unrolled", f"auto: N = {model.N} < {n0}"
+    return "measure", "auto"
+
+
+def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:
+    """``form="auto"``: the unrolled form while its graph has at most ``AUTO_MAX_UNROLLED``
+    instructions, else the recursive one; ``trace_unrolled()`` (returning the casadi.Function)
+    is called only when the recorded program's work leaves the unrolled form in question."""
+    work = program.stats["work"]
+    if work > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED:
+        return "recursive", (f"auto: {work} operations per call recorded > "
+                             f"{AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED}")
+    n = trace_unrolled().n_instructions()
+    if n <= AUTO_MAX_UNROLLED:
+        return "unrolled", f"auto: unrolled graph {n} <= {AUTO_MAX_UNROLLED} instructions"
+    return "recursive", f"auto: unrolled graph {n} > {AUTO_MAX_UNROLLED} instructions"
 
 
 class Ref:
@@ -837,6 +851,8 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
                                  if rec.kernels[k].out_tree is not None),
                   "n_instructions": sum(rec.kernels[k].function.n_instructions()
                                         for k in prog.used),
+                  "work": sum(rec.kernels[k].function.n_instructions()
+                              for k, _, _ in prog.instructions),
                   "workspace": prog.workspace, "n_constants": int(prog.constants.size)}
     return prog
 
@@ -1074,6 +1090,7 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         fname=fname, guard=guard, n_in=len(prog.inputs), n_out=len(prog.outputs),
         sz_iw=sz_iw, sz_w=sz_w))
     return {"n_kernels": len(names), "n_calls": len(prog.instructions),
+            "work": prog.stats.get("work"),
             "program_ints": len(prog_ints), "workspace": prog.workspace,
             "n_constants": int(prog.constants.size),
             "kernel_instructions": sum(f.n_instructions() for f in names.values()),
