@@ -48,6 +48,10 @@ def register(subparsers) -> None:
     p.add_argument("--parameters", choices=("inertial",), default=None,
                    help="inertial: functions that depend on the inertias take the 10 N inertial "
                         "parameters pi (Pinocchio's order) as a last input")
+    p.add_argument("--form", choices=("auto", "unrolled", "recursive"), default="auto",
+                   help="unrolled: one straight-line graph per function; recursive: per-step "
+                        "kernels and a C loop over the model's table (code size independent of "
+                        "N); auto: unrolled up to 40k SX instructions (default)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=run)
 
@@ -87,11 +91,12 @@ def run(args) -> int:
     progress = False if args.quiet else True
     manifest = generate_sources(model, args.algorithms, out, args.name, cse=args.cse,
                                 progress=progress, parameters=args.parameters,
-                                **_options(args.option))
+                                form=args.form, **_options(args.option))
     print(f"{model!r}: wrote C sources to {out}/")
     for fd in manifest["functions"]:
         print(f"  {fd['source']:<40} {fd['n_nodes']:>8} SX nodes {fd['n_instructions']:>8} "
-              f"instructions  {fd['source_bytes'] / 1e3:8.0f} kB")
+              f"instructions  {fd['source_bytes'] / 1e3:8.0f} kB  {fd['form']} "
+              f"({fd['form_reason']})")
     print(f"  {manifest['prefix']}_api.c/.h (call/batch wrappers), main.c (example), Makefile")
     if args.compile:
         cc, _ = compiler_info()
