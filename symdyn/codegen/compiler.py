@@ -199,7 +199,10 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
     extra = (native_target(cc_path)[0] if native else []) + list(cflags)
     units = []
     for fd in manifest["functions"]:
-        n_out = sum(math.prod(sh) for sh in fd["output_shapes"])
+        # unrolled code writes each output entry with its own instruction; the recursive form
+        # copies the entries its kernels do not write in a loop (its code is the kernels)
+        n_out = 0 if fd.get("form") == "recursive" else \
+            sum(math.prod(sh) for sh in fd["output_shapes"])
         o = choose_opt(fd["n_instructions"], n_out, opt)
         fd["cflags"] = [o, *extra]
         units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
