@@ -61,8 +61,11 @@ RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vec
 # pair costs a few dot products instead of moving three force blocks (measured in
 # reports/scaling.md)
 RECURSIVE_FRAME = "root"
-# calls fused into one (Recorder._fuse_runs); measured in reports/scaling.md
-FUSE = 4
+# calls fused into one (Recorder._fuse_runs). Measured on serial_chain(N, seed=1), per call
+# relative to no fusion: coriolis_matrix N = 80: 2: 0.93, 4: 0.81, 8: 0.69, 16: 0.70;
+# rnea_derivatives N = 80: 0.68 / 0.54 / 0.50; N = 160: 16 beats 8 by 10 %; crba N = 40: 8 beats
+# 16; christoffel (body frame, chained) unchanged.
+FUSE = 8
 # form="auto" (choose_by_size): the unrolled graph is kept while it has at most this many SX
 # instructions (code that compiles in seconds at -O2 and stays in the instruction cache; beyond
 # it gcc's time and memory and the run time grow faster than the recursive form's, measured in
@@ -386,10 +389,10 @@ def _collect_joints(x, out: dict) -> None:
 class Recorder:
     """Records one algorithm into a :class:`Program` (see the module docstring)."""
 
-    def __init__(self, name: str, cse: bool = True, fuse: int = FUSE):
+    def __init__(self, name: str, cse: bool = True, fuse: int | None = None):
         self.name = name
         self.cse = cse
-        self.fuse = fuse
+        self.fuse = FUSE if fuse is None else fuse
         self.backend = RecordingBackend(self)
         self.kernels: list[Kernel] = []
         self._by_key: dict[Any, int] = {}
@@ -826,10 +829,10 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
-           cse: bool = True, fuse: int = FUSE, **options) -> Program:
+           cse: bool = True, fuse: int | None = None, **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
-    :meth:`Recorder._fuse_runs`; 1 keeps every call)."""
+    :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call)."""
     rec = Recorder(name, cse=cse, fuse=fuse)
     refs, inputs = [], []
     for n in input_sizes:
