@@ -69,7 +69,7 @@ if form == "recursive":   # what form="auto" would choose (symdyn.codegen.recurs
     from symdyn.codegen import recursive
     from symdyn.codegen.functions import algorithm_spec, casadi_function, exact_rotations
     spec = algorithm_spec(alg)
-    opts = {{"frame": recursive.RECURSIVE_FRAME}} if alg in ("crba", "coriolis_matrix") else {{}}
+    opts = {{"frame": recursive.RECURSIVE_FRAME}} if alg in ("crba", "coriolis_matrix", "christoffel") else {{}}
     prog = recursive.record(exact_rotations(model), spec.function, list(spec.input_sizes(model)),
                             name="auto", **opts)
     auto = list(recursive.choose_by_size(prog, lambda: casadi_function(model, alg,

@@ -177,3 +177,35 @@ def test_crba_root_frame_equals_body_frame(backend, name):
     np.testing.assert_allclose(M, ref, rtol=1e-10, atol=1e-10)
     with pytest.raises(ValueError, match="frame"):
         sd.crba(model, q, frame="world")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "casadi", "sympy"])
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_christoffel_root_frame_equals_body_frame(backend, name):
+    """christoffel(frame="root") (no transforms below the root poses) gives the same symbols,
+    for every joint kind (planar rates of Phi moved to root coordinates)."""
+    model = model_for(backend, name)
+    q, _, _ = random_state(model, seed=6)
+    ref = sd.christoffel(model, q)
+    G = run(backend, lambda m, q: sd.christoffel(m, q, frame="root", backend=backend), model, q)
+    np.testing.assert_allclose(G, ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+def test_tables_as_byte_strings(tmp_path, monkeypatch):
+    """Large tables (program, constants, output maps) are written as byte strings (gcc would
+    need gigabytes for initializer lists of a million numbers); force that path on a small
+    model and compare with NumPy."""
+    from symdyn.codegen import recursive
+
+    monkeypatch.setattr(recursive, "_BLOB_MIN", 1)
+    model = MODELS["floating"]
+    lib = build(model, ["christoffel", "coriolis_matrix"], form="recursive", cache_dir=tmp_path,
+                opt="-O1", progress=False)
+    src = (lib.path / lib.manifest["functions"][0]["source"]).read_text()
+    assert "char bytes[" in src
+    q, qd, _ = random_state(model, seed=7)
+    np.testing.assert_allclose(lib.christoffel(q), sd.christoffel(model, q), rtol=1e-12,
+                               atol=1e-10)
+    for a, b in zip(lib.coriolis_matrix(q, qd), sd.coriolis_matrix(model, q, qd)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-10)

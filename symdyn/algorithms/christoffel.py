@@ -25,8 +25,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorization_B,
-                       inertia_congruence, xform_force_T)
+                       inertia_congruence, xform_force_T, xform_motion_inv)
 from .common import entry, joint_kinematics
+from .root_frame import root_inertias, root_kinematics
 from .crba import crba
 from .steps import step
 from ..types import Array
@@ -44,7 +45,7 @@ def _unit(B, n, b):
     return B.vector([1 if t == b else 0 for t in range(n)])
 
 
-def _christoffel_blocks(B, model, q, emit):
+def _christoffel_blocks(B, model, q, emit, frame: str = "body"):
     """Algorithm 2 (generalized). Calls ``emit(kind, a, b, c, blk, sym)`` for every block:
 
     * kind "A": ``Gamma[a, b, c] = blk`` with a, b index ranges (start, stop) and c one index;
@@ -52,12 +53,19 @@ def _christoffel_blocks(B, model, q, emit):
     * kind "C": ``Gamma[a, b, c] = blk`` with a one index and b, c ranges; ``sym``: also
       ``Gamma[a, c, b] = blk^T``.
     """
-    I = model.constants(B).I
-    Xup, S = joint_kinematics(B, model, q)
+    if frame not in FRAMES:
+        raise ValueError(f"unknown frame {frame!r}; choose 'body' or 'root'")
+    if frame == "root":   # paper 000 footnote 2: one frame per tree, no transforms below
+        X0, S, _, _ = root_kinematics(B, model, q)
+        I, Xup = root_inertias(B, model, X0), [None] * model.N
+    else:
+        X0 = [None] * model.N
+        Xup, S = joint_kinematics(B, model, q)
+        I = model.constants(B).I
     N, parents, idx = model.N, model.parents, model.v_idx
     n = [b - a for a, b in idx]
     # dPhiring_i / dnu (per column of joint i); Phiring is linear in the joint's own speeds
-    dSring: list[Any] = [None if j.S_constant else ring_rates(B, j, q[i])
+    dSring: list[Any] = [None if j.S_constant else ring_rates(B, j, q[i], X0[i])
                          for i, j in enumerate(model.joints)]
     IC = list(I)                                                              # lines 1-3
     for k in reversed(range(N)):                                              # line 4
@@ -91,9 +99,11 @@ def _christoffel_blocks(B, model, q, emit):
 
 
 @step
-def ring_rates(B, joint, q):
-    """dPhiring/dnu_c for each column c of a joint whose Phi varies (Phiring linear in nu)."""
-    return [joint.Sring(B, q, _unit(B, joint.nv, c)) for c in range(joint.nv)]
+def ring_rates(B, joint, q, X0):
+    """dPhiring/dnu_c for each column c of a joint whose Phi varies (Phiring linear in nu), in
+    root coordinates when ``X0`` (root -> body) is given."""
+    rates = [joint.Sring(B, q, _unit(B, joint.nv, c)) for c in range(joint.nv)]
+    return rates if X0 is None else [xform_motion_inv(B, X0, r) for r in rates]
 
 
 @step
@@ -113,8 +123,10 @@ def speed_terms(B, IC, S, dSring, b: int):
 
 @step
 def ancestor_of_k(B, Xup, F, S_p, nk: int):
-    """F moved to the parent p of body i and the symbols Gamma_pk. and Gamma_k.p."""
-    F = xform_force_T(B, Xup, F)
+    """F moved to the parent p of body i (``Xup`` None: one frame) and the symbols Gamma_pk.
+    and Gamma_k.p."""
+    if Xup is not None:
+        F = xform_force_T(B, Xup, F)
     F1, F2 = B.cols(F, 0, nk), B.cols(F, nk, 2 * nk)
     return S_p.T @ F1, (S_p.T @ F2).T, F
 
@@ -123,8 +135,9 @@ def ancestor_of_k(B, Xup, F, S_p, nk: int):
 def ancestor_j(B, Xup, Bt, h, S_j, dSring_j):
     """Lines 18-19 (B~ and h moved to the parent j) and lines 9-10 for j: the symbols
     Gamma_jjk, the row Gamma_k.. of joint j and the blocks [F1 F2 F3] to move up."""
-    Bt = congruence(B, Xup, Bt)                                               # line 18
-    h = xform_force_T(B, Xup, h)                                              # line 19 via D
+    if Xup is not None:
+        Bt = congruence(B, Xup, Bt)                                           # line 18
+        h = xform_force_T(B, Xup, h)                                          # line 19 via D
     F1 = Bt @ S_j                                                             # line 9
     F2 = Bt.T @ S_j
     F3 = crfbar(B, h) @ S_j - F1                                              # D Phi_j
@@ -146,15 +159,16 @@ def ancestor_j(B, Xup, Bt, h, S_j, dSring_j):
 def ancestor_of_j(B, Xup, F, S_p, nj: int):
     """Lines 15-16 and 12-14: F moved to the parent p of body i and the symbols Gamma_pjk,
     Gamma_jpk and Gamma_kpj."""
-    F = xform_force_T(B, Xup, F)                                              # line 15
+    if Xup is not None:
+        F = xform_force_T(B, Xup, F)                                          # line 15
     F1, F2, F3 = B.cols(F, 0, nj), B.cols(F, nj, 2 * nj), B.cols(F, 2 * nj, 3 * nj)
     return S_p.T @ F1, (S_p.T @ F2).T, S_p.T @ F3, F
 
 
 @step
 def composite_inertia(B, IC_p, Xup, IC):
-    """Line 22: I^C_p + X^T I^C X."""
-    return IC_p + inertia_congruence(B, Xup, IC)
+    """Line 22: I^C_p + X^T I^C X (``Xup`` None: one frame)."""
+    return IC_p + (IC if Xup is None else inertia_congruence(B, Xup, IC))
 
 
 def _dense_writer(B, G):
@@ -179,7 +193,11 @@ def _dense_writer(B, G):
     return emit
 
 
-def christoffel(model: Model, q: Array, *, backend: str | None = None) -> Array:
+FRAMES = ("body", "root")
+
+
+def christoffel(model: Model, q: Array, *, frame: str = "body",
+                backend: str | None = None) -> Array:
     """Generalized Christoffel symbols of the first kind, O(N d^2) (paper 000 Algorithm 2).
 
     ``Gamma[i, j, k]`` with ``C*[i, j] = sum_k Gamma[i, j, k] qd[k]`` for the model's speeds qd, so
@@ -189,11 +207,18 @@ def christoffel(model: Model, q: Array, *, backend: str | None = None) -> Array:
     are not symmetric within one joint. Returns a NumPy array (nv, nv, nv) for numbers, otherwise
     a :class:`~symdyn.backends.Tensor3` (SymPy, SymEngine, CasADi) with ``Gamma[i, j, k]`` a
     scalar and ``Gamma[:, :, k]`` the native nv x nv matrix C*(q, e_k).
+
+    ``frame="body"`` runs the listing (body coordinates, force blocks moved up per ancestor);
+    ``frame="root"`` the same recursion with every quantity in its tree's root coordinates
+    (paper 000 footnote 2, as :func:`~symdyn.algorithms.coriolis.coriolis_matrix`): no transforms
+    below the root poses, and the innermost loop's blocks are independent of each other.
     """
+    if frame not in FRAMES:
+        raise ValueError(f"unknown frame {frame!r}; choose 'body' or 'root'")
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)
     nv = model.nv
     emit = _dense_writer(B, B.tensor3(nv, nv, nv))
-    _christoffel_blocks(B, model, q, emit)
+    _christoffel_blocks(B, model, q, emit, frame)
     return emit.tensor[0]  # type: ignore[attr-defined]
 
 

@@ -900,8 +900,11 @@ _C_ENTRY = r"""
  * base 0 the workspace w, 1 the constant table and k + 2 result k (written in place; a scratch
  * block when res[k] is NULL). Kernels are CasADi functions of the algorithm's steps; result
  * entries that no kernel writes are copied at the end. ---- */
-static const unsigned {p}_prog[{prog_len}] = {{{prog}}};
-static const casadi_real {p}_const[{n_const_alloc}] = {{{consts}}};
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the tables of this file are stored little-endian"
+#endif
+{prog}
+{consts}
 {out_tables}
 #define {P}_AT(o) (base[(o) >> 24] + ((o) & 0xFFFFFFu))
 
@@ -978,6 +981,27 @@ int {fname}_work(casadi_int *sz_arg, casadi_int* sz_res, casadi_int *sz_iw, casa
 """
 
 
+_ESCAPES = [f"\\x{b:02x}" for b in range(256)]
+_BLOB_MIN = 4096     # tables with more entries are written as byte strings
+_DTYPES = {"unsigned": "<u4", "int": "<i4", "signed char": "i1", "casadi_real": "<f8"}
+
+
+def _table(name: str, ctype: str, values) -> str:
+    """A constant C table ``name`` of ``ctype``. Large tables are a string literal inside a
+    union (gcc parses an initializer list of a million numbers with gigabytes of memory; a
+    string of the same bytes costs it almost nothing); the bytes are little-endian."""
+    arr = np.asarray(values, dtype=_DTYPES[ctype]).reshape(-1)
+    if arr.size < _BLOB_MIN:
+        body = ",".join(repr(float(v)) for v in arr) if ctype == "casadi_real" else \
+            ",".join(str(int(v)) for v in arr)
+        return f"static const {ctype} {name}[{max(1, arr.size)}] = {{{body or '0'}}};"
+    data = arr.tobytes()
+    lines = ["".join(_ESCAPES[b] for b in data[i:i + 64]) for i in range(0, len(data), 64)]
+    text = '"\n  "'.join(lines)
+    return (f"static const union {{ char bytes[{len(data) + 1}]; {ctype} v[{arr.size}]; }} "
+            f"{name}_u = {{\n  \"{text}\"}};\n#define {name} ({name}_u.v)")
+
+
 def _ints(values) -> str:
     text = ",".join(str(int(v)) for v in values)
     return text or "0"
@@ -1051,11 +1075,10 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         if not entries.size:
             continue
         neg = bool((signs < 0).any())
-        out_tables.append(f"static const int {p}_e{o}[{entries.size}] = {{{_ints(entries)}}};")
-        out_tables.append(f"static const int {p}_c{o}[{entries.size}] = {{{_ints(codes)}}};")
+        out_tables.append(_table(f"{p}_e{o}", "int", entries))
+        out_tables.append(_table(f"{p}_c{o}", "unsigned", codes))
         if neg:
-            out_tables.append(f"static const signed char {p}_s{o}[{entries.size}] = "
-                              f"{{{_ints(signs)}}};")
+            out_tables.append(_table(f"{p}_s{o}", "signed char", signs))
         value = f"{p}_s{o}[e] * *{p.upper()}_AT({p}_c{o}[e])" if neg else \
             f"*{p.upper()}_AT({p}_c{o}[e])"
         copy_out.append(f"  if (res[{o}]) for (e = 0; e < {entries.size}; ++e) "
@@ -1077,13 +1100,13 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     sz_iw = max([f.sz_iw() for f in names.values()] or [0])
     max_in = max([prog.kernels[k].n_in for k in names] or [1]) or 1
     max_out = max([len(prog.kernels[k].out_sizes) for k in names] or [1]) or 1
-    consts = ",".join(repr(float(v)) for v in prog.constants) or "0"
+    consts = _table(f"{p}_const", "casadi_real", prog.constants)
     text += _C_ENTRY.format(
         fname=fname, p=p, P=p.upper(), n_calls=len(prog.instructions),
         n_kernels=len(names), ws=prog.workspace, scratch=scratch,
         n_const=prog.constants.size, n_const_alloc=max(1, prog.constants.size),
         cases="\n".join(cases), max_out=max_out, prog_len=max(1, len(prog_ints)), n_prog=len(prog_ints),
-        prog=_ints(prog_ints), consts=consts, out_tables="\n".join(out_tables),
+        prog=_table(f"{p}_prog", "unsigned", prog_ints), consts=consts, out_tables="\n".join(out_tables),
         max_in=max_in, n_bases=len(prog.outputs) + RESULT0, set_bases="\n".join(set_bases),
         copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
         n_in=len(prog.inputs), n_out=len(prog.outputs), sz_iw=sz_iw, sz_w=sz_w)
