@@ -197,6 +197,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                ("adaptive_control.md", "adaptive_control_tracking.png",
                 "adaptive_control_parameters.png", "adaptive_control_torques.png"),
                minutes=(1.0, 0.5), cold_minutes=0.5),
+    Experiment("scaling", "scaling.py",
+               "Issue 14: unrolled vs recursion-keeping compiled forms vs Pinocchio against N "
+               "(random-geometry chains and trees, robots): instructions, cold build time and gcc "
+               "memory, run-time ratios, fitted exponents, the auto rule, the targets",
+               ("scaling.md", "scaling.png", "scaling.json"), minutes=(35.0, 4.0)),
 ]}
 
 
