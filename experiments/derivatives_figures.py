@@ -840,17 +840,21 @@ def discussion(data, robots, parts, cross, switch):
     fo = from_n(ser, lambda r: ops_ratio(r, "RNEA_CR", "IDSVA"))
     fn_ = from_n(ser, lambda r: ratio(r, "RNEA_CR", "IDSVA", "np"))
     top = ser[-1]["n"] if ser else None
-    word = lambda x: f"from N = {x} on" if x else f"at no measured N (up to {top})"  # noqa: E731
+    word = lambda x: f"from N = {x} on" if x else f"at no measured N up to {top}"  # noqa: E731
     L.append(
         "- **IDSVA vs RNEA_CR (2022 Fig. 2, earlier Fig. 4; the papers: 15x at N = 100, IDSVA "
         f"faster for all N >= 2).** IDSVA has fewer SX instructions {word(fo)} ({f2(r_o)}x at "
         f"N = {n_o}, {f2(r_r)}x before CSE), is faster compiled (batch, C loop) {word(fb)} "
         f"({f2(r_b)}x at N = {n_b}, the largest compiled size) and in NumPy {word(fn_)} "
-        f"({f2(r_n)}x at N = {n_n}). So the direction is reproduced except at the smallest "
-        "chains, the size is not: our RNEA_CR is one reasonable chain-rule implementation "
+        f"({f2(r_n)}x at N = {n_n}). Where IDSVA wins, the direction is the papers'; the size "
+        "is not: our RNEA_CR is one reasonable chain-rule implementation "
         "(forward mode over 2 nv directions on 6 x 2nv blocks, body coordinates), not the "
-        "papers' Fortran RNEA_CR, and its extra work grows like the papers' (the SX ratio "
-        "rises with N) from a smaller constant. In NumPy both make O(N) NumPy calls and the "
+        "papers' Fortran RNEA_CR"
+        + (", and its extra work grows with N as theirs does (the SX ratio rises from "
+           f"{f2(so[0])} at N = {ser[0]['n']} to {f2(r_o)} at N = {n_o}) from a smaller constant"
+           if (so := [ops_ratio(r, "RNEA_CR", "IDSVA") for r in ser if "RNEA_CR" in r["ops"]])
+           and so[-1] > so[0] else "")
+        + ". In NumPy both make O(N) NumPy calls and the "
         "interpreter's per-call cost hides most of the O(N^2)-vs-O(N d) difference.")
     # --- Fig. 2 / earlier Fig. 7: FD
     fd_b = [fd_ratio(r, "FD_CR", "b") for r in ser]
@@ -882,11 +886,15 @@ def discussion(data, robots, parts, cross, switch):
         f"CSE {rng_str(bgo)}, compiled batch {rng_str(bg['b'])}, NumPy {rng_str(bg['np'])}"
         + (f" (inside the papers' band at N = {', '.join(map(str, band))})" if band else "")
         + ". Counted operation by operation (before CSE) the ground form saves the body form's "
-        "per-level transforms of the stacked subtree columns, and the saving grows with N as "
-        "in the papers; CasADi's CSE removes part of that redundancy and the planar benchmark "
+        "per-level transforms of the stacked subtree columns"
+        + (", and the saving grows with N as in the papers" if len(bgr) > 1 and bgr[-1]
+           is not None and bgr[0] is not None and bgr[-1] > bgr[0] else "")
+        + "; CasADi's CSE removes part of that redundancy and the planar benchmark "
         "(joint axes all z, Izz only) leaves most transform entries structurally zero, so the "
-        "compiled arithmetic differs by less, and at small N the body form is the smaller "
-        "graph. NumPy multiplies dense 6 x 6 by 6 x k blocks with no structural zeros, so "
+        "compiled arithmetic differs by less"
+        + (", and at small N the body form is the smaller graph" if min(
+            (v for v in bgo if v is not None), default=1) < 1 else "")
+        + ". NumPy multiplies dense 6 x 6 by 6 x k blocks with no structural zeros, so "
         "there the body form's O(N d) transforms cost fully and the ratio keeps growing past "
         "the papers' band at large N.")
     # --- Fig. 4
@@ -902,9 +910,13 @@ def discussion(data, robots, parts, cross, switch):
         "instructions before CSE, and after CSE the two graphs are "
         + ("identical at every size counted" if same and all(same) else
            f"identical at {sum(same)} of {len(same)} sizes counted")
-        + ", so compiled from SX they are the same code. The paper's 2x comes from loop "
-        "structure and memory traffic in generic C++, which straight-line generated code does "
-        "not have.")
+        + ", so compiled from SX they are the same code"
+        + (" (before CSE too: on symbolic backends `rnea_derivatives` takes the bodies of "
+           "nu(i) one at a time in lines 17-20, the ancestor loop's scalar operations; only "
+           "the numeric backends stack the subtree)"
+           if anr and all(v is not None and abs(v - 1) < 5e-3 for v in anr) else "")
+        + ". The paper's 2x comes from loop structure and memory traffic in generic C++, which "
+        "straight-line generated code does not have.")
     # --- Pinocchio
     pin_t = {fam: [ratio(r, "Pinocchio ID", "IDSVA", "t") for r in rows_of(data, fam)]
              for fam in BF}
@@ -959,8 +971,10 @@ def discussion(data, robots, parts, cross, switch):
         "(eq. (5) step alone) "
         + ", ".join(f"{fam_title(f)} {cx_words(cross[f, 'ipr'])}" for f in BF) + ". As the "
         "paper says, the crossover is a property of how the product is executed: generated "
-        "straight-line code pays every multiply-add of the product at scalar speed, so time "
-        "follows the SX count and the crossover comes early; a vectorized, blocked product "
+        "straight-line code pays every multiply-add of the product at scalar speed, so the "
+        "compiled times track the SX counts (compare the columns; the per-call column at the "
+        "largest sizes also carries the machine's load, the batch column less so); a "
+        "vectorized, blocked product "
         "(the paper's AVX column; BLAS in NumPy) makes each DMM flop much cheaper and moves it "
         "up, in NumPy out of the sweep, since AZA there is a Python loop over the bodies. "
         + density_words(data))
@@ -1015,6 +1029,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=11, help="rounds of side-by-side blocks (11)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
+    load0 = load_average()
     d = out_dir(args)
     rng = np.random.default_rng(0)
     preset = QUICK if args.quick else FULL
@@ -1055,9 +1070,10 @@ def main(argv=None) -> int:
                "overhead); 'batch' = per state of a C loop over "
                f"{BATCH} states (single thread). '-' = not measured at that size (compile time "
                "budget; see each section).")
-    worst = max(v for r in data + robots for v in r["err"].values())
-    L += [f"Correctness, every route and size of this run against NumPy IDSVA / FDSVA: worst "
-          f"max relative difference {worst:.1e}.", ""]
+    worst, wr, wk = max((v, r, k) for r in data + robots for k, v in r["err"].items())
+    L += [f"Correctness, every route and size of this run against NumPy IDSVA / FDSVA (max "
+          f"|X - ref| / max |ref| over the returned matrices): worst {worst:.1e} ({wk}, "
+          f"{wr.get('robot') or fam_title(wr['family'])} N = {wr['n']}).", ""]
     L += section_fig2(data, cmd, figs["2"])
     L += section_fig3(data, cmd, figs["3"])
     L += section_fig4(data, cmd, figs["4"])
@@ -1070,8 +1086,9 @@ def main(argv=None) -> int:
     built = [r for r in data + robots if "t_build" in r]
     L += [f"Build: {sum(r['t_build'] for r in built):.0f} s over {len(built)} libraries "
           f"({sum(1 for r in built if r.get('cache_hit'))} from the cache). Total "
-          f"{time.perf_counter() - t0:.0f} s. Load average at the end (1/5/15 min): "
-          f"{load_average()}: on this shared 2-core machine the other jobs' load changes "
+          f"{time.perf_counter() - t0:.0f} s. Load average (1/5/15 min) when the measurements "
+          f"started: {load0}; at the end: {load_average()} (the header's figure is taken when "
+          "the report is written): on this shared 2-core machine the other jobs' load changes "
           "absolute times from row to row (most for the largest straight-line functions, "
           "whose code and work arrays do not fit the caches); the side-by-side ratios and the "
           "SX counts are the figures to read.", ""]
