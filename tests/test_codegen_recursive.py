@@ -196,9 +196,9 @@ def test_tables_as_byte_strings(tmp_path, monkeypatch):
     """Large tables (program, constants, output maps) are written as byte strings (gcc would
     need gigabytes for initializer lists of a million numbers); force that path on a small
     model and compare with NumPy."""
-    from symdyn.codegen import recursive
+    from symdyn.codegen.recursive import csource
 
-    monkeypatch.setattr(recursive, "_BLOB_MIN", 1)
+    monkeypatch.setattr(csource, "_BLOB_MIN", 1)
     model = MODELS["floating"]
     lib = build(model, ["christoffel", "coriolis_matrix"], form="recursive", cache_dir=tmp_path,
                 opt="-O1", progress=False)

@@ -140,7 +140,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
                                                    parameters=parameters)[0] != "unrolled"
                              for k, _ in algs):
         key_data["form"] = [form, recursive.AUTO_MAX_UNROLLED, recursive.AUTO_WORK_RATIO,
-                            recursive.FUSE]
+                            recursive.program.FUSE]
     key = _cache.build_key(key_data)
     root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)

@@ -193,7 +193,7 @@ CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.p
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
                                                   "csource", "emit_order", "functions",
                                                   "generate", "loader", "names", "parameters",
-                                                  "progress", "recursive", "trig")))
+                                                  "progress", "trig")), "codegen/recursive")
 
 
 def codegen_source_files() -> list[Path]:

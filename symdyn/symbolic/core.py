@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import sympy as sp
 
@@ -256,6 +257,7 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
     from ..algorithms.christoffel import christoffel as algorithm2
     from ..algorithms.christoffel import christoffel_from_mass_matrix as eq4
 
+    fn: Callable[..., Any]
     if method == "algorithm2":
         fn = algorithm2
     elif method == "eq4":

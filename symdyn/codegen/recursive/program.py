@@ -1,27 +1,10 @@
-"""The compiled form that keeps the recursion: per-step kernels and a C loop over a program.
+"""Recording an algorithm into kernels and a program (see :mod:`symdyn.codegen.recursive`).
 
-The unrolled form (:mod:`symdyn.codegen.generate`) traces a whole algorithm into one SX graph:
-fastest for small models, but its code grows with the number of bodies (with N^2 for nv x nv
-results, N^3 for Christoffel symbols) until gcc and the instruction cache give out. This form
-records the same algorithm source instead (its loop bodies are :func:`~symdyn.algorithms.steps.
-step` functions):
-
-* the algorithm runs once with a *recording backend* whose values are :class:`Ref` s (where an
-  entry lives in memory, or a literal); a step called with them is traced with CasADi once per
-  *signature* (the step, its static arguments such as the joint kind, and the memory pattern of
-  its array arguments) into a kernel, and every call becomes one instruction
-  ``kernel(arguments...) -> a fresh block of the workspace``;
-* model constants (tree transforms, inertias by their 10 parameters, armature) are read from a
-  table of numbers, one block per body, so that bodies of one joint kind share their kernels;
-* literal values (a joint's motion subspace, zeros, gravity) are baked into the kernels, and a
-  kernel's outputs keep one slot per distinct entry (symmetric blocks, structural zeros, repeated
-  masses cost nothing);
-* the generated C holds the kernels (CasADi), the program (an int table), the constant table and
-  one generic loop that runs the program; its entry point has CasADi's calling convention, so the
-  call/batch wrapper, loader and cache of :mod:`symdyn.codegen` serve both forms.
-
-The code size grows with the number of distinct kernels (joint kinds x step kinds), the tables
-with the number of step calls (O(N) for rnea/aba, O(N d) for crba).
+Values are :class:`Ref` s (where each entry lives, or a literal); the :class:`Recorder` traces
+each step signature once into a CasADi kernel and appends one instruction per call; the finished
+:class:`Program` fuses independent calls, places single-value results in the outputs, reuses
+dead workspace blocks and encodes every address; :func:`evaluate` runs it in Python (the
+reference semantics of the generated C loop).
 """
 from __future__ import annotations
 
@@ -34,7 +17,7 @@ from typing import Any, Callable, Sequence
 import casadi as ca
 import numpy as np
 
-from ..spatial import Transform
+from ...spatial import Transform
 
 CONST_BIT = 1 << 40          # recording addresses >= CONST_BIT live in the constant table
 
@@ -54,68 +37,11 @@ def encode(base: int, offset: int) -> int:
 def decode(a: int) -> tuple[int, int]:
     """``(base, offset)`` of a program address (see :func:`encode`)."""
     return a >> OFFSET_BITS, a & OFFSET_MASK
-# algorithms whose every computation is in steps (recordable)
-RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
-                        "coriolis_matrix", "christoffel", "rnea_derivatives")
-# coriolis_matrix's frame in the recursive form when not given: in root coordinates a related
-# pair costs a few dot products instead of moving three force blocks (measured in
-# reports/scaling.md)
-RECURSIVE_FRAME = "root"
 # calls fused into one (Recorder._fuse_runs). Measured on serial_chain(N, seed=1), per call
 # relative to no fusion: coriolis_matrix N = 80: 2: 0.93, 4: 0.81, 8: 0.69, 16: 0.70;
 # rnea_derivatives N = 80: 0.68 / 0.54 / 0.50; N = 160: 16 beats 8 by 10 %; crba N = 40: 8 beats
 # 16; christoffel (body frame, chained) unchanged.
 FUSE = 8
-# form="auto" (choose_by_size): the unrolled graph is kept while it has at most this many SX
-# instructions (code that compiles in seconds at -O2 and stays in the instruction cache; beyond
-# it gcc's time and memory and the run time grow faster than the recursive form's, measured in
-# reports/scaling.md); a recorded program doing more than AUTO_WORK_RATIO times as many
-# operations per call is not traced unrolled at all (the unrolled graph has at least ~0.2x the
-# recursive work on every model measured, so it would exceed the bound).
-AUTO_MAX_UNROLLED = 40000
-AUTO_WORK_RATIO = 5
-
-
-def check_form(form: str) -> str:
-    if form not in FORMS:
-        raise ValueError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
-    return form
-
-
-def choose_form(model, algorithm: str, form: str = "auto", *,
-                parameters: str | None = None) -> tuple[str, str]:
-    """``(form, reason)`` for one compiled function: ``form`` as asked; for ``"auto"`` the
-    unrolled form where the algorithm has no recursive one, else ``"measure"``: the choice is
-    made by :func:`choose_by_size` once both sizes are known."""
-    check_form(form)
-    supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None
-    if form == "recursive":
-        if not supported:
-            what = (f"parameters={parameters!r}" if parameters is not None else
-                    f"{algorithm!r}")
-            raise ValueError(f"form='recursive' is not available for {what}; it exists for "
-                             f"{', '.join(RECURSIVE_ALGORITHMS)} without parameters=")
-        return "recursive", "asked for"
-    if form == "unrolled":
-        return "unrolled", "asked for"
-    if not supported:
-        return "unrolled", "no recursive form" if parameters is None else \
-            "no recursive form with parameters="
-    return "measure", "auto"
-
-
-def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:
-    """``form="auto"``: the unrolled form while its graph has at most ``AUTO_MAX_UNROLLED``
-    instructions, else the recursive one; ``trace_unrolled()`` (returning the casadi.Function)
-    is called only when the recorded program's work leaves the unrolled form in question."""
-    work = program.stats["work"]
-    if work > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED:
-        return "recursive", (f"auto: {work} operations per call recorded > "
-                             f"{AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED}")
-    n = trace_unrolled().n_instructions()
-    if n <= AUTO_MAX_UNROLLED:
-        return "unrolled", f"auto: unrolled graph {n} <= {AUTO_MAX_UNROLLED} instructions"
-    return "recursive", f"auto: unrolled graph {n} > {AUTO_MAX_UNROLLED} instructions"
 
 
 class Ref:
@@ -432,7 +358,7 @@ class Recorder:
 
     # model constants: one table block per body
     def model_constants(self, model):
-        from ..model import ModelConstants
+        from ...model import ModelConstants
 
         if id(model) in self._consts:
             return self._consts[id(model)]
@@ -594,7 +520,7 @@ class Recorder:
 
     def _casadi_backend(self):
         if self._casadi is None:
-            from ..backends import get_backend
+            from ...backends import get_backend
 
             self._casadi = get_backend("casadi")
         return self._casadi
@@ -792,7 +718,7 @@ def _rebuild(tree, out: tuple[int, ...], args: list):
 
 
 def _numpy_backend():
-    from ..backends import get_backend
+    from ...backends import get_backend
 
     return get_backend("numpy")
 
@@ -889,235 +815,3 @@ def evaluate(prog: Program, *inputs) -> list[np.ndarray]:
             arr, off = where(a)
             res[e] = sg * arr[off]
     return [res.reshape(shape) for res, (*_, shape) in zip(results, prog.outputs)]
-
-
-# --- C ----------------------------------------------------------------------------------------
-
-_C_ENTRY = r"""
-/* ---- symdyn: the recursion-keeping form of {fname} ({n_calls} step calls of {n_kernels} kernels,
- * workspace {ws} doubles, constant table {n_const} doubles). The program is a list of calls
- * "kernel, argument addresses..., result addresses..."; an address is (base << 24) | offset with
- * base 0 the workspace w, 1 the constant table and k + 2 result k (written in place; a scratch
- * block when res[k] is NULL). Kernels are CasADi functions of the algorithm's steps; result
- * entries that no kernel writes are copied at the end. ---- */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the tables of this file are stored little-endian"
-#endif
-{prog}
-{consts}
-{out_tables}
-#define {P}_AT(o) (base[(o) >> 24] + ((o) & 0xFFFFFFu))
-
-CASADI_SYMBOL_EXPORT int {fname}(const casadi_real** arg, casadi_real** res, casadi_int* iw,
-                                 casadi_real* w, int mem) {{
-  const casadi_real* a[{max_in}];
-  casadi_real* r[{max_out}];
-  casadi_real* base[{n_bases}];
-  casadi_real* kw = w + {ws} + {scratch};
-  const unsigned* p = {p}_prog;
-  const unsigned* end = {p}_prog + {n_prog};
-  long long e;
-  (void)mem;
-  base[0] = w;
-  base[1] = (casadi_real*){p}_const;   /* read only: no kernel writes to base 1 */
-{set_bases}
-{copy_inputs}
-  while (p < end) {{
-    switch (*p++) {{
-{cases}
-      default: return 1;
-    }}
-  }}
-{copy_outputs}
-  (void)e;
-  return 0;
-}}
-
-CASADI_SYMBOL_EXPORT int {fname}_checkout(void) {{ return 0; }}
-CASADI_SYMBOL_EXPORT void {fname}_release(int mem) {{ (void)mem; }}
-CASADI_SYMBOL_EXPORT void {fname}_incref(void) {{}}
-CASADI_SYMBOL_EXPORT void {fname}_decref(void) {{}}
-CASADI_SYMBOL_EXPORT casadi_int {fname}_n_in(void) {{ return {n_in}; }}
-CASADI_SYMBOL_EXPORT casadi_int {fname}_n_out(void) {{ return {n_out}; }}
-CASADI_SYMBOL_EXPORT int {fname}_work(casadi_int *sz_arg, casadi_int* sz_res, casadi_int *sz_iw,
-                                      casadi_int *sz_w) {{
-  if (sz_arg) *sz_arg = {n_in};
-  if (sz_res) *sz_res = {n_out};
-  if (sz_iw) *sz_iw = {sz_iw};
-  if (sz_w) *sz_w = {sz_w};
-  return 0;
-}}
-"""
-
-_C_HEADER = r"""/* Generated by symdyn: {fname}, the recursion-keeping compiled form (see
- * symdyn/codegen/recursive.py); CasADi's calling convention. */
-#ifndef {guard}
-#define {guard}
-#ifdef __cplusplus
-extern "C" {{
-#endif
-#ifndef casadi_real
-#define casadi_real double
-#endif
-#ifndef casadi_int
-#define casadi_int long long int
-#endif
-int {fname}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem);
-int {fname}_checkout(void);
-void {fname}_release(int mem);
-void {fname}_incref(void);
-void {fname}_decref(void);
-casadi_int {fname}_n_in(void);
-casadi_int {fname}_n_out(void);
-int {fname}_work(casadi_int *sz_arg, casadi_int* sz_res, casadi_int *sz_iw, casadi_int *sz_w);
-#define {fname}_SZ_ARG {n_in}
-#define {fname}_SZ_RES {n_out}
-#define {fname}_SZ_IW {sz_iw}
-#define {fname}_SZ_W {sz_w}
-#ifdef __cplusplus
-}}
-#endif
-#endif
-"""
-
-
-_ESCAPES = [f"\\x{b:02x}" for b in range(256)]
-_BLOB_MIN = 4096     # tables with more entries are written as byte strings
-_DTYPES = {"unsigned": "<u4", "int": "<i4", "signed char": "i1", "casadi_real": "<f8"}
-
-
-def _table(name: str, ctype: str, values) -> str:
-    """A constant C table ``name`` of ``ctype``. Large tables are a string literal inside a
-    union (gcc parses an initializer list of a million numbers with gigabytes of memory; a
-    string of the same bytes costs it almost nothing); the bytes are little-endian."""
-    arr = np.asarray(values, dtype=_DTYPES[ctype]).reshape(-1)
-    if arr.size < _BLOB_MIN:
-        body = ",".join(repr(float(v)) for v in arr) if ctype == "casadi_real" else \
-            ",".join(str(int(v)) for v in arr)
-        return f"static const {ctype} {name}[{max(1, arr.size)}] = {{{body or '0'}}};"
-    data = arr.tobytes()
-    lines = ["".join(_ESCAPES[b] for b in data[i:i + 64]) for i in range(0, len(data), 64)]
-    text = '"\n  "'.join(lines)
-    return (f"static const union {{ char bytes[{len(data) + 1}]; {ctype} v[{arr.size}]; }} "
-            f"{name}_u = {{\n  \"{text}\"}};\n#define {name} ({name}_u.v)")
-
-
-def _ints(values) -> str:
-    text = ",".join(str(int(v)) for v in values)
-    return text or "0"
-
-
-def _unchecked_pointers(text: str) -> str:
-    """The program loop always passes every argument and result pointer: drop CasADi's NULL
-    checks from the kernels (``arg[k]? arg[k][i] : 0`` and ``if (res[k]!=0)``)."""
-    import re
-
-    text = re.sub(r"arg\[(\d+)\]\? arg\[\1\]\[(\d+)\] : 0", r"arg[\1][\2]", text)
-    return re.sub(r"if \(res\[(\d+)\]!=0\) res\[\1\]", r"res[\1]", text)
-
-
-def _static_names(text: str, names: Sequence[str]) -> list[str]:
-    """The static C function CasADi wrote for each kernel (``casadi_fK``, read from the comment
-    ``/* <name>:(...)->(...) */`` above it), so that the program loop calls it directly."""
-    import re
-
-    found = dict(re.findall(r"/\* (\w+):\(.*?\*/\s*static int (casadi_f\d+)\(", text))
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise RuntimeError(f"CasADi's generated C has no function for kernel(s) {missing}")
-    return [found[n] for n in names]
-
-
-def kernel_prefix(fname: str) -> str:
-    """C names of the kernels: ``<fname>_k<i>``, the prefix cut and hashed so that they stay
-    within CasADi's 48 characters."""
-    import hashlib
-
-    if len(fname) <= 40:
-        return fname
-    return fname[:31] + "_" + hashlib.sha256(fname.encode()).hexdigest()[:8]
-
-
-def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str] | None = None
-            ) -> dict:
-    """Write ``<fname>.c`` (kernels by CasADi, then the program and its loop) and ``<fname>.h``
-    into ``directory``; returns statistics for the manifest. ``passes`` rewrites CasADi's text
-    (the fast sin/cos of :mod:`symdyn.codegen.trig`)."""
-    from pathlib import Path
-
-    directory = Path(directory)
-    kp = kernel_prefix(fname)
-    cg = ca.CodeGenerator(f"{fname}.c", {"with_header": False, "casadi_int": "long long int",
-                                         "casadi_real": "double"})
-    names = {}
-    for k, kern in enumerate(prog.kernels):
-        if k not in prog.used:
-            continue
-        f = kern.function
-        named = ca.Function(f"{kp}_k{k}", f.sx_in(), f.call(f.sx_in()), {"cse": True})
-        cg.add(named)
-        names[k] = named
-    cg.generate(str(directory) + "/")
-    src = directory / f"{fname}.c"
-    text = _unchecked_pointers(src.read_text())
-    if passes is not None:
-        text = passes(text)
-    prog_ints: list[int] = []
-    for k, args, outs in prog.instructions:
-        prog_ints += [k, *args, *outs]
-    p = f"symdyn_{kp}"
-    out_tables, copy_out, set_bases = [], [], []
-    scratch = 0
-    for o, (entries, codes, signs, shape) in enumerate(prog.outputs):
-        size = int(np.prod(shape))
-        set_bases.append(f"  base[{o + RESULT0}] = res[{o}] ? res[{o}] : w + {prog.workspace + scratch};")
-        scratch += size
-        if not entries.size:
-            continue
-        neg = bool((signs < 0).any())
-        out_tables.append(_table(f"{p}_e{o}", "int", entries))
-        out_tables.append(_table(f"{p}_c{o}", "unsigned", codes))
-        if neg:
-            out_tables.append(_table(f"{p}_s{o}", "signed char", signs))
-        value = f"{p}_s{o}[e] * *{p.upper()}_AT({p}_c{o}[e])" if neg else \
-            f"*{p.upper()}_AT({p}_c{o}[e])"
-        copy_out.append(f"  if (res[{o}]) for (e = 0; e < {entries.size}; ++e) "
-                        f"res[{o}][{p}_e{o}[e]] = {value};")
-    copy_in = []
-    for j, (start, n) in enumerate(prog.inputs):
-        start = decode(start)[1]
-        copy_in.append(f"  for (e = 0; e < {n}; ++e) w[{start} + e] = arg[{j}] ? arg[{j}][e] : 0;")
-    static = dict(zip(names, _static_names(text, [f.name() for f in names.values()])))
-    cases = []
-    for k in sorted(names):
-        kern = prog.kernels[k]
-        n, m = kern.n_in, len(kern.out_sizes)
-        sets = [f"a[{j}] = {p.upper()}_AT(p[{j}]);" for j in range(n)]
-        sets += [f"r[{j}] = {p.upper()}_AT(p[{n + j}]);" for j in range(m)]
-        cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
-                     f"        if ({static[k]}(a, r, iw, kw, 0)) return 1;\n        break;")
-    sz_w = prog.workspace + scratch + max([f.sz_w() for f in names.values()] or [0])
-    sz_iw = max([f.sz_iw() for f in names.values()] or [0])
-    max_in = max([prog.kernels[k].n_in for k in names] or [1]) or 1
-    max_out = max([len(prog.kernels[k].out_sizes) for k in names] or [1]) or 1
-    consts = _table(f"{p}_const", "casadi_real", prog.constants)
-    text += _C_ENTRY.format(
-        fname=fname, p=p, P=p.upper(), n_calls=len(prog.instructions),
-        n_kernels=len(names), ws=prog.workspace, scratch=scratch,
-        n_const=prog.constants.size, n_const_alloc=max(1, prog.constants.size),
-        cases="\n".join(cases), max_out=max_out, prog_len=max(1, len(prog_ints)), n_prog=len(prog_ints),
-        prog=_table(f"{p}_prog", "unsigned", prog_ints), consts=consts, out_tables="\n".join(out_tables),
-        max_in=max_in, n_bases=len(prog.outputs) + RESULT0, set_bases="\n".join(set_bases),
-        copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
-        n_in=len(prog.inputs), n_out=len(prog.outputs), sz_iw=sz_iw, sz_w=sz_w)
-    src.write_text(text)
-    guard = f"{fname.upper()}_SYMDYN_RECURSIVE_H"
-    (directory / f"{fname}.h").write_text(_C_HEADER.format(
-        fname=fname, guard=guard, n_in=len(prog.inputs), n_out=len(prog.outputs),
-        sz_iw=sz_iw, sz_w=sz_w))
-    return {"n_kernels": len(names), "n_calls": len(prog.instructions),
-            "work": prog.stats.get("work"),
-            "program_ints": len(prog_ints), "workspace": prog.workspace,
-            "n_constants": int(prog.constants.size),
-            "kernel_instructions": sum(f.n_instructions() for f in names.values()),
-            "source_bytes": src.stat().st_size}

@@ -1,0 +1,103 @@
+"""The compiled form that keeps the recursion: per-step kernels and a C loop over a program.
+
+The unrolled form (:mod:`symdyn.codegen.generate`) traces a whole algorithm into one SX graph:
+fastest for small models, but its code grows with the number of bodies (with N^2 for nv x nv
+results, N^3 for Christoffel symbols) until gcc and the instruction cache give out. This form
+records the same algorithm source instead (its loop bodies are :func:`~symdyn.algorithms.steps.
+step` functions):
+
+* the algorithm runs once with a *recording backend* whose values are :class:`Ref` s (where an
+  entry lives in memory, or a literal); a step called with them is traced with CasADi once per
+  *signature* (the step, its static arguments such as the joint kind, and the memory pattern of
+  its array arguments) into a kernel, and every call becomes one instruction
+  ``kernel(arguments...) -> a fresh block of the workspace``;
+* model constants (tree transforms, inertias by their 10 parameters, armature) are read from a
+  table of numbers, one block per body, so that bodies of one joint kind share their kernels;
+* literal values (a joint's motion subspace, zeros, gravity) are baked into the kernels, and a
+  kernel's outputs keep one slot per distinct entry (symmetric blocks, structural zeros, repeated
+  masses cost nothing);
+* the generated C holds the kernels (CasADi), the program (an int table), the constant table and
+  one generic loop that runs the program; its entry point has CasADi's calling convention, so the
+  call/batch wrapper, loader and cache of :mod:`symdyn.codegen` serve both forms.
+
+The code size grows with the number of distinct kernels (joint kinds x step kinds), the tables
+with the number of step calls (O(N) for rnea/aba, O(N d) for crba).
+
+Modules: :mod:`.program` (recording: values as memory references, kernels, the program and its
+Python reference semantics) and :mod:`.csource` (the C file: CasADi's kernels, the tables, the
+loop). This package's top level holds the form rules of :func:`symdyn.codegen.generate.
+generate_sources`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import csource, program
+from .csource import kernel_prefix, write_c
+from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, RecordingBackend, Ref,
+                      decode, encode, evaluate, record)
+
+__all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
+           "RECURSIVE_ALGORITHMS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
+           "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
+           "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
+           "write_c"]
+
+FORMS = ("auto", "unrolled", "recursive")
+# algorithms whose every computation is in steps (recordable)
+RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
+                        "coriolis_matrix", "christoffel", "rnea_derivatives")
+# coriolis_matrix's frame in the recursive form when not given: in root coordinates a related
+# pair costs a few dot products instead of moving three force blocks (measured in
+# reports/scaling.md)
+RECURSIVE_FRAME = "root"
+# form="auto" (choose_by_size): the unrolled graph is kept while it has at most this many SX
+# instructions (code that compiles in seconds at -O2 and stays in the instruction cache; beyond
+# it gcc's time and memory and the run time grow faster than the recursive form's, measured in
+# reports/scaling.md); a recorded program doing more than AUTO_WORK_RATIO times as many
+# operations per call is not traced unrolled at all (the unrolled graph has at least ~0.2x the
+# recursive work on every model measured, so it would exceed the bound).
+AUTO_MAX_UNROLLED = 40000
+AUTO_WORK_RATIO = 5
+
+
+def check_form(form: str) -> str:
+    if form not in FORMS:
+        raise ValueError(f"unknown form {form!r}; choose one of {', '.join(FORMS)}")
+    return form
+
+
+def choose_form(model, algorithm: str, form: str = "auto", *,
+                parameters: str | None = None) -> tuple[str, str]:
+    """``(form, reason)`` for one compiled function: ``form`` as asked; for ``"auto"`` the
+    unrolled form where the algorithm has no recursive one, else ``"measure"``: the choice is
+    made by :func:`choose_by_size` once both sizes are known."""
+    check_form(form)
+    supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None
+    if form == "recursive":
+        if not supported:
+            what = (f"parameters={parameters!r}" if parameters is not None else
+                    f"{algorithm!r}")
+            raise ValueError(f"form='recursive' is not available for {what}; it exists for "
+                             f"{', '.join(RECURSIVE_ALGORITHMS)} without parameters=")
+        return "recursive", "asked for"
+    if form == "unrolled":
+        return "unrolled", "asked for"
+    if not supported:
+        return "unrolled", "no recursive form" if parameters is None else \
+            "no recursive form with parameters="
+    return "measure", "auto"
+
+
+def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:
+    """``form="auto"``: the unrolled form while its graph has at most ``AUTO_MAX_UNROLLED``
+    instructions, else the recursive one; ``trace_unrolled()`` (returning the casadi.Function)
+    is called only when the recorded program's work leaves the unrolled form in question."""
+    work = program.stats["work"]
+    if work > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED:
+        return "recursive", (f"auto: {work} operations per call recorded > "
+                             f"{AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED}")
+    n = trace_unrolled().n_instructions()
+    if n <= AUTO_MAX_UNROLLED:
+        return "unrolled", f"auto: unrolled graph {n} <= {AUTO_MAX_UNROLLED} instructions"
+    return "recursive", f"auto: unrolled graph {n} > {AUTO_MAX_UNROLLED} instructions"
