@@ -114,13 +114,16 @@ def test_aba_derivatives_dmm_aza_ad(name):
         model = make(name, seed)
         q, qd, tau, fx = state(model, seed + 20)
         Aq, Aqd, At = ad_aba(model, q, qd, tau, fx)
-        results = {m: aba_derivatives(model, q, qd, tau, fx, method=m) for m in ("dmm", "aza", "auto")}
+        results = {m: aba_derivatives(model, q, qd, tau, fx, method=m)
+                   for m in ("dmm", "aza", "ltdl", "auto")}
         for res in results.values():
             close(res[0], Aq, 1e-10)
             close(res[1], Aqd, 1e-10)
             close(res[2], At, 1e-12)
         close(results["dmm"][2], np.linalg.inv(crba(model, q)), 1e-12)
+        close(results["ltdl"][2], np.linalg.inv(crba(model, q)), 1e-12)
         close(results["dmm"][0], results["aza"][0], 1e-12)
+        close(results["dmm"][0], results["ltdl"][0], 1e-12)
 
 
 def test_eq5_relation():
@@ -176,7 +179,7 @@ def check_pinocchio(model, seed, with_fext=True):
     close(dqd, matrix_from_pin(model, Pqd), 1e-9)
     Fq, Fqd, Minv = pin.computeABADerivatives(pm, pd, *args)
     Minv = np.triu(Minv) + np.triu(Minv, 1).T  # Pinocchio fills the upper triangle
-    for method in ("dmm", "aza"):
+    for method in ("dmm", "aza", "ltdl"):
         Aq, Aqd, AMinv = aba_derivatives(model, q, qd, u, fx, method=method)
         close(Aq, matrix_from_pin(model, Fq), 1e-9)
         close(Aqd, matrix_from_pin(model, Fqd), 1e-9)
@@ -293,7 +296,7 @@ def test_casadi_graphs_match_numpy(name):
     f = ca.Function("idsva", [Q, V, U], list(rnea_derivatives(model, Q, V, U, fx)))
     for X, R in zip(f(q, qd, u), rnea_derivatives(model, q, qd, u, fx)):
         close(np.array(X), R, 1e-11)
-    for method in ("dmm", "aza"):
+    for method in ("dmm", "aza", "ltdl"):
         g = ca.Function("fd", [Q, V, U], list(aba_derivatives(model, Q, V, U, fx, method=method)))
         for X, R in zip(g(q, qd, u), aba_derivatives(model, q, qd, u, fx)):
             close(np.array(X), R, 1e-10)
@@ -381,3 +384,117 @@ def test_unsupported_joint_is_refused():
         rnea_derivatives(model, z, z, z)
     with pytest.raises(ValueError, match="motion subspace that varies"):
         aba_derivatives(model, z, z, z)
+
+
+# --- eq. (5) through the LTDL factors (method="ltdl") ----------------------------------------------
+
+def forest(floating_roots=True):
+    """Two trees (parents -1 twice), each with a floating root unless ``floating_roots`` is
+    False, and a spherical joint: the ltdl route's root-column shortcuts on more than one root."""
+    from symdyn.joints import make_joint
+
+    kinds = ["floating", "revolute", "floating", "spherical", "helical"] if floating_roots \
+        else ["revolute", "revolute", "spherical", "prismatic", "revolute"]
+    joints = [Helical("y", 0.2) if k == "helical" else make_joint(k, axis="x") for k in kinds]
+    parents = [None, "b0", None, "b2", "b3"]
+    rng = np.random.default_rng(4)
+    bodies = [Body(f"b{i}", parents[i], j, 1.0 + i, tuple(rng.uniform(-0.3, 0.3, 3)),
+                   np.diag(rng.uniform(0.2, 0.6, 3)),
+                   Transform(np.eye(3), (0.0 if parents[i] is None else 1.0, 0.2, 0.1)))
+              for i, j in enumerate(joints)]
+    return Model(bodies, gravity=(0.0, 0.0, -9.81), name="forest")
+
+
+@pytest.mark.parametrize("floating_roots", [True, False])
+@pytest.mark.parametrize("armature", [False, True])
+def test_ltdl_forest_and_armature(floating_roots, armature):
+    """Against AD: two trees, their floating roots (where the root columns need no product) and
+    armature (also on a floating root, where they do)."""
+    model = forest(floating_roots)
+    if armature:
+        arm = np.zeros(model.nv)
+        arm[[0, 2, model.nv // 2, model.nv - 1]] = (0.3, 0.1, 0.2, 0.05)
+        model = model.replace(armature=arm)
+    q, qd, tau, fx = state(model, 9)
+    Aq, Aqd, At = ad_aba(model, q, qd, tau, fx)
+    Fq, Fqd, Minv = aba_derivatives(model, q, qd, tau, fx, method="ltdl")
+    close(Fq, Aq, 1e-10)
+    close(Fqd, Aqd, 1e-10)
+    close(Minv, At, 1e-12)
+    close(Minv, np.linalg.inv(crba(model, q)), 1e-12)
+
+
+def test_ltdl_root_columns_are_exact_blocks():
+    """On a floating root (no armature) dqdd/dq and dqdd/dqd need no product on the root's q and
+    linear-velocity columns: only the root's own rows are nonzero there (gravity seen by the root,
+    Galilean invariance), and the graph holds no expression for the other rows."""
+    model = make("floating", 1)
+    q, qd, tau, fx = state(model, 3)
+    Fq, Fqd, _ = aba_derivatives(model, q, qd, tau, fx, method="ltdl")
+    Aq, Aqd, _ = ad_aba(model, q, qd, tau, fx)
+    close(Fq[:, :6], Aq[:, :6], 1e-10)
+    close(Fqd[:, 3:6], Aqd[:, 3:6], 1e-10)
+    assert np.all(Fq[6:, :6] == 0) and np.all(Fqd[6:, 3:6] == 0) and np.all(Fq[:, 3:6] == 0)
+    Q, V, U = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv), ca.SX.sym("u", model.nv)
+    Gq, Gqd, _ = aba_derivatives(model, Q, V, U, fx, method="ltdl")
+    assert Gq[6:, :6].nnz() == 0 and Gqd[6:, 3:6].nnz() == 0
+
+
+def test_sympy_ltdl_matches_numpy():
+    model = small_model([Revolute("z"), Helical("y", 0.1), Prismatic("x")])
+    syms = sympy_state(model.nv, model.nq)
+    out = aba_derivatives(model, *syms, method="ltdl")
+    q, qd, tau, _ = state(model, 3, False)
+    sub = dict(zip([s for v in syms for s in v], [*q, *qd, *tau]))
+    for X, R in zip(out, aba_derivatives(model, q, qd, tau, method="dmm")):
+        close(np.array(X.subs(sub).evalf(), float), R, 1e-11)
+
+
+def _matrix_cases():
+    import test_matrix
+
+    return test_matrix.CASES
+
+
+@pytest.mark.parametrize("backend,kind", _matrix_cases())
+def test_ltdl_on_every_backend_and_tree(backend, kind):
+    """test_matrix's backends x tree kinds (serial, branched, prismatic, helical, spherical,
+    floating, planar): Minv = inv(crba) and dqdd/du = -Minv dtau/du with the AD references."""
+    import test_matrix as tm
+    from matrix_support import call
+
+    ref = tm.reference(tm.geometry(backend), kind)
+    m, q, qd, tau = ref["model"], ref["q"], ref["qd"], ref["tau"]
+    numeric = (0, 1, 2) if backend == "sympy" and kind in tm.SYMPY_NUMERIC_Q else ()
+    val, pt = call(backend, sd.aba_derivatives, m, (q, qd, tau), ("q", "v", "v"), numeric=numeric,
+                   method="ltdl")
+    dq, dqd, Minv = (np.asarray(x, float) for x in pt.many(val))
+    M = sd.crba(m, q)
+    close(Minv @ M, np.eye(m.nv), tm.TOL)
+    close(dq, -Minv @ ref["dtau_dq"], tm.AD_TOL)
+    close(dqd, -Minv @ ref["dtau_dqd"], tm.AD_TOL)
+
+
+@pytest.mark.parametrize("name", ["floating", "planar"])
+def test_jax_ltdl_matches_numpy(name):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    model = make(name, 2)
+    q, qd, tau, fx = state(model, 6)
+    f = jax.jit(lambda *x: aba_derivatives(model, *x, fx, method="ltdl", backend="jax"))
+    for X, R in zip(f(q, qd, tau), aba_derivatives(model, q, qd, tau, fx, method="dmm")):
+        close(np.asarray(X), R, 1e-10)
+
+
+def test_codegen_auto_keeps_the_smallest_graph():
+    """codegen's method="auto" traces the eq. (5) routes and keeps the smallest graph (AZA's
+    weighted by AZA_MAX_RATIO); on a branched floating-base tree that is the ltdl route."""
+    from symdyn.codegen.functions import casadi_function
+
+    model = make("floating", 0)
+    info: dict = {}
+    f = casadi_function(model, "aba_derivatives", info=info)
+    assert info["method"] == "ltdl"
+    sizes = {m: casadi_function(model, "aba_derivatives", method=m).n_instructions()
+             for m in ("dmm", "aza", "ltdl")}
+    assert f.n_instructions() == sizes["ltdl"] == min(sizes.values())
