@@ -1,7 +1,8 @@
 """Derivatives of rigid-body dynamics on the compiled path (papers 003/004): IDSVA vs AD vs finite
 differences (accuracy and time) on paper 004's serial chain and branched trees (branching factors
 2 and 5), compiled IDSVA vs Pinocchio's computeRNEADerivatives (and compiled ABA derivatives vs
-computeABADerivatives) on real robots, and the DMM / AZA crossover of eq. (5) for compiled code.
+computeABADerivatives) on real robots, the eq. (5) routes (DMM, AZA, LTDL) side by side on the robots
+and serial_chain(20, seed=1), and the DMM / AZA / LTDL crossover of eq. (5) for compiled code.
 
 Writes derivatives_compiled.md and derivatives_compiled.png. The NumPy-only study (IDSVA vs FD
 and AD timings with NumPy, SX operation counts, NumPy DMM/AZA sweep to n = 400) is
@@ -24,7 +25,7 @@ import numpy as np  # noqa: E402
 import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
 from symdyn.algorithms.rnea import rnea  # noqa: E402
 from symdyn.codegen import build  # noqa: E402
-from symdyn.models import binary_tree, branched_tree, paper004_chain  # noqa: E402
+from symdyn.models import binary_tree, branched_tree, paper004_chain, serial_chain  # noqa: E402
 
 FAMILIES = {"chain": ("paper 004 serial chain (`paper004_chain(n)`)", paper004_chain),
             "bf2": ("binary tree, branching factor 2 (`binary_tree(n, seed=1)`)",
@@ -34,8 +35,9 @@ FAMILIES = {"chain": ("paper 004 serial chain (`paper004_chain(n)`)", paper004_c
 FULL = {"chain": [2, 5, 10, 20, 50, 100], "bf2": [3, 7, 15, 31, 63, 127],
         "bf5": [6, 16, 31, 56, 100]}
 QUICK = {"chain": [2, 5, 10], "bf2": [3, 7], "bf5": [6, 16]}
-ROBOTS_FULL = ["ur5", "xarm7", "panda", "solo12", "anymal", "g1", "talos"]
+ROBOTS_FULL = ["ur5", "xarm7", "panda", "solo12", "anymal", "g1", "talos", "serial_chain(20, seed=1)"]
 ROBOTS_QUICK = ["ur5", "solo12"]
+ROUTES = ("dmm", "aza", "ltdl")  # eq. (5) routes of aba_derivatives (method=)
 CROSS_FULL = [5, 10, 15, 20, 25, 30, 40]
 CROSS_QUICK = [5, 10]
 BATCH = 200
@@ -110,11 +112,16 @@ def accuracy_speed(family: str, n: int, repeat: int, rng):
     return r
 
 
-def robot_rows(name: str, repeat: int, rng):
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, v_to_pin
+def robot_model(name: str):
     from symdyn.robots import load_robot
 
-    model = load_robot(name)
+    return serial_chain(20, seed=1) if name == "serial_chain(20, seed=1)" else load_robot(name)
+
+
+def robot_rows(name: str, repeat: int, rng):
+    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, v_to_pin
+
+    model = robot_model(name)
     q, qd, qdd = state(model, rng)
     tau = rng.uniform(-1, 1, model.nv)
     lib = build(model, ["rnea_derivatives", "aba_derivatives"])
@@ -139,7 +146,8 @@ def robot_rows(name: str, repeat: int, rng):
              rng.uniform(-1, 1, (BATCH, model.nv)), rng.uniform(-1, 1, (BATCH, model.nv))]
         tb = batch_time(f, *B)
         st = f.stats
-        out.append([name, model.nv, "floating" if model.is_floating else "fixed", alg, pname,
+        out.append([name, model.nv, "floating" if model.is_floating else "fixed",
+                    alg + (f" ({f.meta['method']})" if f.meta.get("method") else ""), pname,
                     us(median(tc)), us(median(tpp)), f"{paired_ratio(tc, tpp):.2f}", us(tb),
                     us(tnp), sci(err), st["n_instructions"], " ".join(st.get("cflags", []))])
         log(f"{name} {alg}: compiled {us(median(tc))} us, Pinocchio {us(median(tpp))} us, "
@@ -147,23 +155,51 @@ def robot_rows(name: str, repeat: int, rng):
     return out
 
 
+def route_rows(name: str, repeat: int, rng):
+    """aba_derivatives with each eq. (5) route, compiled as codegen chooses the flags, side by side
+    with computeABADerivatives in one interleaved run."""
+    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
+    import pinocchio as pin
+
+    model = robot_model(name)
+    q, qd, tau = state(model, rng)
+    fs = {m: build(model, ["aba_derivatives"], method=m).aba_derivatives for m in ROUTES}
+    pm = to_pinocchio(model)
+    pd = pm.createData()
+    qp, vp, tp_ = q_to_pin(model, q), v_to_pin(model, qd), v_to_pin(model, tau)
+
+    def pcall():
+        return pin.computeABADerivatives(pm, pd, qp, vp, tp_)
+
+    ref = [matrix_from_pin(model, x) for x in pcall()]
+    ref[2] = np.triu(ref[2]) + np.triu(ref[2], 1).T  # Pinocchio fills the upper triangle
+    ts = interleaved([lambda f=f: f(q, qd, tau) for f in fs.values()] + [pcall], repeat=repeat)
+    r = {"name": name, "nv": model.nv, "t_pin": median(ts[-1])}
+    for (m, f), t in zip(fs.items(), ts):
+        st = f.stats
+        r[m] = {"t": median(t), "ratio": paired_ratio(t, ts[-1]), "ins": st["n_instructions"],
+                "flags": " ".join(st.get("cflags", [])), "cc": st.get("cpu_compile"),
+                "err": rel_err(f(q, qd, tau), ref)}
+    log(f"routes {name}: " + ", ".join(f"{m} {us(r[m]['t'])} us ({r[m]['ins']} instr.)"
+                                      for m in ROUTES) + f", Pinocchio {us(r['t_pin'])} us")
+    return r
+
+
 def crossover_rows(n: int, repeat: int, rng):
     model = paper004_chain(n)
     q, qd, tau = state(model, rng)
-    fs = {m: build(model, ["aba_derivatives"], method=m).aba_derivatives for m in ("dmm", "aza")}
-    a, b = fs["dmm"](q, qd, tau), fs["aza"](q, qd, tau)
-    err = rel_err(a, b)
-    td, ta = interleaved([lambda: fs["dmm"](q, qd, tau), lambda: fs["aza"](q, qd, tau)],
-                         repeat=repeat)
+    fs = {m: build(model, ["aba_derivatives"], method=m).aba_derivatives for m in ROUTES}
+    outs = {m: f(q, qd, tau) for m, f in fs.items()}
+    err = max(rel_err(outs[m], outs["dmm"]) for m in ROUTES)
+    ts = interleaved([lambda f=f: f(q, qd, tau) for f in fs.values()], repeat=repeat)
     Q = np.array([model.random_q(rng) for _ in range(BATCH)])
     V, T = rng.uniform(-1, 1, (BATCH, n)), rng.uniform(-1, 1, (BATCH, n))
-    tb = [batch_time(fs[m], Q, V, T) for m in ("dmm", "aza")]
-    r = {"n": n, "t_dmm": median(td), "t_aza": median(ta), "ratio": paired_ratio(td, ta),
-         "b_dmm": tb[0], "b_aza": tb[1],
-         "ins_dmm": fs["dmm"].stats["n_instructions"], "ins_aza": fs["aza"].stats["n_instructions"],
-         "err": err}
-    log(f"DMM vs AZA n={n}: {us(r['t_dmm'])} vs {us(r['t_aza'])} us (batch {us(r['b_dmm'])} vs "
-        f"{us(r['b_aza'])}), instructions {r['ins_dmm']} vs {r['ins_aza']}")
+    r = {"n": n, "err": err, "ratio": paired_ratio(ts[0], ts[1])}
+    for (m, f), t in zip(fs.items(), ts):
+        r[f"t_{m}"], r[f"b_{m}"] = median(t), batch_time(f, Q, V, T)
+        r[f"ins_{m}"] = f.stats["n_instructions"]
+    log(f"routes n={n}: " + ", ".join(f"{m} {us(r['t_' + m])} us (batch {us(r['b_' + m])}, "
+                                      f"{r['ins_' + m]} instr.)" for m in ROUTES))
     return r
 
 
@@ -214,21 +250,25 @@ def plot(acc, cross, directory):
         ax.loglog(n, [r["t_aza"] * 1e6 for r in cross], "s-", color="C1", label="AZA, per call")
         ax.loglog(n, [r["b_dmm"] * 1e6 for r in cross], "o--", color="C0",
                   label="DMM, batched per state")
+        ax.loglog(n, [r["t_ltdl"] * 1e6 for r in cross], "^-", color="C2", label="LTDL, per call")
+        ax.loglog(n, [r["b_ltdl"] * 1e6 for r in cross], "^--", color="C2",
+                  label="LTDL, batched per state")
         ax.loglog(n, [r["b_aza"] * 1e6 for r in cross], "s--", color="C1",
                   label="AZA, batched per state")
         int_xticks(ax, n)
         ax.set_xlabel("n (paper 004 chain)")
         ax.set_ylabel("time (us), log scale")
-        ax.set_title("compiled aba_derivatives: DMM vs AZA")
+        ax.set_title("compiled aba_derivatives: DMM vs AZA vs LTDL")
         ax.legend(loc="upper left")
     ax = axes[1][2]
     if cross:
         ax.loglog(n, [r["ins_dmm"] for r in cross], "o-", label="DMM")
         ax.loglog(n, [r["ins_aza"] for r in cross], "s-", label="AZA")
+        ax.loglog(n, [r["ins_ltdl"] for r in cross], "^-", label="LTDL")
         int_xticks(ax, n)
         ax.set_xlabel("n (paper 004 chain)")
         ax.set_ylabel("SX instructions of aba_derivatives")
-        ax.set_title("operation count: DMM vs AZA")
+        ax.set_title("operation count: DMM vs AZA vs LTDL")
         ax.legend(loc="upper left")
     return save(fig, directory, "derivatives_compiled.png")
 
@@ -244,13 +284,15 @@ def main(argv=None) -> int:
     acc = [accuracy_speed(fam, n, args.repeat, rng) for fam, ns in sizes.items() for n in ns]
     robots = [row for name in (ROBOTS_QUICK if args.quick else ROBOTS_FULL)
               for row in robot_rows(name, args.repeat, rng)]
+    routes = [route_rows(name, args.repeat, rng)
+              for name in (ROBOTS_QUICK if args.quick else ROBOTS_FULL)]
     cross = [crossover_rows(n, args.repeat, rng) for n in (CROSS_QUICK if args.quick else CROSS_FULL)]
     fig = plot(acc, cross, d)
-    write(d, "derivatives_compiled.md", report(acc, robots, cross, fig, args, t0))
+    write(d, "derivatives_compiled.md", report(acc, robots, routes, cross, fig, args, t0))
     return 0
 
 
-def report(acc, robots, cross, fig, args, t0):
+def report(acc, robots, routes, cross, fig, args, t0):
     L = header("Derivatives of rigid-body dynamics, compiled: IDSVA vs AD vs FD, vs Pinocchio, "
                "DMM vs AZA (Singh, Russell & Wensing, papers 003/004)", command("derivatives_compiled.py", args), t0)
     L += ["Routes compared (inverse-dynamics partials dtau/dq, dtau/dqd; q-derivatives in the "
@@ -286,38 +328,64 @@ def report(acc, robots, cross, fig, args, t0):
         L.append("")
     L += ["## Real robots: compiled vs Pinocchio", "",
           "`build(model, ['rnea_derivatives', 'aba_derivatives'])` (aba_derivatives with "
-          "`method='auto'`: codegen chooses DMM or AZA for eq. (5) per model and records the "
-          "choice in the build manifest) vs `computeRNEADerivatives` / "
-          "`computeABADerivatives` (which returns dqdd/dq, dqdd/dqd and M^-1). Error: max relative "
-          "difference to Pinocchio over the returned matrices, after the velocity-ordering "
-          "conversion (free-flyer [v; w] vs our [w; v]).", ""]
+          "`method='auto'`: codegen traces the eq. (5) routes of "
+          "`symdyn.codegen.functions.AUTO_METHODS` (LTDL and AZA), keeps the smallest graph "
+          "(AZA's weighted by 1 / AZA_MAX_RATIO) and records the choice, in parentheses below) vs "
+          "`computeRNEADerivatives` / `computeABADerivatives` (which returns dqdd/dq, dqdd/dqd "
+          "and M^-1). Error: max relative difference to Pinocchio over the returned matrices, "
+          "after the velocity-ordering conversion (free-flyer [v; w] vs our [w; v]).", ""]
     L += table(["robot", "nv", "base", "symdyn", "Pinocchio", "compiled (us)", "Pinocchio (us)",
                 "ratio", "batch/state (us)", "NumPy (us)", "rel. diff", "SX instr.", "flags"],
                robots)
-    L += ["", "## Eq. (5): DMM vs AZA on the compiled path (paper 003 Fig. 7 / Table III)", "",
-          "`build(paper004_chain(n), ['aba_derivatives'], method='dmm' | 'aza')`: DMM forms M^-1 "
-          "(AZA on the identity) and multiplies it with dtau/dq and dtau/dqd (O(n^3)); AZA runs "
-          "the ABA-Zero-Algorithm on [I, dtau/dq, dtau/dqd] (O(N n)). Both include IDSVA and the "
-          "ABA pass.", ""]
-    L += table(["n", "DMM (us)", "AZA (us)", "DMM / AZA", "DMM batch (us/state)",
-                "AZA batch (us/state)", "SX instr. DMM", "SX instr. AZA", "DMM vs AZA rel. diff"],
-               [[r["n"], us(r["t_dmm"]), us(r["t_aza"]), f"{r['ratio']:.2f}", us(r["b_dmm"]),
-                 us(r["b_aza"]), r["ins_dmm"], r["ins_aza"], sci(r["err"])] for r in cross])
+    L += ["", "## aba_derivatives: the eq. (5) routes side by side", "",
+          "`build(model, ['aba_derivatives'], method=m)` for m = DMM (M^-1 by AZA on the identity, "
+          "then dense products: the former choice on branched trees), AZA (the ABA-Zero-Algorithm "
+          "on [I, dtau/dq, dtau/dqd]) and LTDL (no ABA pass: M and the bias forces from IDSVA's "
+          "ground-frame quantities, the sparse factorization M = L^T D L, qdd and M^-1 = Z D^-1 "
+          "Z^T from its factors, the products through them, and no product at all on a floating "
+          "root's q and linear-velocity columns; `symdyn/algorithms/ltdl.py`), each compiled with "
+          "the flags codegen picks by size (`-O2` up to 32k instructions, `-Og` above), timed in "
+          "one interleaved run with `computeABADerivatives` (ratio = median of paired rounds, "
+          "< 1: symdyn faster). gcc: CPU seconds of the compile.", ""]
+    L += table(["model", "nv"] + [f"{m.upper()} instr." for m in ROUTES]
+               + [f"{m.upper()} (us)" for m in ROUTES] + ["Pinocchio (us)"]
+               + [f"{m.upper()} / Pinocchio" for m in ROUTES] + ["LTDL flags", "LTDL gcc (s)",
+                                                                 "max rel. diff"],
+               [[r["name"], r["nv"]] + [r[m]["ins"] for m in ROUTES]
+                + [us(r[m]["t"]) for m in ROUTES] + [us(r["t_pin"])]
+                + [f"{r[m]['ratio']:.2f}" for m in ROUTES]
+                + [r["ltdl"]["flags"], "-" if r["ltdl"]["cc"] is None else f"{r['ltdl']['cc']:.1f}",
+                   sci(max(r[m]["err"] for m in ROUTES))] for r in routes])
+    L += ["", "## Eq. (5): DMM vs AZA vs LTDL on the compiled path (paper 003 Fig. 7 / Table III)", "",
+          "`build(paper004_chain(n), ['aba_derivatives'], method='dmm' | 'aza' | 'ltdl')`: DMM "
+          "forms M^-1 (AZA on the identity) and multiplies it with dtau/dq and dtau/dqd (O(n^3)); "
+          "AZA runs the ABA-Zero-Algorithm on [I, dtau/dq, dtau/dqd] (O(N n) 6-vector steps); "
+          "LTDL goes through the sparse factors of M (O(n^3) on a chain, with small constants). "
+          "All include IDSVA; DMM and AZA an ABA pass.", ""]
+    L += table(["n", "DMM (us)", "AZA (us)", "LTDL (us)", "DMM / AZA", "DMM batch (us/state)",
+                "AZA batch (us/state)", "LTDL batch (us/state)", "SX instr. DMM",
+                "SX instr. AZA", "SX instr. LTDL", "max rel. diff to DMM"],
+               [[r["n"], us(r["t_dmm"]), us(r["t_aza"]), us(r["t_ltdl"]), f"{r['ratio']:.2f}",
+                 us(r["b_dmm"]), us(r["b_aza"]), us(r["b_ltdl"]), r["ins_dmm"], r["ins_aza"],
+                 r["ins_ltdl"], sci(r["err"])] for r in cross])
     cx_call = crossover(cross, "t_dmm", "t_aza")
     cx_batch = crossover(cross, "b_dmm", "b_aza")
     cx_ops = crossover(cross, "ins_dmm", "ins_aza")
+    lx_call = crossover(cross, "t_ltdl", "t_aza")
+    lx_ops = crossover(cross, "ins_ltdl", "ins_aza")
     fmt = lambda c: "none in the sweep" if c is None else f"n = {c}"  # noqa: E731
-    L += ["", f"Crossover (smallest swept n from which AZA stays faster): per call "
+    L += ["", f"Crossover DMM -> AZA (smallest swept n from which AZA stays faster): per call "
           f"{fmt(cx_call)}, batched {fmt(cx_batch)}, operation count {fmt(cx_ops)}. Paper 003 "
           "finds n = 50 (Fig. 7, Pinocchio C++; Table III for other compiler settings); "
           "reports/derivatives_numpy.md finds no crossover with NumPy up to n = 400 and n = 20 "
-          "in CasADi's VM.", "",
+          f"in CasADi's VM. Crossover LTDL -> AZA on this chain: per call {fmt(lx_call)}, "
+          f"operation count {fmt(lx_ops)}.", "",
           f"![derivatives]({fig})", ""]
-    L += discussion(acc, robots, cross, cx_batch)
+    L += discussion(acc, robots, routes, cross, cx_batch)
     return L
 
 
-def discussion(acc, robots, cross, cx):
+def discussion(acc, robots, routes, cross, cx):
     def pick(fam, key):
         rs = [r for r in acc if r["family"] == fam]
         return rs[-1][key] if rs else None, rs[-1]["n"] if rs else None
@@ -381,15 +449,31 @@ def discussion(acc, robots, cross, cx):
                  + ", ".join(f"{r[0]} {r[7]}" for r in rn) + ". The per-call figure includes "
                  "~1-2 us of Python call and output-copy overhead (two nv x nv matrices); the "
                  "batch column is the per-state cost inside C.")
-    ab = [r for r in robots if r[3] == "aba_derivatives" and float(r[7]) > 1.0]
+    if routes:
+        L.append("- **Eq. (5) routes on the robots**: compiled aba_derivatives / "
+                 "computeABADerivatives per call, DMM -> LTDL: "
+                 + ", ".join(f"{r['name']} {r['dmm']['ratio']:.2f} -> {r['ltdl']['ratio']:.2f} "
+                             f"({r['dmm']['ins']} -> {r['ltdl']['ins']} SX instructions)"
+                             for r in routes)
+                 + ". LTDL drops the ABA pass (qdd comes from the factors), forms M^-1 from "
+                 "the factors with as many multiply-adds per entry as the two dofs have common "
+                 "ancestors (on a floating base 6 for dofs of different limbs) instead of an AZA "
+                 "pass per column, applies M^-1 to the columns of dtau/du through the factors "
+                 "(each stays on its dof's ancestors and descendants until Z fills it in) and "
+                 "skips the products on a floating root's q and linear-velocity columns "
+                 "(gravity and Galilean invariance: only the root's own rows are nonzero there).")
+    ab = [r for r in robots if r[3].startswith("aba_derivatives") and float(r[7]) > 1.0]
     if ab:
-        L.append("- **Where Pinocchio is faster**: aba_derivatives on "
+        L.append("- **Where Pinocchio is still faster**: aba_derivatives on "
                  + ", ".join(f"{r[0]} (nv = {r[1]}, ratio {r[7]}, {r[11]} SX instructions, "
                              f"{r[12]})" for r in ab)
-                 + ". These generated functions are straight-line code of ~0.2 M operations "
-                 "(several MB of machine code) compiled at -Og to keep gcc time bounded, "
-                 "while Pinocchio runs compact loops over the bodies; at this size the "
-                 "unrolled code stops paying off (likely instruction-cache bound; not profiled).")
+                 + ". These generated functions are straight-line code of ~0.1 M operations "
+                 "(about 1 MB of machine code at -Og, the size of this CPU's L2 cache) compiled "
+                 "at -Og to keep gcc time bounded, while Pinocchio runs compact loops over the "
+                 "bodies and vectorized (Eigen) products; the time per instruction of the "
+                 "generated code grows once it no longer fits in L2 (LTDL, ns per SX "
+                 "instruction: " + ", ".join(f"{r['name']} {r['ltdl']['t'] / r['ltdl']['ins'] * 1e9:.2f}"
+                                             f" ({r['ltdl']['ins']})" for r in routes) + ").")
     if cross:
         L.append(f"- **DMM vs AZA**: with compiled code the crossover is "
                  f"{'absent in the sweep' if cx is None else f'at n = {cx}'} (batched, per "
