@@ -33,16 +33,19 @@ def gamma(ct, q, method, backend=None):
     return ct.christoffel(q, method=method, backend=backend)
 
 
-def numpy_time(ct, q, method, budget=0.6):
-    """Median wall time of one call (repeats until ``budget`` seconds, at least 3 calls)."""
-    ts, t_end = [], time.perf_counter() + budget
-    while len(ts) < 3 or time.perf_counter() < t_end:
-        t = time.perf_counter()
-        gamma(ct, q, method)
-        ts.append(time.perf_counter() - t)
-        if len(ts) >= 50:
+def numpy_times(ct, q, budget=1.8):
+    """Median wall time of one call of each route, the routes called in turn (round robin) so
+    that all see the same machine load; repeats until ``budget`` seconds (at least 3 rounds,
+    at most 50)."""
+    ts, t_end = {m: [] for m in METHODS}, time.perf_counter() + budget
+    while len(ts[METHODS[0]]) < 3 or time.perf_counter() < t_end:
+        for m in METHODS:
+            t = time.perf_counter()
+            gamma(ct, q, m)
+            ts[m].append(time.perf_counter() - t)
+        if len(ts[METHODS[0]]) >= 50:
             break
-    return float(np.median(ts))
+    return {m: float(np.median(v)) for m, v in ts.items()}
 
 
 def casadi_graph(ct, method):
@@ -68,7 +71,7 @@ def row(name, ct, casadi_methods, lines, data):
     ref = gamma(ct, q, "tensor")
     err_p = rel(ref, gamma(ct, q, "pages"))
     err_s = rel(ref, gamma(ct, q, "spanning"))
-    t = {m: numpy_time(ct, q, m) for m in METHODS}
+    t = numpy_times(ct, q)
     ops, err_ca = {}, 0.0
     for m in METHODS:
         if m in casadi_methods:
@@ -166,7 +169,8 @@ def main(argv=None):
               "`LoopModel.christoffel` (Cbar = G^T C* G + G^T M Gdot at y = e_k, one full "
               "spanning-tree evaluation per speed). Errors: max relative difference of Gamma at "
               "`q_ref` (CasADi: the SX function evaluated at `q_ref` against the NumPy tensor "
-              "form, worst of the routes built). NumPy times: median of repeated calls. SX: "
+              "form, worst of the routes built). NumPy times: median of repeated calls, the three "
+              "routes called in turn. SX: "
               "instructions of one `casadi.Function` q -> all ny pages (no CSE pass).", "",
               "## Worked mechanisms", "", *HEADER]
     data: list = []
