@@ -4,16 +4,21 @@
     python experiments/bench_fastpath.py --sections calls --merge   # redo only the vs-Pinocchio tables
     python experiments/bench_fastpath.py --models serial:20 --algorithms rnea,crba --quick --out -
 
-Sections: ``summary`` (the written discussion), ``overhead`` (ctypes vs cffi call cost,
-casadi.Function call cost), ``gamma`` (Gamma of a 20-DoF serial chain generated and compiled:
-the <= 30 s target), ``flags`` (compile CPU time and run time per gcc level), ``split`` (big
-functions cut into chunks vs CasADi's single function), ``calls`` (symdyn compiled vs Pinocchio
-in the same process), ``toolkit`` (compiled frame Jacobians, CoM Jacobian and joint torque
-regressor vs Pinocchio's computeFrameJacobian, jacobianCenterOfMass, computeJointTorqueRegressor;
-not in the default list: ``--sections toolkit --merge``), ``parameters`` (functions with the
-inertial parameters as an input vs the inertias compiled in, on the toolkit models; likewise
-``--sections parameters --merge``). ``--merge`` replaces only the
-regenerated sections of an existing report.
+Sections (all by default): ``summary`` (the written discussion), ``overhead`` (ctypes vs cffi
+call cost, casadi.Function call cost), ``gamma`` (Gamma of a 20-DoF serial chain generated and
+compiled: the <= 30 s target), ``flags`` (compile CPU time and run time per gcc level),
+``split`` (big functions cut into chunks vs CasADi's single function), ``calls`` (symdyn
+compiled vs Pinocchio in the same process, axis-aligned builders, random-geometry models and
+URDFs), ``batch`` (batches of large outputs: the C computation floor, the previous and the
+current batch wrapper from a C driver, single calls vs ``.batch`` with 1 and 2 threads vs
+Pinocchio), ``toolkit`` (compiled frame Jacobians, CoM Jacobian and joint torque regressor vs
+Pinocchio's computeFrameJacobian, jacobianCenterOfMass, computeJointTorqueRegressor),
+``parameters`` (functions with the inertial parameters as an input vs the inertias compiled in,
+on the toolkit models). ``--merge`` replaces only the regenerated sections of an existing
+report (``--sections batch --merge``).
+
+Batches are timed with explicit ``threads=`` (``threads=None`` picks by the work and the CPUs;
+``_common`` pins ``$OMP_NUM_THREADS`` to 1, which that rule follows).
 
 Timing: blocks of calls sized to ~20 ms, run round-robin so that compared functions see the same
 machine load; per-call medians over the rounds and the medians of the per-round ratios.
@@ -43,8 +48,9 @@ sys.path.insert(0, str(ROOT))
 from symdyn.codegen import ALGORITHMS, build, casadi_function  # noqa: E402
 from symdyn.cli.specs import from_spec  # noqa: E402
 
-DEFAULT_MODELS = "serial:20,binary:20,biped:20,quadruped:20,robot:panda,robot:talos"
-DEFAULT_ALGS = "rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel"
+DEFAULT_MODELS = ("serial:20,binary:20,biped:20,quadruped:20,robot:panda,robot:talos,"
+                  "serial:20:seed=1,serial:40:seed=1,random:20:seed=1")
+DEFAULT_ALGS = "rnea,crba,aba,coriolis_matrix,rnea_derivatives,aba_derivatives,christoffel"
 TARGETS = {  # (per call, batched per state) ratio targets vs Pinocchio, from issue 5
     "rnea": (1.0, 0.25), "crba": (1.0, 0.25), "coriolis_matrix": (0.5, None),
     "christoffel": (0.15, None), "rnea_derivatives": (0.7, None),
@@ -74,6 +80,22 @@ def interleaved(fns, repeat: int) -> list[list[float]]:
         for f, n, t in zip(fns, ns, times):
             t.append(_block(f, n))
     return times
+
+
+def interleaved_cpu(fns, repeat: int) -> tuple[list[list[float]], list[list[float]]]:
+    """As :func:`interleaved`, returning (wall, thread CPU) per-call times: the CPU time of the
+    calling thread leaves out the time the scheduler gave to other jobs (meaningful for work
+    done on the calling thread only)."""
+    ns = [_block_size(f) for f in fns]
+    wall, cpu = [[] for _ in fns], [[] for _ in fns]
+    for _ in range(repeat):
+        for f, n, w, c in zip(fns, ns, wall, cpu):
+            t0, c0 = time.perf_counter(), time.thread_time()
+            for _ in range(n):
+                f()
+            c.append((time.thread_time() - c0) / n)
+            w.append((time.perf_counter() - t0) / n)
+    return wall, cpu
 
 
 def median_time(fn, repeat: int) -> float:
@@ -193,13 +215,15 @@ def section_gamma(repeat: int) -> list[str]:
     lib = build(model, ["christoffel"], cache=False, progress=True)
     wall = time.perf_counter() - t0
     st = lib.stats["functions"]["christoffel"]
+    fd = next(d for d in lib.manifest["functions"] if d["algorithm"] == "christoffel")
+    form = f"{fd.get('form', 'unrolled')} form ({fd.get('form_reason', 'the only form')})"
     q = model.random_q(np.random.default_rng(0))
     ref = __import__("symdyn.algorithms.christoffel", fromlist=["x"]).christoffel(model, q)
     err = float(np.abs(lib.christoffel(q) - ref).max() / max(1, np.abs(ref).max()))
     t_call = median_time(lambda: lib.christoffel(q), repeat)
     out = ["## Gamma of a 20-DoF serial chain: generated and compiled (target <= 30 s)", "",
            f"Command: `build(from_spec('serial:20'), ['christoffel'], cache=False)` (opt auto -> "
-           f"{' '.join(st['cflags'])}).", "",
+           f"{' '.join(st['cflags'])}; {form}).", "",
            "| step | time |", "|---|---|",
            f"| trace Alg. 2 with CasADi SX | {st['t_trace']:.2f} s |",
            f"| casadi.Function with cse | {st['t_function']:.2f} s |",
@@ -230,14 +254,16 @@ def section_flags(spec: str, algs: list[str], levels: list[str], repeat: int) ->
                 rows[alg, level] = (sizes[alg], np.nan, np.nan)  # > 90 s CPU: not run
                 continue
             lib = build(model, [alg], opt=opt, cflags=extra, native=False, cache=False,
-                        progress=False)
+                        progress=False, form="unrolled")
             f = lib[alg]
             ins = [data[n] for n in f.input_names]
-            t = median_time(lambda: f.batch(*ins), repeat) / B
+            t = median_time(lambda: f.batch(*ins, threads=1), repeat) / B
             rows[alg, level] = (f.stats["n_instructions"], f.stats.get("cpu_compile", np.nan), t)
             print(f"flags {spec} {alg} {level}: cpu {rows[alg, level][1]:.1f}s, "
                   f"{t * 1e6:.3g} us/state", file=sys.stderr, flush=True)
     out = [f"## Compiler flags on {spec}: gcc CPU time (s) / run time per state (us, batched)", "",
+           "The unrolled form (`build(..., form=\"unrolled\")`: one straight-line function), "
+           "batched over 200 states, one thread.", "",
            "| algorithm | SX instructions | " + " | ".join(levels) + " |",
            "|---|---|" + "---|" * len(levels)]
     for alg in algs:
@@ -414,14 +440,15 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
             bout = outs if len(outs) > 1 else outs[0]
             # all four in one round-robin, so that every ratio compares blocks run back to back
             t_s, t_p, t_b, t_b2 = interleaved(
-                [lambda: f(*ins), pfn, lambda: f.batch(*bins, out=bout),
+                [lambda: f(*ins), pfn, lambda: f.batch(*bins, out=bout, threads=1),
                  lambda: f.batch(*bins, out=bout, threads=2)], repeat)
             med = statistics.median
             ts, tp, tb, tb2 = med(t_s), med(t_p), med(t_b) / batch, med(t_b2) / batch
             ratio = med(a / b for a, b in zip(t_s, t_p))
             bratio = med(a / batch / b for a, b in zip(t_b, t_p))
             mins = (min(t_s) / min(t_p), min(t_b) / batch / min(t_p))  # least disturbed blocks
-            rows.append((spec, model.nv, alg, pname, ts, tp, ratio, tb, tb2, bratio, err, mins))
+            rows.append((spec, model.nv, alg, pname, ts, tp, ratio, tb, tb2, bratio, err, mins,
+                         _kind(spec)))
             print(f"{spec} {alg}: symdyn {ts * 1e6:.3g} us, pin {tp * 1e6:.3g} us, ratio "
                   f"{ratio:.2f}, batch {tb * 1e6:.3g} us/state", file=sys.stderr, flush=True)
     out = ["## symdyn compiled vs Pinocchio (same process)", "",
@@ -438,31 +465,284 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
            "the rounds (least disturbed blocks) are given as a less load-sensitive estimate. "
            "Targets from issue 5 in brackets; ok/MISS marks them (on the medians). "
            f"Load average at the start of this section: {load0:.1f} (2 cores).", "",
-           "| model | nv | algorithm | Pinocchio routine | symdyn us/call | Pinocchio us/call | "
+           "*kind*: `axis-aligned builder` (serial:N, binary:N, biped:N, quadruped:N without a "
+           "seed: unit joint axes and tree rotations, the favourable case for generated code), "
+           "`random geometry` (`serial:N:seed=S` = `serial_chain(N, seed=S)`, `random:N:seed=S` "
+           "= a random branched tree: random axes, rotations, offsets and inertias) or `URDF` "
+           "(real robots; their tree rotations are mostly axis-aligned, see the batch section).",
+           "",
+           "| model | kind | nv | algorithm | Pinocchio routine | symdyn us/call | Pinocchio us/call | "
            "ratio [target] | batch us/state (1 thr / 2 thr) | batch ratio [target] | "
            "ratios of minima (call / batch) | max rel. diff vs NumPy |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for spec, nv, alg, pname, ts, tp, ratio, tb, tb2, bratio, err, mins in rows:
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for spec, nv, alg, pname, ts, tp, ratio, tb, tb2, bratio, err, mins, kind in rows:
         tc, tbt = TARGETS.get(alg, (None, None))
         mark = (lambda r, t: f"{r:.2f}" if t is None else
                 f"{r:.2f} [{t}] {'ok' if r <= t else 'MISS'}")
-        out.append(f"| {spec} | {nv} | {alg} | {pname} | {us(ts)} | {us(tp)} | "
+        out.append(f"| {spec} | {kind} | {nv} | {alg} | {pname} | {us(ts)} | {us(tp)} | "
                    f"{mark(ratio, tc)} | {us(tb)} / {us(tb2)} | {mark(bratio, tbt)} | "
                    f"{mins[0]:.2f} / {mins[1]:.2f} | {err:.1e} |")
     out += ["", "Pinocchio models: built-in specs via `symdyn.pinocchio_bridge.to_pinocchio`; "
             "robots via `pinocchio.buildModelFromUrdf` (free-flyer root for talos).", ""]
     out += [f"- {n}" for n in notes]
     out += ["", "### Builds (cache off for the first build of each model; auto flags)", "",
-            "| model | nv | algorithm | SX nodes | SX instructions | flags | gcc CPU s | "
-            "gcc wall s | build wall s |", "|---|---|---|---|---|---|---|---|---|"]
+            "| model | nv | algorithm | form | SX nodes | SX instructions | flags | gcc CPU s | "
+            "gcc wall s | build wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for spec, model, lib, wall in builds:
+        forms = {d.get("key", d["algorithm"]): d.get("form", "unrolled")
+                 for d in lib.manifest["functions"]}
         for alg, s in lib.stats["functions"].items():
-            out.append(f"| {spec} | {model.nv} | {alg} | {s['n_nodes']} | {s['n_instructions']} | "
+            out.append(f"| {spec} | {model.nv} | {alg} | {forms.get(alg, '?')} | {s['n_nodes']} | "
+                       f"{s['n_instructions']} | "
                        f"{' '.join(s.get('cflags', []))} | {s.get('cpu_compile', float('nan')):.1f} "
                        f"| {s.get('t_compile', float('nan')):.1f} | "
                        f"{'cache hit' if lib.cache_hit else f'{wall:.0f}'} |")
     out.append("")
     return out
+
+# --- batches with large outputs -----------------------------------------------------------------------
+
+BATCH_MODELS = "robot:baxter,robot:g1,robot:talos,serial:20:seed=1,serial:40:seed=1,random:20:seed=1"
+BATCH_ALGS = "crba,coriolis_matrix,rnea_derivatives,aba_derivatives,christoffel"
+
+# A C driver over the generated functions (dlopen'ed library, function pointers from ctypes):
+# per state, one thread, round-robin over the modes, medians over rounds.
+#   0 floor: F alone, inputs of state i, outputs into one scratch block that stays in L1
+#   1 api3: the previous wrapper's loop (API version 3): in place below 8 MiB of outputs, else F
+#     into scratch and each state's block copied out with 16-byte streaming stores
+#   2 F_batch (automatic rule), 3 F_batch_write(in place), 4 F_batch_write(streamed)
+# Each mode writes its own output arrays (a reused `out`, as in a loop of batches).
+_BATCH_DRIVER = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+typedef int (*fn_t)(const double**, double**, long long*, double*, int);
+typedef int (*bw_t)(const double* const*, double* const*, long long, int, int, long long*);
+/* CPU time of the calling thread: every mode runs on it (F_batch_write with one thread too),
+ * so the time the scheduler gives other jobs on a shared machine is left out */
+static double now(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec; }
+static int nonfinite(const double* x, long long n) { long long i;
+  for (i = 0; i < n; ++i) if (!isfinite(x[i])) return 1; return 0; }
+static void copy16(double* dst, const double* src, long long n) {
+#if defined(__SSE2__)
+  long long i = 0;
+  if (((uintptr_t)dst & 15) && n > 0) { dst[0] = src[0]; i = 1; }
+  for (; i + 2 <= n; i += 2) _mm_stream_pd(dst + i, _mm_loadu_pd(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+#else
+  memcpy(dst, src, 8 * n);
+#endif
+}
+static int cmp(const void* a, const void* b) { double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y; }
+/* med[m], lo[m] = median and minimum over rounds of the seconds per state of mode m */
+int bench(fn_t F, bw_t BW, int n_in, const long long* nin, int n_out, const long long* nout,
+          long long sz_arg, long long sz_res, long long sz_iw, long long sz_w,
+          const double** in, double** outs, long long n, int reps, double* med, double* lo) {
+  const double** arg = calloc(sz_arg + 1, sizeof(void*));
+  double** res = calloc(sz_res + 1, sizeof(void*));
+  long long* iw = malloc(8 * (sz_iw + 1));
+  double* w = malloc(8 * (sz_w + 1));
+  long long n_all = 0, i, off, bad[2];
+  double *scratch, *t = malloc(sizeof(double) * 5 * reps);
+  int k, m, r, stream3;
+  for (k = 0; k < n_out; ++k) n_all += nout[k];
+  scratch = malloc(8 * (n_all + 1));
+  stream3 = (double)n * n_all * 8 >= 8.0 * 1024 * 1024;
+  for (r = 0; r < reps; ++r) for (m = 0; m < 5; ++m) {
+    double* const* out = outs + m * n_out;
+    double t0 = now();
+    if (m == 0 || m == 1) {
+      for (i = 0; i < n; ++i) {
+        int ok = 1;
+        for (k = 0; k < n_in; ++k) { arg[k] = in[k] + i * nin[k]; if (m == 1 && nonfinite(arg[k], nin[k])) ok = 0; }
+        for (k = 0, off = 0; k < n_out; off += nout[k], ++k)
+          res[k] = (m == 1 && !stream3) ? out[k] + i * nout[k] : scratch + off;
+        if (ok && F(arg, res, iw, w, 0)) return -1;
+        if (m == 1 && stream3) for (k = 0; k < n_out; ++k) copy16(out[k] + i * nout[k], res[k], nout[k]);
+      }
+#if defined(__SSE2__)
+      _mm_sfence();
+#endif
+    } else if (BW((const double* const*)in, out, n, 1, m == 2 ? -1 : m == 3 ? 0 : 1, bad) < 0) {
+      return -1;
+    }
+    t[m * reps + r] = (now() - t0) / n;
+  }
+  for (m = 0; m < 5; ++m) {
+    qsort(t + m * reps, reps, sizeof(double), cmp);
+    med[m] = t[m * reps + reps / 2];
+    lo[m] = t[m * reps];
+  }
+  free(arg); free(res); free(iw); free(w); free(scratch); free(t);
+  return 0;
+}
+"""
+
+
+def _batch_driver(tmp: str):
+    """The C driver above, compiled (cc -O2 -march=native, as the generated code) and loaded."""
+    c, so = Path(tmp, "batch_driver.c"), Path(tmp, "libbatch_driver.so")
+    c.write_text(_BATCH_DRIVER)
+    subprocess.run(["cc", "-O2", "-march=native", "-shared", "-fPIC", str(c), "-o", str(so), "-lm"],
+                   check=True)
+    lib = ctypes.CDLL(str(so))
+    lib.bench.restype = ctypes.c_int
+    return lib
+
+
+def _c_floor(driver, lib, f, ins: list, n: int, reps: int, budget: float = 4.0):
+    """Seconds per state of the driver's modes for compiled function ``f`` of build ``lib`` over
+    the ``n`` states ``ins`` (C-contiguous float64 arrays): (medians, minima) over rounds, at
+    least ``reps`` rounds and more (up to 41) while they fit in ``budget`` seconds."""
+    so = ctypes.CDLL(str(lib.library))
+    F = ctypes.cast(getattr(so, f.symbol), ctypes.c_void_p)
+    BW = ctypes.cast(getattr(so, f"{f.symbol}_batch_write"), ctypes.c_void_p)
+    ll = ctypes.c_longlong
+    nin = (ll * len(ins))(*[a.shape[1] for a in ins])
+    sizes = [int(np.prod(s)) for s in f.output_shapes]
+    nout = (ll * len(sizes))(*sizes)
+    outs = [np.zeros((n, k)) for _ in range(5) for k in sizes]
+    pin = (ctypes.c_void_p * len(ins))(*[a.ctypes.data for a in ins])
+    pout = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
+    med, lo = (ctypes.c_double * 5)(), (ctypes.c_double * 5)()
+
+    def run(r):
+        if driver.bench(F, BW, len(ins), nin, len(sizes), nout, ll(f._sz_arg), ll(f._sz_res),
+                        ll(f._sz_iw), ll(f._sz_w), pin, pout, ll(n), r, med, lo):
+            raise RuntimeError(f"batch driver failed on {f.name}")
+
+    t0 = time.perf_counter()
+    run(1)                                       # also first-touches every output array
+    one = time.perf_counter() - t0
+    run(int(min(41, max(reps, budget / max(one, 1e-9)))))
+    return list(med), list(lo)
+
+
+def _kind(spec: str) -> str:
+    """Which kind of geometry a spec has: builders without a seed are axis-aligned by
+    construction (the favourable case for generated code), seeded builders and random: trees
+    have random geometry, robots are real URDFs."""
+    if spec.startswith("robot:") or spec.endswith(".urdf"):
+        return "URDF"
+    if spec.startswith("random:") or ":seed=" in spec:
+        return "random geometry"
+    return "axis-aligned builder"
+
+
+def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) -> list[str]:
+    """Batches of large outputs: per state, the C computation floor, the previous wrapper and
+    the new one (C driver), single calls vs .batch with 1 and 2 threads vs Pinocchio (Python)."""
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    crow, prow, models, notes = [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        driver = _batch_driver(tmp)
+        for spec in specs:
+            model = from_spec(spec)
+            use = [a for a in algs if not (a == "christoffel" and model.nv > CHRISTOFFEL_MAX_NV)]
+            if len(use) < len(algs):
+                notes.append(f"{spec}: christoffel skipped (nv = {model.nv} > "
+                             f"{CHRISTOFFEL_MAX_NV})")
+            lib = build(model, use, progress=True)
+            pm, pd, pstate, how = pinocchio_setup(spec, model)
+            pcalls = pinocchio_calls(pm, pd, pstate)
+            models.append((spec, model.nv, _kind(spec), _geometry(model), how))
+            rng = np.random.default_rng(5)
+            st = {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
+                  "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv)}
+            Bst = {"q": np.array([model.random_q(rng) for _ in range(batch)]),
+                   "qd": rng.uniform(-1, 1, (batch, model.nv)),
+                   "qdd": rng.uniform(-1, 1, (batch, model.nv)),
+                   "tau": rng.uniform(-1, 1, (batch, model.nv))}
+            forms = {d.get("key", d["algorithm"]): d.get("form", "unrolled")
+                     for d in lib.manifest["functions"]}
+            for alg in use:
+                f = lib[alg]
+                ins = [st[n] for n in f.input_names]
+                bins = [np.ascontiguousarray(Bst[n]) for n in f.input_names]
+                kb = sum(int(np.prod(s)) for s in f.output_shapes) * 8 / 1e3
+                c, cmin = _c_floor(driver, lib, f, bins, batch, max(7, repeat // 2))
+                outs = tuple(np.empty((batch, *sh)) for sh in f.output_shapes)
+                bout = outs if len(outs) > 1 else outs[0]
+                pname, pfn = pcalls[alg]
+                (t_s, t_b, t_b2, t_p), (c_s, c_b, _, c_p) = interleaved_cpu(
+                    [lambda: f(*ins), lambda: f.batch(*bins, out=bout, threads=1),
+                     lambda: f.batch(*bins, out=bout, threads=2), pfn], repeat)
+                med = statistics.median
+                rcpu = (med(b / batch / a for a, b in zip(c_s, c_b)),
+                        med(b / batch / p for p, b in zip(c_p, c_b)))
+                ts, tb, tb2, tp = med(t_s), med(t_b) / batch, med(t_b2) / batch, med(t_p)
+                r = (med(b / batch / a for a, b in zip(t_s, t_b)),
+                     med(b / batch / a for a, b in zip(t_s, t_b2)),
+                     med(b / batch / p for p, b in zip(t_p, t_b)),
+                     med(b / batch / p for p, b in zip(t_p, t_b2)))
+                crow.append((spec, model.nv, f"{alg} ({forms.get(alg, '?')})", kb, *c, *cmin))
+                prow.append((spec, model.nv, alg, pname, kb, c[0], ts, tb, tb2, tp, *r,
+                             *rcpu))
+                print(f"batch {spec} {alg}: {kb:.1f} kB, floor {c[0] * 1e6:.3g}, api3 "
+                      f"{c[1] * 1e6:.3g}, now {c[2] * 1e6:.3g} us/state; single {ts * 1e6:.3g}, "
+                      f"batch {tb * 1e6:.3g} / {tb2 * 1e6:.3g} (2 thr), pin {tp * 1e6:.3g}",
+                      file=sys.stderr, flush=True)
+    out = ["## Batches with large outputs: per state, single calls vs batch vs Pinocchio", "",
+           f"States: {batch} per batch (outputs of 3-60 MB in all), random states; "
+           f"load average at the start of this section: {load0:.1f} (2 cores shared with "
+           "other jobs: the 2-thread figures depend on the other core being free).", "",
+           "| model | nv | kind | tree rotations | Pinocchio model |", "|---|---|---|---|---|"]
+    out += [f"| {s} | {nv} | {k} | {g.split(': ')[-1]} | {h} |" for s, nv, k, g, h in models]
+    out += ["", "Axis-aligned builders (`serial:N`, `binary:N`, `biped:N`, `quadruped:N` without a "
+            "seed) have unit joint axes and tree rotations, the favourable case for generated "
+            "code (many exact zeros and ones); `random:` trees, seeded builders "
+            "(`serial_chain(N, seed=1)`) and real URDFs are not favourable by construction (the "
+            "URDFs' tree rotations are mostly axis-aligned, their inertias and offsets are not).",
+            "", "### C driver: where the time of a batch goes (one thread, us per state)", "",
+            "A C driver calls the generated function `F` and the wrapper's `F_batch_write` "
+            "directly (no Python): *floor* is `F` alone with its outputs in one scratch block "
+            "that stays in L1 (the computation); *previous* the wrapper of API version 3 (in "
+            "place below 8 MiB of outputs, else scratch + each state's block copied with 16-byte "
+            "streaming stores); *now* `F_batch` (outputs over 1 MiB per thread streamed in "
+            "whole cache lines, see `symdyn/codegen/csource.py`); then the two ways forced. "
+            "Each mode writes its own, reused, output arrays. Times are the CPU time of the "
+            "driver's thread (`CLOCK_THREAD_CPUTIME_ID`; all modes run on it), which leaves out "
+            "the time the scheduler gives other jobs but not their effect on shared caches and "
+            "memory; medians over round-robin rounds (7-41, as many as fit in ~4 s), minima for "
+            "the last two columns: what writing the outputs adds to the computation.",
+            "", "| model | algorithm (form) | kB/state | floor | previous | now | in place | streamed | "
+            "now - floor (minima) | previous - floor (minima) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for spec, nv, alg, kb, fl, old, new, inpl, strm, *mins in crow:
+        out.append(f"| {spec} | {alg} | {kb:.1f} | {us(fl)} | {us(old)} | {us(new)} | "
+                   f"{us(inpl)} | {us(strm)} | {us(mins[2] - mins[0])} | "
+                   f"{us(mins[1] - mins[0])} |")
+    out += ["", "### From Python: single calls vs `.batch` vs Pinocchio (us per state)", "",
+            "Single call `lib.<alg>(q, ...)` (result pool, ~0.6-0.9 us of Python per call); "
+            f"`.batch(..., out=preallocated, threads=1 | 2)` over {batch} states; Pinocchio's "
+            "Python call in a loop (no batched API). The four run round-robin in blocks of ~20 "
+            "ms; times are wall-clock medians over the rounds, ratios medians of the per-round "
+            "ratios (< 1: the batch is cheaper); the last column gives the one-thread ratios "
+            "by the CPU time of the calling thread (robust to the other jobs' load). *floor*: "
+            "the C computation per state (driver above, CPU time).",
+            "", "| model | nv | algorithm | Pinocchio routine | kB/state | floor | single | "
+            "batch 1 thr | batch 2 thr | Pinocchio | batch / single (1 / 2 thr) | "
+            "batch / Pinocchio (1 / 2 thr) | CPU time: batch / single, batch / Pinocchio (1 thr) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for spec, nv, alg, pname, kb, fl, ts, tb, tb2, tp, r1, r2, p1, p2, cs, cp in prow:
+        out.append(f"| {spec} | {nv} | {alg} | {pname} | {kb:.1f} | {us(fl)} | {us(ts)} | "
+                   f"{us(tb)} | {us(tb2)} | {us(tp)} | {r1:.2f} / {r2:.2f} | "
+                   f"{p1:.2f} / {p2:.2f} | {cs:.2f}, {cp:.2f} |")
+    gain = [r[10] for r in prow]
+    if gain:
+        out += ["", f"Batch / single, one thread: {min(gain):.2f}-{max(gain):.2f} (median "
+                f"{statistics.median(gain):.2f}) over the {len(gain)} rows; two threads: "
+                f"{min(r[11] for r in prow):.2f}-{max(r[11] for r in prow):.2f}."]
+    out += [""] + [f"- {n}" for n in notes] + [""]
+    return out
+
 
 # --- toolkit: frames, CoM, regressor ------------------------------------------------------------------
 
@@ -562,7 +842,7 @@ def section_toolkit(specs: list[str], repeat: int, batch: int) -> list[str]:
             bins = [Bst[n] for n in f.input_names]
             bout = np.empty((batch, *f.output_shapes[0]))
             t_s, t_p, t_b = interleaved([lambda: f(*ins), pfn,
-                                         lambda: f.batch(*bins, out=bout)], repeat)
+                                         lambda: f.batch(*bins, out=bout, threads=1)], repeat)
             med = statistics.median
             ratio = med(a / b for a, b in zip(t_s, t_p))
             bratio = med(a / batch / b for a, b in zip(t_b, t_p))
@@ -659,8 +939,8 @@ def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
             outs = tuple(np.empty((batch, *sh)) for sh in f.output_shapes)
             bout = outs if len(outs) > 1 else outs[0]
             t_f, t_g, b_f, b_g = interleaved(
-                [lambda: f(*ins), lambda: g(*ins, pi), lambda: f.batch(*bins, out=bout),
-                 lambda: g.batch(*bins, PI, out=bout)], repeat)
+                [lambda: f(*ins), lambda: g(*ins, pi), lambda: f.batch(*bins, out=bout, threads=1),
+                 lambda: g.batch(*bins, PI, out=bout, threads=1)], repeat)
             med = statistics.median
             rows.append((spec, model.nv, alg, f.stats["n_instructions"], g.stats["n_instructions"],
                          med(t_f), med(t_g), med(y / x for x, y in zip(t_f, t_g)),
@@ -795,7 +1075,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=DEFAULT_MODELS)
     p.add_argument("--algorithms", default=DEFAULT_ALGS)
-    p.add_argument("--sections", default="summary,overhead,gamma,flags,split,calls")
+    p.add_argument("--sections",
+                   default="summary,overhead,gamma,flags,split,calls,batch,toolkit,parameters")
+    p.add_argument("--batch-models", default=BATCH_MODELS)
+    p.add_argument("--batch-algorithms", default=BATCH_ALGS)
     p.add_argument("--flag-levels", default="-Og,-O1,-O2,-Og -march=native,-O2 -march=native")
     p.add_argument("--flag-algorithms",
                    default="rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel")
@@ -844,6 +1127,9 @@ def main(argv=None) -> int:
     if "calls" in sections:
         body += section_calls(args.models.split(","), args.algorithms.split(","), repeat,
                               args.batch)
+    if "batch" in sections:
+        body += section_batch(args.batch_models.split(","), args.batch_algorithms.split(","),
+                              repeat, args.batch)
     if "toolkit" in sections:
         body += section_toolkit([m for m in args.toolkit_models.split(";") if m.strip()], repeat,
                                 args.batch)
