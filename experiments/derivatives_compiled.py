@@ -467,13 +467,14 @@ def discussion(acc, robots, routes, cross, cx):
         L.append("- **Where Pinocchio is still faster**: aba_derivatives on "
                  + ", ".join(f"{r[0]} (nv = {r[1]}, ratio {r[7]}, {r[11]} SX instructions, "
                              f"{r[12]})" for r in ab)
-                 + ". These generated functions are straight-line code of ~0.1 M operations "
-                 "(about 1 MB of machine code at -Og, the size of this CPU's L2 cache) compiled "
-                 "at -Og to keep gcc time bounded, while Pinocchio runs compact loops over the "
-                 "bodies and vectorized (Eigen) products; the time per instruction of the "
-                 "generated code grows once it no longer fits in L2 (LTDL, ns per SX "
-                 "instruction: " + ", ".join(f"{r['name']} {r['ltdl']['t'] / r['ltdl']['ins'] * 1e9:.2f}"
-                                             f" ({r['ltdl']['ins']})" for r in routes) + ").")
+                 + ". These generated functions are straight-line scalar code of ~0.1 M "
+                 "operations (about 1 MB of machine code at -Og, the size of this CPU's L2 "
+                 "cache), compiled at -Og to keep gcc time bounded, while Pinocchio runs compact "
+                 "loops over the bodies and vectorized (Eigen) products. Time per SX instruction "
+                 "of the LTDL route in this run (ns): "
+                 + ", ".join(f"{r['name']} {r['ltdl']['t'] / r['ltdl']['ins'] * 1e9:.2f}"
+                             for r in routes)
+                 + " (the -O2 builds are the ones below 32k instructions); not profiled.")
     if cross:
         L.append(f"- **DMM vs AZA**: with compiled code the crossover is "
                  f"{'absent in the sweep' if cx is None else f'at n = {cx}'} (batched, per "
