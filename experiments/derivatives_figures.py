@@ -960,7 +960,7 @@ def discussion(data, robots, parts, cross, switch):
             f"(nv = {big['nv']}) {f2(ratio(big, 'RNEA_CR', 'IDSVA', 'b'))}x compiled, "
             f"{f2(ops_ratio(big, 'RNEA_CR', 'IDSVA'))}x in SX instructions. "
             + ("On the smallest robots RNEA_CR is the smaller graph, as on the shortest "
-               "chains. " if any(v is not None and v < 1 for v in ro) else ""))
+               "chains." if any(v is not None and v < 1 for v in ro) else "").rstrip())
     # --- Fig. 7
     L.append(
         "- **DMM vs AZA (2022 Fig. 7 and Table III, earlier Fig. 2; the paper: crossover N = 50 "
@@ -980,6 +980,9 @@ def discussion(data, robots, parts, cross, switch):
         + density_words(data) + unresolved_words(data))
     # --- earlier Fig. 6
     ser_parts = [p for p in parts if p["family"] == "serial"]
+    crs = [r for r in ser if "FDSVA-DMM" in r["b"] and "ABA" in r["b"]]
+    cswitch = crossover([{"n": r["n"], "a": r["b"]["IDSVA"], "b": rest(r, "FDSVA-DMM") or 0.0}
+                         for r in crs], "b", "a") if crs else None
     big_parts = [p for p in ser_parts if p["n"] >= 50]
     if len(big_parts) >= 2:
         xs = [p["n"] for p in big_parts]
@@ -998,8 +1001,14 @@ def discussion(data, robots, parts, cross, switch):
             f"DMM and {sa:.2f} by AZA"
             + (f", so the fitted power laws would cross near N = {ext:.0f} (an extrapolation, "
                "not measured)" if ext else "")
-            + ". Compiled (section 7's second table) the picture is the paper's: IDSVA is a "
-            "small part, M^-1 and eq. (5) dominate from small N, and AZA overtakes DMM.")
+            + ". Compiled (section 7's second table, batch): "
+            + (f"M^-1 and eq. (5) by DMM cost more than IDSVA from N = {cswitch} on"
+               if cswitch else "M^-1 and eq. (5) by DMM never cost more than IDSVA")
+            + (f", and AZA overtakes DMM at N = {cross['serial', 'b'][0]}"
+               if cross["serial", "b"][0] else ", and AZA does not overtake DMM in the sweep")
+            + (", the paper's sequence (order switch, then crossover)."
+               if cswitch and cross["serial", "b"][0] and cswitch < cross["serial", "b"][0]
+               else "."))
     L.append(
         "- **Not reproduced.** The papers' absolute times (other machines and compilers, "
         "Fortran, Pinocchio 2.6 C++); the N = 500 end of the sweeps in compiled code (gcc time "
