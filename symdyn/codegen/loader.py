@@ -388,6 +388,7 @@ class CompiledFunction:
             threads = auto_threads(cast(int, nstates) * self._state_ns)
             if threads > 1:
                 threads = self._tuned(threads)
+        assert threads is not None and nstates is not None   # set above (mypy)
         try:
             t0 = _perf_counter()
             status = self._batch(pin, pout, nstates, int(threads),
