@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (command, fit_slope, header, int_xticks, interleaved, log, median, out_dir,
-                     paired_ratio, parser, pyplot, save, table, us, write)
+from _common import (command, fit_slope, header, int_xticks, interleaved, load_average, log,
+                     median, out_dir, paired_ratio, parser, pyplot, save, table, us, write)
 
 import numpy as np  # noqa: E402
 
@@ -221,15 +221,21 @@ def main(argv=None) -> int:
     forms = ("unrolled", "recursive")
     results: dict = {}
     directory = out_dir(args)
+    load_start = load_average()
     if args.from_json:
         raw = json.loads(Path(args.from_json).read_text())
         sizes, algs, families, robots = raw["sizes"], raw["algorithms"], raw["families"], \
             raw["robots"]
+        t_start = time.perf_counter() - raw.get("duration_s", 0.0)
+        measured_at = raw.get("commit")
+        if raw.get("load"):
+            measured_at = f"{measured_at}` (load average {raw['load']}) `"
         results = {}
         for key, v in raw["results"].items():
             kind, val = key.split(":", 1)
             results[(kind, val if kind == "robot" else int(val))] = v
-        return report(results, sizes, algs, families, robots, forms, directory, args, t_start)
+        return report(results, sizes, algs, families, robots, forms, directory, args, t_start,
+                      measured_at)
     with tempfile.TemporaryDirectory(prefix="symdyn-scaling-") as tmpdir:
         tmp = Path(tmpdir)
         for fam in families:
@@ -245,12 +251,21 @@ def main(argv=None) -> int:
             results[("robot", r)] = measure(model, "spec", f"robot:{r}", algs, forms, tmp,
                                             args.repeat)
     (directory / "scaling.json").write_text(json.dumps({
+        "duration_s": time.perf_counter() - t_start, "commit": _commit(),
+        "load": f"{load_start} at the start, {load_average()} at the end",
         "sizes": sizes, "algorithms": algs, "families": families, "robots": robots,
         "results": {f"{k[0]}:{k[1]}": v for k, v in results.items()}}, indent=1))
     return report(results, sizes, algs, families, robots, forms, directory, args, t_start)
 
 
-def report(results, sizes, algs, families, robots, forms, directory, args, t_start) -> int:
+def _commit() -> str | None:
+    r = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                       cwd=Path(__file__).parent)
+    return r.stdout.strip() or None
+
+
+def report(results, sizes, algs, families, robots, forms, directory, args, t_start,
+           measured_at: str | None = None) -> int:
     lines = header("Scaling of the compiled forms: unrolled graph vs the recursion-keeping form, "
                    "against Pinocchio", command("scaling.py", args), t_start, what=(
         "Each function is built twice: **unrolled** (the algorithm traced into one CasADi SX "
@@ -265,8 +280,11 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         "general, random tree transforms and inertias) - **not** the favourable axis-aligned "
         "builders (`serial:N`, `binary:N`, ...); the robots are example-robot-data URDFs. "
         "`christoffel` is compared with nv calls of computeCoriolisMatrix(q, e_k). "
-        "`rnea_derivatives` and `aba_derivatives` have no recursive form yet (their unrolled "
-        "form only)."))
+        "`aba_derivatives` has no recursive form yet (its unrolled form only); unrolled forms "
+        "are built up to the sizes of `UNROLLED_MAX`, the recursive christoffel up to N = 80 "
+        "(at N = 160 its result alone is 32 MB a call)." + (
+            f" Measured at commit `{measured_at}`; this page was rendered from `scaling.json` "
+            "(`--from-json`)." if measured_at else "")))
     for fam in families:
         title = {"serial": "Random-geometry serial chains `serial_chain(N, seed=1)`",
                  "tree": "Random trees `random_tree(N, seed=2)`"}[fam]
@@ -318,6 +336,13 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         lines += table(hdr, rows) + [""]
     lines += crossover_section(results, families, sizes, algs)
     lines += targets_section(results, families, sizes, algs)
+    lines += ["What the misses are made of, from this run and the other reports: at N <= 20 the "
+              "ratios include the Python call on both sides (about 0.6-0.9 us of symdyn's per "
+              "call, reports/fastpath.md, call overhead), which is most of a 1-3 us Pinocchio "
+              "call there; `aba_derivatives` has no recursive form, so beyond the unrolled "
+              "form's sizes nothing is built (its LTDL route, reports/derivatives_compiled.md, "
+              "is what it has on robots); the recursive christoffel was not built at N = 160; "
+              "other misses above are as measured and not profiled.", ""]
     errs = [f.get("err", 0.0) for row in results.values() for r in row.values()
             for f in r.values() if isinstance(f, dict)]
     lines += [f"Largest relative difference to NumPy over every compiled function: "
@@ -328,9 +353,15 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
 
 
 def auto_form(row: dict) -> tuple[str, str]:
-    """The form ``form='auto'`` picks (recorded by the recursive build's worker)."""
-    auto = row.get("recursive", {}).get("auto")
-    return (auto[0], auto[1]) if auto else ("unrolled", "no recursive form")
+    """The form ``form='auto'`` picks (recorded by the recursive build's worker); ``"?"`` where
+    the recursive form exists but was not built at that size."""
+    rec = row.get("recursive", {})
+    auto = rec.get("auto")
+    if auto:
+        return auto[0], auto[1]
+    if rec.get("error", "").startswith("not built"):
+        return "?", rec["error"]
+    return "unrolled", "no recursive form"
 
 
 def crossover_section(results, families, sizes, algs) -> list[str]:
@@ -352,6 +383,9 @@ def crossover_section(results, families, sizes, algs) -> list[str]:
             for n in sizes:
                 row = results[(fam, n)][alg]
                 pick, _ = auto_form(row)
+                if pick == "?":
+                    cells.append("-")
+                    continue
                 other = "unrolled" if pick == "recursive" else "recursive"
                 t_pick, t_other = row.get(pick, {}).get("t"), row.get(other, {}).get("t")
                 mark = pick[0]
@@ -376,7 +410,7 @@ def targets_section(results, families, sizes, algs) -> list[str]:
                 form = auto_form(results[(fam, n)][alg])[0]
                 f = results[(fam, n)][alg].get(form, {})
                 if "ratio" not in f:
-                    cells.append(f"- ({form[0]})")
+                    cells.append("not measured" if form == "?" else f"- ({form[0]})")
                     ok = False
                     continue
                 limit = 0.5 if alg == "christoffel" else (0.7 if n <= 20 else 1.0)
@@ -385,8 +419,11 @@ def targets_section(results, families, sizes, algs) -> list[str]:
                 cells.append(f"{f['ratio']:.2f} {form[0]}{'' if met else ' MISSED'}")
             rows.append([alg, fam, *cells, "met" if ok else "missed"])
     return out + table(["algorithm", "family", *[f"N = {n}" for n in sizes], "target"],
-                       rows) + ["", "(u: unrolled, r: recursive; '-': not built or no such "
-                                    "form at that size)", ""]
+                       rows) + ["", "(u: unrolled, r: recursive; '- (u)': the unrolled form "
+                                    "was not built at that size (gcc time and memory, see "
+                                    "UNROLLED_MAX in the script) and there is no recursive form; "
+                                    "'not measured': the recursive form exists but was not built "
+                                    "at that size (RECURSIVE_MAX))", ""]
 
 
 def figure(results, families, sizes, algs, directory) -> str:
