@@ -227,9 +227,8 @@ def main(argv=None) -> int:
         sizes, algs, families, robots = raw["sizes"], raw["algorithms"], raw["families"], \
             raw["robots"]
         t_start = time.perf_counter() - raw.get("duration_s", 0.0)
-        measured_at = raw.get("commit")
-        if raw.get("load"):
-            measured_at = f"{measured_at}` (load average {raw['load']}) `"
+        measured_at = f"`{raw.get('commit')}`" + (f", load average {raw['load']}"
+                                                   if raw.get("load") else "")
         results = {}
         for key, v in raw["results"].items():
             kind, val = key.split(":", 1)
@@ -283,7 +282,7 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         "`aba_derivatives` has no recursive form yet (its unrolled form only); unrolled forms "
         "are built up to the sizes of `UNROLLED_MAX`, the recursive christoffel up to N = 80 "
         "(at N = 160 its result alone is 32 MB a call)." + (
-            f" Measured at commit `{measured_at}`; this page was rendered from `scaling.json` "
+            f" Measured at commit {measured_at}; this page was rendered from `scaling.json` "
             "(`--from-json`)." if measured_at else "")))
     for fam in families:
         title = {"serial": "Random-geometry serial chains `serial_chain(N, seed=1)`",
