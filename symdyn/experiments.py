@@ -158,7 +158,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                 "derivatives_figures_fig3_body_ground.png", "derivatives_figures_fig4_trees_id.png",
                 "derivatives_figures_p20fig5_robots.png", "derivatives_figures_fig6_trees_fd.png",
                 "derivatives_figures_fig7_dmm_aza.png", "derivatives_figures_p20fig6_parts.png"),
-               minutes=(6.0, 1.0), cold_minutes=6.0),
+               minutes=(4.0, 1.5), cold_minutes=9.0),
     Experiment("table1_timing", "table1_timing.py",
                "Echeandia & Wensing 2021 (paper 000) Table 1 and Figs. 2-4: C and Gamma vs DoF (serial, binary, biped, "
                "quadruped), NumPy / compiled / Pinocchio, slopes vs theory",
