@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import os
 import platform
 import statistics
@@ -636,6 +637,26 @@ def _kind(spec: str) -> str:
     return "axis-aligned builder"
 
 
+SINGLE_STATES = 64   # states the single calls of the batch section cycle through
+
+
+def _pinocchio_states(spec: str, model, pm, n: int = SINGLE_STATES) -> list:
+    """n random states (q, v, a) in Pinocchio's ordering (as :func:`pinocchio_setup` makes one)."""
+    import pinocchio as pin
+
+    from symdyn.pinocchio_bridge import q_to_pin
+
+    rng = np.random.default_rng(6)
+    out = []
+    for _ in range(n):
+        if spec.startswith("robot:"):
+            q = pin.integrate(pm, pin.neutral(pm), rng.uniform(-1, 1, pm.nv))
+        else:
+            q = q_to_pin(model, model.random_q(rng))
+        out.append((q, rng.uniform(-1, 1, pm.nv), rng.uniform(-1, 1, pm.nv)))
+    return out
+
+
 def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) -> list[str]:
     """Batches of large outputs: per state, the C computation floor, the previous wrapper and
     the new one (C driver), single calls vs .batch with 1 and 2 threads vs Pinocchio (Python)."""
@@ -650,12 +671,12 @@ def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                 notes.append(f"{spec}: christoffel skipped (nv = {model.nv} > "
                              f"{CHRISTOFFEL_MAX_NV})")
             lib = build(model, use, progress=True)
-            pm, pd, pstate, how = pinocchio_setup(spec, model)
-            pcalls = pinocchio_calls(pm, pd, pstate)
+            pm, pd, _, how = pinocchio_setup(spec, model)
+            # single calls (symdyn and Pinocchio) go through SINGLE_STATES different states in
+            # turn, as a loop over a batch would (measured as fast as one state over and over)
+            pcalls = [pinocchio_calls(pm, pd, s) for s in _pinocchio_states(spec, model, pm)]
             models.append((spec, model.nv, _kind(spec), _geometry(model), how))
             rng = np.random.default_rng(5)
-            st = {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
-                  "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv)}
             Bst = {"q": np.array([model.random_q(rng) for _ in range(batch)]),
                    "qd": rng.uniform(-1, 1, (batch, model.nv)),
                    "qdd": rng.uniform(-1, 1, (batch, model.nv)),
@@ -664,26 +685,41 @@ def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                      for d in lib.manifest["functions"]}
             for alg in use:
                 f = lib[alg]
-                ins = [st[n] for n in f.input_names]
                 bins = [np.ascontiguousarray(Bst[n]) for n in f.input_names]
+                rows = itertools.cycle([tuple(x[i] for x in bins) for i in range(SINGLE_STATES)])
+                pfns = itertools.cycle([pc[alg][1] for pc in pcalls])
+                pname = pcalls[0][alg][0]
+                kept = tuple(np.empty((batch, *sh)) for sh in f.output_shapes)
+                kept_rows = itertools.cycle([
+                    (tuple(x[i] for x in bins),
+                     kept[0][i] if len(kept) == 1 else tuple(o[i] for o in kept))
+                    for i in range(batch)])
+
+                def single_kept():
+                    x, o = next(kept_rows)
+                    f(*x, out=o)
+
                 kb = sum(int(np.prod(s)) for s in f.output_shapes) * 8 / 1e3
                 c, cmin = _c_floor(driver, lib, f, bins, batch, max(7, repeat // 2))
                 outs = tuple(np.empty((batch, *sh)) for sh in f.output_shapes)
                 bout = outs if len(outs) > 1 else outs[0]
-                pname, pfn = pcalls[alg]
-                (t_s, t_b, t_b2, t_p), (c_s, c_b, _, c_p) = interleaved_cpu(
-                    [lambda: f(*ins), lambda: f.batch(*bins, out=bout, threads=1),
-                     lambda: f.batch(*bins, out=bout, threads=2), pfn], repeat)
+                (t_s, t_k, t_b, t_b2, t_p), (c_s, c_k, c_b, _, c_p) = interleaved_cpu(
+                    [lambda: f(*next(rows)), single_kept,
+                     lambda: f.batch(*bins, out=bout, threads=1),
+                     lambda: f.batch(*bins, out=bout, threads=2), lambda: next(pfns)()], repeat)
                 med = statistics.median
                 rcpu = (med(b / batch / a for a, b in zip(c_s, c_b)),
+                        med(b / batch / a for a, b in zip(c_k, c_b)),
                         med(b / batch / p for p, b in zip(c_p, c_b)))
-                ts, tb, tb2, tp = med(t_s), med(t_b) / batch, med(t_b2) / batch, med(t_p)
+                ts, tk, tb, tb2, tp = (med(t_s), med(t_k), med(t_b) / batch, med(t_b2) / batch,
+                                       med(t_p))
                 r = (med(b / batch / a for a, b in zip(t_s, t_b)),
                      med(b / batch / a for a, b in zip(t_s, t_b2)),
+                     med(b / batch / a for a, b in zip(t_k, t_b)),
                      med(b / batch / p for p, b in zip(t_p, t_b)),
                      med(b / batch / p for p, b in zip(t_p, t_b2)))
                 crow.append((spec, model.nv, f"{alg} ({forms.get(alg, '?')})", kb, *c, *cmin))
-                prow.append((spec, model.nv, alg, pname, kb, c[0], ts, tb, tb2, tp, *r,
+                prow.append((spec, model.nv, alg, pname, kb, c[0], ts, tk, tb, tb2, tp, *r,
                              *rcpu))
                 print(f"batch {spec} {alg}: {kb:.1f} kB, floor {c[0] * 1e6:.3g}, api3 "
                       f"{c[1] * 1e6:.3g}, now {c[2] * 1e6:.3g} us/state; single {ts * 1e6:.3g}, "
@@ -720,26 +756,34 @@ def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                    f"{us(inpl)} | {us(strm)} | {us(mins[2] - mins[0])} | "
                    f"{us(mins[1] - mins[0])} |")
     out += ["", "### From Python: single calls vs `.batch` vs Pinocchio (us per state)", "",
-            "Single call `lib.<alg>(q, ...)` (result pool, ~0.6-0.9 us of Python per call); "
-            f"`.batch(..., out=preallocated, threads=1 | 2)` over {batch} states; Pinocchio's "
-            "Python call in a loop (no batched API). The four run round-robin in blocks of ~20 "
+            "Single call `lib.<alg>(q, ...)` (result pool, ~0.6-0.9 us of Python per call) and "
+            f"Pinocchio's Python call (no batched API), each over {SINGLE_STATES} of the batch's "
+            "states in turn; *single, kept*: a loop of single calls over the batch's "
+            f"{batch} states that keeps every result, `lib.<alg>(*state_i, out=row_i)` into a "
+            "preallocated (B, ...) array as the batch does (results that land in distinct "
+            f"memory); `.batch(..., out=preallocated, threads=1 | 2)` over {batch} states. The four run round-robin in blocks of ~20 "
             "ms; times are wall-clock medians over the rounds, ratios medians of the per-round "
             "ratios (< 1: the batch is cheaper); the last column gives the one-thread ratios "
             "by the CPU time of the calling thread (robust to the other jobs' load). *floor*: "
             "the C computation per state (driver above, CPU time).",
-            "", "| model | nv | algorithm | Pinocchio routine | kB/state | floor | single | "
+            "", "| model | nv | algorithm | kB/state | floor | single | single, kept | "
             "batch 1 thr | batch 2 thr | Pinocchio | batch / single (1 / 2 thr) | "
-            "batch / Pinocchio (1 / 2 thr) | CPU time: batch / single, batch / Pinocchio (1 thr) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for spec, nv, alg, pname, kb, fl, ts, tb, tb2, tp, r1, r2, p1, p2, cs, cp in prow:
-        out.append(f"| {spec} | {nv} | {alg} | {pname} | {kb:.1f} | {us(fl)} | {us(ts)} | "
-                   f"{us(tb)} | {us(tb2)} | {us(tp)} | {r1:.2f} / {r2:.2f} | "
-                   f"{p1:.2f} / {p2:.2f} | {cs:.2f}, {cp:.2f} |")
-    gain = [r[10] for r in prow]
-    if gain:
-        out += ["", f"Batch / single, one thread: {min(gain):.2f}-{max(gain):.2f} (median "
-                f"{statistics.median(gain):.2f}) over the {len(gain)} rows; two threads: "
-                f"{min(r[11] for r in prow):.2f}-{max(r[11] for r in prow):.2f}."]
+            "batch / single kept (1 thr) | batch / Pinocchio (1 / 2 thr) | CPU time (1 thr): "
+            "batch / single, / single kept, / Pinocchio |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (spec, nv, alg, pname, kb, fl, ts, tk, tb, tb2, tp, r1, r2, rk, p1, p2,
+         cs, ck, cp) in prow:
+        out.append(f"| {spec} | {nv} | {alg} | {kb:.1f} | {us(fl)} | {us(ts)} | {us(tk)} | "
+                   f"{us(tb)} | {us(tb2)} | {us(tp)} | {r1:.2f} / {r2:.2f} | {rk:.2f} | "
+                   f"{p1:.2f} / {p2:.2f} | {cs:.2f}, {ck:.2f}, {cp:.2f} |")
+    if prow:
+        def rng_(i):
+            v = [r[i] for r in prow]
+            return f"{min(v):.2f}-{max(v):.2f} (median {statistics.median(v):.2f})"
+        out += ["", f"Over the {len(prow)} rows, one thread: batch / single {rng_(11)}, batch / "
+                f"single kept {rng_(13)}; by CPU time {rng_(16)} and {rng_(17)}; two threads: "
+                f"batch / single {rng_(12)}. Pinocchio routines: as in the calls table "
+                "(christoffel: nv x computeCoriolisMatrix(q, e_k))."]
     out += [""] + [f"- {n}" for n in notes] + [""]
     return out
 
