@@ -64,13 +64,16 @@ def load_average() -> str:
         return "?"
 
 
+LOAD_AT_START = load_average()   # read when a script imports this module, before it measures
+
+
 def machine() -> str:
     """One paragraph describing the machine and software versions."""
     from symdyn.experiments import machine_description
 
     return (f"{machine_description()}; BLAS pinned to 1 thread. Timings include the other jobs' "
-            f"interference (ratios are measured side by side). Load average at start "
-            f"(1/5/15 min): {load_average()}.")
+            f"interference (ratios are measured side by side). Load average (1/5/15 min) at "
+            f"the start: {LOAD_AT_START}; when the report was written: {load_average()}.")
 
 
 def provenance(script: str) -> list[str]:
