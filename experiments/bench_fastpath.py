@@ -1013,73 +1013,103 @@ def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
-* **All issue-5 targets are met in this run** (load 0.8 on 2 shared cores; medians of 15
-  round-robin rounds): coriolis_matrix per call 0.21-0.40x Pinocchio's computeCoriolisMatrix
-  (serial:20 0.38, panda 0.40, talos 0.36; <= 0.5), rnea batched 0.12-0.23x and crba batched
-  0.11-0.25x per state (<= 0.25; talos crba 0.25 and talos rnea 0.23 are the closest), rnea
-  0.42-0.69x and crba 0.30-0.60x per call (<= 1.0), rnea_derivatives 0.30-0.52x (<= 0.7),
-  christoffel 0.02-0.08x of the Pinocchio route (<= 0.15). The previous report had coriolis_matrix at 0.57/0.69/0.70x
-  (serial:20/panda/talos), rnea batched at 0.27/0.32x (serial:20/talos) and crba batched at
-  0.25-0.27x (20-DoF) and 0.45x (talos); re-measured at the start of this round at low load:
-  coriolis 0.56/0.70/0.68x, talos rnea 0.32x, talos crba 0.46x.
-* **What moved them** (each measured side by side with Pinocchio before it was kept):
-  (1) sin/cos inlined without data-dependent branches (`symdyn.codegen.trig`): glibc's sincos
-  mispredicts on angles spread over [0, 2 pi); batched talos rnea 1.61 -> 1.16 us/state, crba
-  2.17 -> 1.48. (2) Numerically-zero rotation entries (URDF rpy of +-pi/2 gives 6e-17) made
-  exact before tracing: panda coriolis_matrix 5.1k -> 3.7k SX instructions, crba 1.5k -> 1.0k.
-  (3) Fewer operations in Algorithm 1: Mdot = C + C^T blockwise (Prop. 1), the inertia rate from
-  the 10 parameters, six entries per symmetric 3x3 block: serial:20 14.1k -> 13.1k, talos
-  27.3k -> 24.5k. (4) nv x nv outputs emitted in the backward-sweep order instead of row-major
-  (`symdyn.codegen.emit_order`; CasADi emits depth-first from the outputs, so row-major order
-  kept values alive across the whole tree and gcc spilled them): one talos crba evaluation 1.28
-  -> 0.83 us, coriolis_matrix 4.16 -> 3.66 us; -O2 compiles got faster too (serial:20
-  rnea_derivatives 12.7 -> 5.2 s CPU). (5) Batches with more than 8 MiB of outputs computed into
-  a scratch block and streamed out with non-temporal stores (scattered writes into a cold
-  multi-MB array stalled): talos crba 1.62 -> 1.15 us/state. (6) The -O2 limit raised from 20k
-  to 32k instructions + outputs (12-22 % faster code for a few s more gcc CPU, measured on the
-  five functions in between): talos coriolis_matrix is now -O2 (9.6 s CPU). (7) Single calls
-  return result buffers that no caller references any more instead of copies (0.2-0.25 us per
-  output array; kept results are never overwritten, checked with reference counts), and call
-  C without ctypes argtypes (~70-90 ns): panda coriolis_matrix per call 1.94 -> 1.32 us.
-* **Tried and not kept**: the world-frame form of Algorithm 1 (footnote 2; here anchored at each
-  tree's root body so that a floating base keeps S = 1) is available as
-  `coriolis_matrix(..., frame="root")` and agrees with the body frame, but its graphs are larger
-  (serial:20 17.4k vs 13.1k SX instructions, binary:20 10.4k vs 5.8k, talos 28.3k vs 24.5k): the
-  pair loop shrinks to dot products, yet moving every body's Phi, inertia and inertia rate to
-  root coordinates loses the sparsity of body coordinates (unit-axis Phi, constant inertias),
-  and the compiled code was slower on all six models, so code generation uses the body frame.
-  A root-frame CRBA was 1.5-2.4x larger. Computing all sin/cos up front in a vectorized table was
-  slower than the inline form (the CPU overlaps the inline kernels with the dependent
-  recursion), and emitting vectors (rnea) in reverse or the sweep from the root down was slower.
-* **What limits what is left**: per call, the Python side costs ~0.6-0.9 us whatever the model
-  (one `tobytes()` per input, the ctypes call, returning the arrays), which is why panda's rnea
-  and crba are 0.57-0.68x although their C takes 0.14-0.2 us. Batched, large outputs are bound
-  by memory writes: talos crba writes 11.5 kB and coriolis_matrix 34.6 kB per state, so talos'
-  crba batch is only ~20 % faster per state than a single call and its Coriolis batch is slower
-  (5.0 vs 4.6 us); the 2-thread column roughly halves them when the other core is free.
-* **Gamma of a 20-DoF serial chain generated and compiled in 7.4 s** (target <= 30 s; the naive
-  dense-6x6 prototype took 434 s): 69k SX instructions, `-Og` compiles them in ~6 s of gcc CPU
-  time where `-O2` needs more than 90 s.
+This run: AMD EPYC (family 26), 2 cores shared with other jobs (load average 3.0 at the
+start, 1.3-2.6 at the starts of the measured sections); medians of 15 round-robin rounds.
+Pinocchio's calls are ~35 % faster than in the previous report (computeCoriolisMatrix
+serial:20 5.1 vs 7.6 us, talos 8.4 vs 13.3 us) while symdyn's per-call times moved little
+(2.5 vs 2.9, 3.9 vs 4.7 us), so ratios against Pinocchio are higher than before without
+symdyn getting slower; the older reports do not record the CPU (the head does now), so the
+cause (another host or CPU) is not known.
+
+* **Batches of large outputs (issue 14 item 3) now pay off** (batch section; per state,
+  1000 states): one thread 0.37-1.05x a single call (median 0.89; crba 0.37-0.89, Coriolis
+  0.70-1.04, derivatives 0.75-1.00, Gamma 1.02-1.05), 0.17-0.96x (median 0.52) a loop of
+  single calls that keeps its results (`out=` rows, what a batch delivers), and two threads
+  0.25-0.54x a single call (median 0.46; baxter/g1/talos crba 0.25/0.37/0.38, coriolis_matrix
+  0.37/0.48/0.49). Against Pinocchio's loop one thread is 0.03-0.89x (Gamma 0.03-0.10),
+  except aba_derivatives on g1, talos and serial:40:seed=1 (1.22-3.71x, below).
+* **Why batches did not pay off before** (C driver table, thread CPU time per state):
+  (1) the wrapper (API 3) copied each state's output block out with 16-byte streaming stores;
+  a block rarely starts on a cache line (g1's M is 9800 bytes), so every state boundary left
+  two partial lines, each flushed as a partial write: g1 coriolis_matrix 3.91 us a state for
+  3.00 of computation, talos 4.60 for 3.78, baxter christoffel 3.45 for 2.33; (2) below 8 MiB
+  of outputs the generated code wrote in place, in its tree-sweep order (scattered over the
+  state's block): free while `out` stays in cache, a read for ownership per line when it is
+  cold (g1 coriolis_matrix in place 5.15 us); (3) a single call writes into a result buffer
+  that stays in cache and costs only ~0.4-0.9 us of Python, while a batch must write 3-64 kB
+  a state to memory, and the generated function gives no hook to overlap those writes with
+  its computation; (4) threads were joined, so a batch waited a scheduler time slice for a
+  helper that a loaded machine had not started (measured on a first, joined version of the
+  chunked threads: baxter crba, 1000 states, 2.06 us a state on 2 threads vs 0.30 on one,
+  load 5).
+* **What changed** (`symdyn/codegen/csource.py`, API 4): a line writer sends every 64-byte
+  line that lies wholly in a thread's range of states out once, whole, with non-temporal
+  stores, assembled across state boundaries (only the two lines a range shares get ordinary
+  stores): g1 coriolis_matrix 3.91 -> 3.69 us, talos 4.60 -> 4.26, baxter 1.59 -> 1.32, g1
+  crba 0.91 -> 0.83, talos crba 0.85 -> 0.76, baxter christoffel 3.45 -> 3.00; what writing
+  adds to the computation of the robots' 6-55 kB outputs fell from 0.21-1.11 to 0.09-0.68 us a
+  state (aba_derivatives aside: its 30-40 us of computation drown it). In place
+  only up to 1 MiB of outputs per thread (was 8 MiB): the small outputs (baxter, serial:20,
+  random:20 crba, 3 MB in all) lose 1-6 % to a warm in-place `out` and never pay the cold
+  penalty; `stream=False` keeps in place where a reused `out` fits in the last-level cache
+  (talos crba in place 0.66 vs 0.77 streamed in this run, g1 coriolis_matrix 5.15 vs 3.50).
+  Threads are detached and take ~256 KiB chunks from a shared counter; the caller returns once
+  all states are done (same baxter case 0.32 vs 0.30 at load 5.6). `.batch(threads=None)`,
+  the new default, uses one thread per ~1 ms of estimated work (capped by the CPUs,
+  `$SYMDYN_NUM_THREADS`, `$OMP_NUM_THREADS`) and keeps a second thread only while it measures
+  faster (a helper preempted while holding a chunk still stalls a batch on a busy machine: g1
+  coriolis_matrix 9.5 us a state on 2 threads vs 3.5 on one at load 5.6).
+* **What limits batches now**: computation plus the streaming stores' bandwidth, one after
+  the other (0.5 us a state for g1's 29 kB, ~55-70 GB/s on one core); against a pooled single
+  call a one-thread batch gains the Python call overhead minus that, nothing for Gamma's
+  55-64 kB. Writing fewer bytes (packed symmetric M, Mdot, Minv: an output layout the wrapper
+  cannot choose without per-output symmetry from the algorithm registry) or emitting outputs
+  sequentially so that ordinary stores overlap the computation (unrolled Gamma, emitted in
+  row-major order: baxter and random:20 in place 3.08 and 5.45 us vs 3.00 and 5.97 streamed)
+  would go further; both need the generator.
+* **Issue-5 targets in this run**: met on the axis-aligned builders and panda except panda's
+  coriolis_matrix per call (0.65 vs <= 0.5; 0.40 in the previous report with Pinocchio 3.3
+  instead of 2.1 us); talos: all met but rnea batched 0.27 (<= 0.25; 0.23 before). On
+  random geometry (`serial:20:seed=1`, `serial:40:seed=1`, `random:20:seed=1`) the per-call
+  rnea/crba and Gamma targets hold (0.54-0.64, 0.37-0.62, 0.06-0.10) but not Coriolis per call
+  (0.52-0.73), rnea/crba batched (0.30-0.41) or serial:20:seed=1 rnea_derivatives (0.71): the
+  favourable builders have unit axes and rotations (many exact zeros), random geometry does
+  not (serial:20:seed=1 crba 9.5k SX instructions vs 3.5k for serial:20).
+* **aba_derivatives** (new rows): 0.30-0.55x computeABADerivatives per call on binary,
+  biped and quadruped:20, panda and random:20:seed=1, but 0.98x on serial:20, 1.01x on
+  serial:20:seed=1, 1.39x on talos and 3.5x on serial:40:seed=1 (g1 1.2x batched): its
+  unrolled graphs (70k SX instructions for serial:20, 121k for talos, 430k for
+  serial:40:seed=1, all -Og) grow faster than the other algorithms'; the generator's form and
+  method choice decide it.
+* **What moved the per-call figures before** (earlier runs, each measured side by side with
+  Pinocchio): sin/cos without data-dependent branches (`symdyn.codegen.trig`: talos rnea
+  batched 1.61 -> 1.16 us); numerically-zero rotation entries made exact (panda
+  coriolis_matrix 5.1k -> 3.7k SX instructions); fewer operations in Algorithm 1 (Mdot = C +
+  C^T blockwise, six entries per symmetric 3x3 block); nv x nv outputs emitted in the
+  backward-sweep order (`symdyn.codegen.emit_order`: talos crba 1.28 -> 0.83 us a call of the
+  C function); -O2 up to 32k instructions + outputs; result buffers returned without copies and
+  no ctypes argtypes (panda coriolis_matrix per call 1.94 -> 1.32 us).
+* **Tried and not kept**: the world-frame form of Algorithm 1 (larger graphs, slower code on
+  all six models), a root-frame CRBA (1.5-2.4x larger), a vectorized sin/cos table, vectors
+  emitted in reverse, splitting functions into chunks (split table); for batches (C driver on
+  g1 coriolis_matrix, 1000 states, before the line writer: 16-byte streaming 4.28 us a state,
+  512-bit 4.06): prefetching the next state's output lines before writing in place (4.76),
+  ordinary copies out of the scratch block (memcpy 4.38, rep movsb 4.32), blocks of 16 states
+  streamed together (4.21); once whole lines are written, 128-, 256- and 512-bit streaming
+  stores time the same.
 * **Flags** (auto: `-O2` up to 32k SX instructions + output entries, `-Og` above, plus
-  `-march=native`): on serial:20 `-O2 -march=native` code is 25-45 % faster than `-Og`, for
-  about twice the compile time (flag table). `-O3`, `-fno-math-errno -fno-trapping-math`,
-  `-fsched-pressure` and other register-allocator options changed run times by less than 2 %
-  (talos coriolis_matrix, C driver), so they are not used; `-ffast-math` is not an option (the
-  wrappers test inputs with isfinite and the sin/cos kernels rely on exact compensated sums).
-  Splitting functions into chunks made the code slower (split table, measured on the previous
-  graphs), so it is not used.
-* **Binding**: ctypes.PyDLL costs ~0.15 us per call, cffi's ABI mode 0.22 us, cffi's API mode
-  0.12 us but needs a CPython extension compiled per build; symdyn uses ctypes.
-* **Batches need `out=`** for large outputs: fresh multi-MB result arrays cost page faults as
-  expensive as the computation; the batch columns use preallocated outputs.
-* **Noise**: ratios move by a few percent between runs (talos crba batched measured 0.24-0.28 in
-  the runs of this round before the last changes); results within ~5 % of a target are not
-  decisive. Talos crba batched sits at its 0.25 target within noise: 0.24 (first run of this
-  round), 0.26 (a re-run of the talos rows alone, load 0.3), 0.25 in the table below (after
-  CRBA's composites were computed with one value per symmetric entry, talos crba 5.7k -> 5.2k SX
-  instructions); ratios of minima 0.24 throughout. About 0.97 us of its 1.2-1.25 us per state is
-  computation (a 100-state batch that stays in cache), the rest writing 11.5 kB of M per state;
-  its 2-thread batch is 0.12x.
+  `-march=native`): `-O2 -march=native` is 16-49 % faster than `-Og` on the unrolled serial:20
+  functions for about twice the compile time; `-O3` and the register-allocator options moved
+  run times by less than 2 %; `-ffast-math` is not an option (isfinite checks, compensated
+  sin/cos sums).
+* **Binding**: ctypes.PyDLL ~0.15 us a call, cffi's ABI mode 0.27, its API mode 0.14 but a
+  CPython extension per build; symdyn uses ctypes. **Batches need `out=`** (or the reused
+  result arrays of `.batch` without `out=`) for large outputs: fresh multi-MB arrays cost page
+  faults comparable to the computation.
+* **Noise**: ratios move by a few percent between runs and by much more when other jobs load
+  the machine (the calls table's 2-thread column only halves the time where the other core was
+  free); the batch section's one-thread ratios by thread CPU time agree with the wall-clock
+  ones in this run.
 """
 
 
@@ -1115,6 +1145,22 @@ def _merge(old: str, new_body: str, new_head: str) -> str:
     return "\n".join(out)
 
 
+def _cpu() -> str:
+    """The CPU: model name and family/model from /proc/cpuinfo where there is one (ratios against
+    Pinocchio moved by ~35 % between hosts that the older reports do not tell apart)."""
+    info = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, val = line.partition(":")
+            info.setdefault(key.strip(), val.strip())
+    except OSError:
+        pass
+    name = info.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in info:
+        name += f" (family {info['cpu family']}, model {info.get('model', '?')})"
+    return f"{platform.machine()} {name}"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=DEFAULT_MODELS)
@@ -1142,9 +1188,9 @@ def main(argv=None) -> int:
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
     head = ["# Compiled fast path: symdyn (CasADi-generated C) vs Pinocchio", "",
-            f"Regenerate: `python experiments/bench_fastpath.py {' '.join(argv or sys.argv[1:])}`"
-            .rstrip() + "", "",
-            f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores "
+            "Regenerate: `" + f"python experiments/bench_fastpath.py "
+            f"{' '.join(argv or sys.argv[1:])}".rstrip() + "`", "",
+            f"Machine: {_cpu()}, {os.cpu_count()} cores "
             f"(shared with other jobs; load average at start {load[0]:.1f}), "
             f"{platform.python_implementation()} {platform.python_version()}, "
             f"casadi {casadi.__version__}, pinocchio {pinocchio.__version__}, "

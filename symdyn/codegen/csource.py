@@ -45,8 +45,10 @@ cores, 1 MiB L2 per core; reports/fastpath.md has the batch table):
   bytes for g1's M); only the two partial lines at the ends of a range, which a neighbouring
   range shares, get ordinary stores. Copying each state's block with 16-byte streaming stores
   instead (API version 3) left partial lines at every state boundary, each flushed as a partial
-  write: g1 coriolis_matrix 3.77 -> 3.45 us a state, crba 0.97 -> 0.80, baxter crba 0.46 ->
-  0.30 (computation alone 3.05 / 0.72 / 0.26).
+  write: both streamed, g1 coriolis_matrix 3.77 -> 3.45 us a state, crba 0.97 -> 0.80, baxter
+  crba 0.46 -> 0.30 (computation alone 3.05 / 0.72 / 0.26); against what API 3 did (in place
+  below 8 MiB) see the batch section of reports/fastpath.md (g1 coriolis_matrix 3.91 -> 3.69,
+  talos 4.60 -> 4.26, baxter 1.59 -> 1.32, thread CPU time).
 * the automatic rule: outputs of more than 1 MiB per thread (the L2 of this machine) stream;
   smaller ones, which a reused ``out`` keeps in cache, are written in place (warm ``out`` of
   0.9 MB: 3.04-3.15 us in place vs 3.38 streamed for g1 coriolis_matrix; from 2.9 MB on,
@@ -55,9 +57,9 @@ cores, 1 MiB L2 per core; reports/fastpath.md has the batch table):
 * threads take chunks of states from a shared counter (chunks of about 256 KiB of outputs,
   at least 8 chunks a thread), so that a thread slowed by other jobs on a shared machine does
   less of the work instead of holding up the batch, and the caller does not wait for a helper
-  that the scheduler has not started yet: with the wrapper of API version 3 (fixed ranges,
-  joined threads) a 2-thread batch of baxter crba (1000 states, 0.3 ms of work) took 2 ms at a
-  load of 5 on 2 cores, a scheduler time slice spent waiting for the second thread.
+  that the scheduler has not started yet: with joined threads (a first version of the chunks)
+  a 2-thread batch of baxter crba (1000 states, 0.3 ms of work) took 2 ms at a load of 5 on 2
+  cores, a scheduler time slice spent waiting for the second thread; detached, 0.32 ms.
 """
 from __future__ import annotations
 
