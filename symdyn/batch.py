@@ -99,7 +99,8 @@ class _Kernel:
         from symdyn.codegen import build
         lib = build(self.model, [self.algorithm], reuse_results=False, **self.options)
         f = lib[self.algorithm]
-        return lambda *xs: _as_tuple(f.batch(*xs))
+        # one thread per block: Dask already runs blocks in parallel (workers, threads)
+        return lambda *xs: _as_tuple(f.batch(*xs, threads=1))
 
     def __call__(self, *blocks):
         return self.function()(*(np.asarray(b) for b in blocks))

@@ -175,7 +175,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "Compiled fast path vs Pinocchio per call and batched (rnea, crba, aba, C, "
                "Gamma, derivatives), call overhead, compiler flags",
                ("fastpath.md",), out_option=("--out", "{dir}/fastpath.md"),
-               quick_args=("--quick", "--sections", "overhead,calls"), minutes=(4.0, 1.0),
+               quick_args=("--quick", "--sections", "overhead,calls"), minutes=(20.0, 1.0),
                cold_minutes=3.0),
     Experiment("cluster_christoffel", "cluster_christoffel.py",
                "Coriolis factorizations (paper 001) Sec. VI-C3: Christoffel symbols over clusters, tensor "
