@@ -15,6 +15,20 @@ from symdyn.backends import get_backend
 from symdyn.models import branched_tree, random_tree, serial_chain
 
 BACKENDS = ("numpy", "sympy", "casadi")
+
+
+def have_cc() -> bool:
+    """A C compiler is found by the lookup the build itself does ($CC, else cc, gcc, clang)."""
+    from symdyn.codegen import BuildError, compiler_info
+
+    try:
+        compiler_info()
+    except BuildError:
+        return False
+    return True
+
+
+requires_cc = pytest.mark.skipif(not have_cc(), reason="no C compiler (gcc/clang, or $CC)")
 TOL = 1e-10
 
 

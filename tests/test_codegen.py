@@ -20,18 +20,9 @@ from symdyn.codegen import (ALGORITHMS, available_algorithms, build, c_identifie
                             load)
 from symdyn.codegen import cache as cg_cache
 from symdyn.models import random_tree
+from conftest import requires_cc
 
-def _have_cc() -> bool:
-    from symdyn.codegen import BuildError, compiler_info
-
-    try:
-        compiler_info()          # the lookup the build itself does ($CC, else cc, gcc, clang)
-    except BuildError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
+pytestmark = requires_cc
 
 ALGS = available_algorithms()
 INPUTS = {"q", "qd", "qdd", "tau"}

@@ -14,20 +14,13 @@ import numpy as np
 import pytest
 
 import symdyn as sd
-from symdyn.codegen import BuildError, build, compiler_info
+from symdyn.codegen import BuildError, build
 from symdyn.codegen import loader as cg_loader
 from symdyn.models import random_tree
+from conftest import requires_cc
 
 
-def _have_cc() -> bool:
-    try:
-        compiler_info()
-    except BuildError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
+pytestmark = requires_cc
 
 ALGS = ["rnea", "crba", "coriolis_matrix"]
 MODES = [(s, t) for s in (True, False, None) for t in (1, 2, 3, None)]

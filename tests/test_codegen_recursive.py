@@ -3,8 +3,6 @@ NumPy on every test tree (run in Python and compiled), its size does not grow wi
 workspace holds only live values, and the form choice is validated and recorded."""
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -14,9 +12,9 @@ from symdyn.codegen.recursive import (AUTO_MAX_UNROLLED, AUTO_WORK_RATIO, RECURS
                                       choose_by_size, choose_form, evaluate, record)
 from symdyn.models import serial_chain
 
-from conftest import MODEL_NAMES, MODELS, model_for, random_forces, random_state, run
+from conftest import (MODEL_NAMES, MODELS, model_for, random_forces, random_state,
+                      requires_cc, run)
 
-HAVE_CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 ARM = MODELS["floating"].replace(armature=np.linspace(0.1, 0.5, MODELS["floating"].nv))
 
 
@@ -128,7 +126,7 @@ def test_choose_by_size():
     assert choose_by_size(prog, trace(0))[0] == "recursive" and len(traced) == n
 
 
-@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+@requires_cc
 @pytest.mark.parametrize("name", ["floating", "mixed", "armature"])
 def test_compiled_recursive_equals_numpy(name, tmp_path):
     model = ARM if name == "armature" else MODELS[name]
@@ -158,7 +156,7 @@ def test_compiled_recursive_equals_numpy(name, tmp_path):
         lib.crba(bad)
 
 
-@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+@requires_cc
 def test_auto_form_recorded_in_manifest(tmp_path):
     small = serial_chain(3, seed=1)
     lib = build(small, ["rnea"], cache_dir=tmp_path, opt="-O1", progress=False)
@@ -191,7 +189,7 @@ def test_christoffel_root_frame_equals_body_frame(backend, name):
     np.testing.assert_allclose(G, ref, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
+@requires_cc
 def test_tables_as_byte_strings(tmp_path, monkeypatch):
     """Large tables (program, constants, output maps) are written as byte strings (gcc would
     need gigabytes for initializer lists of a million numbers); force that path on a small

@@ -18,17 +18,9 @@ import symdyn as sd
 from symdyn.codegen import BuildError, build, compiler_info, load
 from symdyn.codegen import cache as cg_cache
 from symdyn.models import quadruped, random_tree, serial_chain
+from conftest import requires_cc
 
 
-def _have_cc() -> bool:
-    try:
-        compiler_info()
-    except BuildError:
-        return False
-    return True
-
-
-requires_cc = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
 
 
 @pytest.fixture(scope="module")
