@@ -9,9 +9,9 @@ import symdyn as sd
 from symdyn.codegen import available_algorithms, build
 from symdyn.models import random_tree
 
-from test_codegen import _have_cc  # the build's own compiler lookup
+from conftest import requires_cc  # the build's own compiler lookup
 
-pytestmark = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
+pytestmark = requires_cc
 
 BASELINES = ["rnea_derivatives_cr", "aba_derivatives_cr", "fd_derivatives_cr",
              "rnea_derivatives_body", "rnea_derivatives_ancestor"]

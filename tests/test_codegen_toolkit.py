@@ -23,9 +23,9 @@ from symdyn.model import Frame
 from symdyn.models import random_tree
 from symdyn.spatial import Transform
 
-from test_codegen import _have_cc  # the build's own compiler lookup
+from conftest import requires_cc  # the build's own compiler lookup
 
-pytestmark = pytest.mark.skipif(not _have_cc(), reason="no C compiler (gcc/clang, or $CC)")
+pytestmark = requires_cc
 
 TOOLKIT = available_algorithms(("frames", "com", "energy", "regressors"))
 FRAME_ALGS = available_algorithms("frames")
