@@ -191,7 +191,7 @@ _SOURCE_DIGEST: list[str] = []
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
                    "types.py", "inertial.py", "reduce.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
-                                                  "csource", "emit_order", "functions",
+                                                  "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
                                                   "progress", "trig")), "codegen/recursive")
 
@@ -264,7 +264,8 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             raise ValueError(f"functions {symbols[fname]!r} and {key!r} get the same C symbol "
                              f"{fname!r}; choose labels that differ in letters, digits or '_'")
         symbols[fname] = key
-        chosen, reason = recursive.choose_form(model, alg, form, parameters=parameters)
+        chosen, reason = recursive.choose_form(model, alg, form, parameters=parameters,
+                                              options=opts)
         program = f = None
         info: dict = {}
 
@@ -351,6 +352,9 @@ def _recursive_options(alg: str, opts: dict) -> dict:
     opts = dict(opts)
     if "frame" in algorithm_options(alg) and opts.get("frame", "auto") == "auto":
         opts["frame"] = recursive.RECURSIVE_FRAME
+    if "method" in recursive.RECURSIVE_OPTIONS.get(alg, {}) and \
+            opts.get("method", "auto") == "auto":
+        opts["method"] = recursive.RECURSIVE_OPTIONS[alg]["method"][-1]   # aba_derivatives: aza
     return opts
 
 
@@ -394,7 +398,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         shapes.append([shape[0]] if rank == 1 else list(shape))
     return {
         "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
-        "options": _jsonable(opts), "frame": opts.get("frame"), "method": None,
+        "options": _jsonable(opts), "frame": opts.get("frame"), "method": opts.get("method"),
         "parameters": None, "source": f"{fname}.c", "header": f"{fname}.h",
         "input_names": list(spec.input_names), "input_sizes": sizes,
         "output_names": list(spec.output_names), "output_shapes": shapes,

@@ -1,15 +1,22 @@
 """Load a compiled build and call its C entry points with little overhead.
 
-Calls go through ``ctypes`` (measured against cffi in ``reports/fastpath.md``: a ctypes.PyDLL
-call costs about as much as cffi's API mode, which would need a CPython extension compiled per
-build, and less than cffi's ABI mode). A single call passes each input as ``x.tobytes()`` (a C-order
-float64 copy made in C, ~0.07 us; non-contiguous arrays included) to ``F_call_inputs``, which also
-gets a context array holding preallocated output and work buffers. Results are new arrays that
-belong to the caller: the C code writes into one of two result buffer sets that no Python object
-references any more (checked with CPython reference counts) and returns those arrays themselves,
-or, when both sets are still held by the caller, into internal buffers that are then copied
-(``out=`` copies into given float64 arrays instead). Inputs may be any real arrays or sequences
-of the right shape (converted to float64).
+Single calls whose inputs are C-contiguous float64 arrays of the right shapes, without keywords,
+go through a small CPython extension (:mod:`.fastcall`, compiled once per Python and NumPy into
+the build cache): it points the C context at the arrays' data and returns fresh result arrays
+the C code wrote (rnea of a 10-body chain: 0.56 us a call against 1.07 us through ctypes;
+results over 64 KiB keep the pooled path below). Every other call, and every call whose C
+status is not 0 (NaN/inf, a bad quaternion, another thread's context), goes through the Python
+path, which gives the messages, conversions and thread handling described here.
+
+The Python path calls through ``ctypes`` (measured against cffi in ``reports/fastpath.md``). A
+single call passes each input as ``x.tobytes()`` (a C-order float64 copy made in C, ~0.07 us;
+non-contiguous arrays included) to ``F_call_inputs``, which also gets a context array holding
+preallocated output and work buffers. Results are new arrays that belong to the caller: the C
+code writes into one of two result buffer sets that no Python object references any more
+(checked with CPython reference counts) and returns those arrays themselves, or, when both sets
+are still held by the caller, into internal buffers that are then copied (``out=`` copies into
+given float64 arrays instead). Inputs may be any real arrays or sequences of the right shape
+(converted to float64).
 
 NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
 the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``). The unit
@@ -44,6 +51,7 @@ comparable to the computation). ``reuse_results=False`` copies every result into
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import threading
@@ -467,6 +475,10 @@ class CompiledFunction:
             self._bpool.clear()
 
 
+# results up to this size (bytes, all outputs) are fresh arrays from the fastcall extension;
+# above it single calls keep the result pool (a fresh array of more than glibc's 128 KiB
+# mmap threshold costs page faults on every call)
+_FAST_MAX_BYTES = 64 * 1024
 _POOL = 2   # result buffers per function that single calls return without copying
 
 # threads=None: one thread per this much estimated work (ns). Starting and joining a POSIX thread
@@ -579,8 +591,28 @@ def _specialize(fn: CompiledFunction) -> type:
     ns.update({f"_b{p}{k}": rc for (p, k), rc in zip(slots, ns["_baseline"]())})
     call = ns[fn.algorithm]
     call.__doc__ = CompiledFunction.__call__.__doc__
-    return type("CompiledFunction", (CompiledFunction,), {"__call__": call,
+    return type("CompiledFunction", (CompiledFunction,), {"__call__": _fast_caller(fn, call),
                                                           "__module__": __name__})
+
+
+def _fast_caller(fn: CompiledFunction, call):
+    """``call`` (the Python method), or a :mod:`.fastcall` ``Caller`` of ``fn``'s C entry point
+    that falls back to it for every call it does not take itself. A class attribute that is not
+    a descriptor is called without ``self``: the Caller is bound to ``fn`` itself."""
+    if fn.quaternion_mode == "normalize" and fn.quaternions:
+        return call                          # inputs are rewritten before the C call
+    if 8 * sum(int(np.prod(s)) for s in fn.output_shapes) > _FAST_MAX_BYTES:
+        return call                          # big results: the pool spares their page faults
+    from . import fastcall
+
+    mod = fastcall.module()
+    if mod is None:
+        return call
+    entry = getattr(fn._single_lib, f"{fn.symbol}_call")
+    address = ctypes.cast(entry, ctypes.c_void_p).value
+    return mod.Caller(address, fn._sz_arg, fn._sz_res, fn._iw.ctypes.data, fn._w.ctypes.data,
+                      fn._owner or 0, tuple(s[0] for s in fn.input_shapes),
+                      tuple(fn.output_shapes), functools.partial(call, fn))
 
 
 class FunctionGroup(Mapping):
