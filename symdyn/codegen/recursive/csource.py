@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 import casadi as ca
 import numpy as np
 
-from .program import RESULT0, Program, decode
+from .program import CONSTANTS, RESULT0, Program, decode
 
 _C_ENTRY = r"""
 /* ---- symdyn: the recursion-keeping form of {fname} ({n_calls} step calls of {n_kernels} kernels,
@@ -33,7 +33,7 @@ CASADI_SYMBOL_EXPORT int {fname}(const casadi_real** arg, casadi_real** res, cas
   casadi_real* kw = w + {ws} + {scratch};
   const unsigned* p = {p}_prog;
   const unsigned* end = {p}_prog + {n_prog};
-  long long e;
+  long long e, j;
   (void)mem;
   base[0] = w;
   base[1] = (casadi_real*){p}_const;   /* read only: no kernel writes to base 1 */
@@ -46,7 +46,7 @@ CASADI_SYMBOL_EXPORT int {fname}(const casadi_real** arg, casadi_real** res, cas
     }}
   }}
 {copy_outputs}
-  (void)e;
+  (void)e; (void)j;
   return 0;
 }}
 
@@ -119,6 +119,20 @@ def _table(name: str, ctype: str, values) -> str:
             f"{name}_u = {{\n  \"{text}\"}};\n#define {name} ({name}_u.v)")
 
 
+def _is_zero(prog, code: int) -> bool:
+    base, offset = decode(code)
+    return base == CONSTANTS and prog.constants[offset] == 0.0
+
+
+def _runs(entries) -> np.ndarray:
+    """``[start, length, start, length, ...]`` of the runs of consecutive ``entries``."""
+    e = np.asarray(entries, dtype=np.int64)
+    cut = np.flatnonzero(np.diff(e) != 1) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [e.size]))
+    return np.stack([e[starts], ends - starts], axis=1).reshape(-1)
+
+
 def _ints(values) -> str:
     text = ",".join(str(int(v)) for v in values)
     return text or "0"
@@ -189,6 +203,14 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         size = int(np.prod(shape))
         set_bases.append(f"  base[{o + RESULT0}] = res[{o}] ? res[{o}] : w + {prog.workspace + scratch};")
         scratch += size
+        zero = np.array([_is_zero(prog, c) for c in codes.tolist()], dtype=bool)
+        if zero.any():   # literal zeros (entries off the tree's sparsity) as runs of stores
+            runs = _runs(entries[zero])
+            out_tables.append(_table(f"{p}_z{o}", "int", runs))
+            copy_out.append(f"  if (res[{o}]) for (e = 0; e < {runs.size}; e += 2) {{ casadi_real* "
+                            f"z = res[{o}] + {p}_z{o}[e]; for (j = 0; j < {p}_z{o}[e + 1]; ++j) "
+                            f"z[j] = 0; }}")
+            entries, codes, signs = entries[~zero], codes[~zero], signs[~zero]
         if not entries.size:
             continue
         neg = bool((signs < 0).any())
