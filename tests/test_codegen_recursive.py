@@ -22,7 +22,8 @@ def _reference(model, alg, q, qd, qdd):
     fn = getattr(sd, alg)
     args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
             "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd),
-            "christoffel": (q,), "rnea_derivatives": (q, qd, qdd)}[alg]
+            "christoffel": (q,), "rnea_derivatives": (q, qd, qdd),
+            "aba_derivatives": (q, qd, qdd)}[alg]
     out = fn(model, *args)
     return (list(out) if isinstance(out, tuple) else [out]), args
 
@@ -67,6 +68,38 @@ def test_kernels_do_not_grow_with_the_number_of_bodies():
     assert sizes[240]["n_calls"] > 3 * sizes[120]["n_calls"]
 
 
+def test_aba_derivatives_kernels_do_not_grow_with_the_number_of_bodies():
+    """aba_derivatives (AZA on per-body column chunks): more bodies add calls, not kernels
+    (before fusion; fused runs of 2..FUSE calls add at most FUSE - 1 variants of a kernel);
+    the recorded program still equals NumPy."""
+    sizes: dict = {}
+    for n in (12, 24, 48):
+        model = serial_chain(n, seed=1)
+        q, qd, tau = random_state(model, seed=1)
+        prog = record(model, sd.aba_derivatives, [model.nq, model.nv, model.nv], name="t",
+                      fuse=1)
+        sizes[n] = prog.stats
+    for out, r in zip(evaluate(prog, q, qd, tau), sd.aba_derivatives(model, q, qd, tau),
+                      strict=True):
+        np.testing.assert_allclose(out, r, rtol=1e-10, atol=1e-9)
+    assert sizes[24]["n_kernels"] == sizes[48]["n_kernels"] <= 80
+    assert sizes[24]["n_instructions"] == sizes[48]["n_instructions"]
+    assert sizes[48]["n_calls"] > 3 * sizes[24]["n_calls"]
+
+
+def test_recorded_aba_derivatives_with_external_forces():
+    """Body forces (numbers) are literals of the kernels; the closed-form columns of a free
+    root hold with them."""
+    model = MODELS["floating"]
+    forces = random_forces(model)
+    q, qd, tau = random_state(model, seed=8)
+    prog = record(model, lambda m, q, qd, tau, backend: sd.aba_derivatives(
+        m, q, qd, tau, forces, backend=backend), [model.nq, model.nv, model.nv], name="t")
+    for out, r in zip(evaluate(prog, q, qd, tau), sd.aba_derivatives(model, q, qd, tau, forces),
+                      strict=True):
+        np.testing.assert_allclose(out, r, rtol=1e-12, atol=1e-10)
+
+
 def test_workspace_holds_only_live_values():
     """crba computes O(N^2) force blocks but keeps only M's entries and the blocks in flight."""
     model = serial_chain(40, seed=1)
@@ -98,11 +131,18 @@ def test_algorithms_outside_steps_are_refused_clearly():
 def test_form_choice():
     small = serial_chain(5, seed=1)
     assert choose_form(small, "crba") == ("measure", "auto")
-    assert choose_form(small, "aba_derivatives")[0] == "unrolled"
+    assert choose_form(small, "aba_derivatives") == ("measure", "auto")
+    assert choose_form(small, "aba_derivatives", options={"method": "aza"})[0] == "measure"
+    assert choose_form(small, "aba_derivatives", options={"method": "ltdl"}) == \
+        ("unrolled", "no recursive form with method='ltdl'")
     assert choose_form(small, "crba", parameters="inertial")[0] == "unrolled"
     assert choose_form(small, "crba", "recursive") == ("recursive", "asked for")
     with pytest.raises(ValueError, match="not available"):
-        choose_form(small, "aba_derivatives", "recursive")
+        choose_form(small, "aba_derivatives", "recursive", options={"method": "dmm"})
+    with pytest.raises(ValueError, match="outside steps"):
+        record(small, lambda m, q, qd, tau, backend: sd.aba_derivatives(
+            m, q, qd, tau, method="ltdl", backend=backend), [small.nq, small.nv, small.nv],
+            name="t")
     with pytest.raises(ValueError, match="unknown form"):
         choose_form(small, "crba", "rolled")
 

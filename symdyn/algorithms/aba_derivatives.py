@@ -35,6 +35,7 @@ from .common import entry, external_forces, joint_kinematics
 from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_factors, ltdl,
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
 from .rnea_derivatives import check_joints, idsva
+from .steps import step
 from ..types import Array, ExternalForces
 
 if TYPE_CHECKING:
@@ -71,14 +72,24 @@ def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: Extern
     check_joints(model)
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
-    if method == "ltdl":
-        return eq5_ltdl(B, model, qd, tau, f_ext, Xup, S)
-    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
-    dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
     n = model.nv
+    recorded = getattr(B, "recorder", None) is not None    # the recursive compiled form
+    if method == "ltdl" and not recorded:
+        return eq5_ltdl(B, model, qd, tau, f_ext, Xup, S)
     if method == "auto":
-        cross = AUTO_CROSSOVER["numeric" if B.numeric else "graph"]
-        method = "aza" if cross is not None and n >= cross else "dmm"
+        if recorded:
+            method = "aza"
+        else:
+            cross = AUTO_CROSSOVER["numeric" if B.numeric else "graph"]
+            method = "aza" if cross is not None and n >= cross else "dmm"
+    if recorded and method != "aza":
+        raise ValueError(f"aba_derivatives(method={method!r}) computes outside steps; the "
+                         "recursive form records method 'aza' (or 'auto')")
+    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
+    if recorded:
+        dtau_dq, dtau_dqd, X0, S0 = idsva(B, model, qd, qdd, f_ext, Xup, S, ground=True)
+        return eq5_aza(B, model, qd, Xup, X0, S0, U, Dinv, dtau_dq, dtau_dqd)
+    dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
     if method == "dmm":
         Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))
         return -(Minv @ dtau_dq), -(Minv @ dtau_dqd), Minv
@@ -111,6 +122,160 @@ def aza(B, model, Xup, S, U, Dinv, b):
             qdd[i] = Dinv[i] @ (u[i] - U[i].T @ ai)
             a[i] = ai + S[i] @ qdd[i]
     return B.vcat(qdd)
+
+
+def eq5_aza(B, model, qd, Xup, X0, S0, U, Dinv, dtau_dq, dtau_dqd):
+    """Eq. (5) by AZA in ground coordinates, made of per-body steps (the route of the recursive
+    compiled form, :mod:`symdyn.codegen.recursive`): ``(dqdd_dq, dqdd_dqd, Minv)`` from the ABA
+    pass's ``U``, ``Dinv`` and IDSVA's ground frames ``X0``, ``S0`` at qdd.
+
+    ``M^-1 [1, -dtau_dq, -dtau_dqd]`` by :func:`aza_chunks` (eq. (34) in ground coordinates: no
+    transforms) in one chunk per body k holding k's columns of the three, each zero outside the
+    bodies where it can be nonzero (the identity's on body k, dtau's on k's ancestors and
+    subtree), so that a step handles a fixed number of columns (kernels independent of n) and
+    the backward pass visits only those bodies. On a free-floating root the q columns and the
+    linear-velocity columns of dqd come in closed form, as in :func:`eq5_ltdl` (no product).
+    """
+    n, N = model.nv, model.N
+    G = [aza_ground(B, X0[i], S0[i], U[i], Dinv[i]) for i in range(N)]
+    idx = model.v_idx
+
+    def blocks(X, c0, c1, near=None):
+        return [None if near is not None and i not in near else
+                -B.rows(B.cols(X, c0, c1), *idx[i]) for i in range(N)]
+
+    free = _free_roots(B, model)
+    chunks: list[tuple] = []
+    for k in range(N):
+        c0, c1 = idx[k]
+        near = set(model.ancestors[k]) | set(model.subtree[k])
+        eye = [B.eye(c1 - c0) if i == k else None for i in range(N)]
+        if k in free:           # dq columns and linear dqd columns in closed form
+            chunks.append((eye, blocks(dtau_dqd, c0, c0 + 3, near)))
+        else:
+            chunks.append((eye, blocks(dtau_dq, c0, c1, near), blocks(dtau_dqd, c0, c1, near)))
+    R = aza_chunks(B, model, G, chunks)
+    a_grav = model.constants(B).a_grav
+    Minv, dq, dqd = [], [], []
+    for k, r in enumerate(R):
+        Minv.append(B.vcat(_zeros_for(B, model, r[0], idx[k])))
+        if k in free:
+            Fq, Fv = free_root_columns(B, Xup[k], a_grav, qd[k])
+            dq.append(_rows_at(B, n, idx[k][0], Fq))
+            dqd += [B.vcat(_zeros_for(B, model, r[1], (0, 3))), _rows_at(B, n, idx[k][0], Fv)]
+        else:
+            dq.append(B.vcat(_zeros_for(B, model, r[1], idx[k])))
+            dqd.append(B.vcat(_zeros_for(B, model, r[2], idx[k])))
+    return B.hcat(dq), B.hcat(dqd), B.hcat(Minv)
+
+
+def _free_roots(B, model) -> set[int]:
+    """Roots with a floating joint and no armature (the closed-form columns of eq. (5))."""
+    arm = model.constants(B).armature
+    return {i for i, p in enumerate(model.parents)
+            if p < 0 and model.joints[i].type == "floating" and arm[i] is None}
+
+
+def _zeros_for(B, model, blocks, cols):
+    """Per-body blocks with None (a structural zero) replaced by zeros of the column width."""
+    w = cols[1] - cols[0]
+    return [B.zeros(b - a, w) if x is None else x for x, (a, b) in zip(blocks, model.v_idx)]
+
+
+def aza_chunks(B, model, G, chunks):
+    """ABA-Zero-Algorithm, eq. (34), in ground coordinates: ``M^-1 b`` for column chunks.
+
+    ``chunks``: a list of chunks, each a tuple of parts, each part a per-body list of row blocks
+    of ``b`` (nv_i x m, None: zero). Returns per chunk, per part, the per-body blocks of
+    ``M^-1 b`` (None: zero). ``G[i]`` (:func:`aza_ground`) holds body i's ``S0``, ``U0 = X0^T U``
+    and ``UD = U0 Dinv`` in ground coordinates, where the recursion needs no transforms:
+    ``pA_p += pA_i + U0 Dinv u_i`` with ``u_i = b_i - S0^T pA_i`` from the leaves,
+    ``qdd_i = Dinv u_i - UD^T a_p`` and ``a_i = a_p + S0 qdd_i`` from the roots (qd = 0 and no
+    gravity: no bias terms). The chunks go through each body one after the other (independent
+    calls of one kernel, fused in the recursive form); the backward pass skips bodies where b
+    and pA are zero."""
+    N, parents = model.N, model.parents
+    pA = [[None] * N for _ in chunks]
+    w = [[None] * N for _ in chunks]
+    for i in reversed(range(N)):                                          # u = tau - S^T pA
+        p = parents[i]
+        for c, parts in enumerate(chunks):
+            b = tuple(part[i] for part in parts)
+            if pA[c][i] is None and all(x is None for x in b):
+                continue
+            none = (None,) * len(parts)
+            w[c][i], pa = aza_backward(B, G[i], b, pA[c][i] or none,
+                                       None if p < 0 else (pA[c][p] or none))
+            if p >= 0:
+                pA[c][p] = pa
+    out = [tuple([None] * N for _ in parts) for parts in chunks]
+    a = [[None] * N for _ in chunks]
+    leaf = [not kids for kids in model.children]
+    for i, p in enumerate(parents):                                       # a_0 = 0 (no gravity)
+        for c, parts in enumerate(chunks):
+            a_p = a[c][p] if p >= 0 else None
+            if a_p is None and w[c][i] is None:
+                continue                                                  # zero (another tree)
+            qdd, a[c][i] = aza_forward(B, G[i], w[c][i] or (None,) * len(parts),
+                                       a_p or (None,) * len(parts), not leaf[i])
+            for k, x in enumerate(qdd):
+                out[c][k][i] = x
+    return out
+
+
+@step
+def aza_ground(B, X0, S0, U, Dinv):
+    """Body i's AZA quantities in ground coordinates in one block ``V = [S0; U0; U0 Dinv; Dinv]``
+    ((18 + nv) x nv, ``U0 = X0^T U = IA S`` in ground coordinates): the AZA steps then see one
+    memory layout whatever steps computed them (fewer kernels in the recursive form)."""
+    U0 = xform_force_T(B, X0, U)
+    return B.vcat([S0, U0, U0 @ Dinv, Dinv])
+
+
+def _sub(x, y):
+    """x - y with None for zero."""
+    return x if y is None else -y if x is None else x - y
+
+
+def _add(x, y):
+    return x if y is None else y if x is None else x + y
+
+
+@step
+def aza_backward(B, V, b, pA, pA_p):
+    """Eq. (34) backward for one body on the parts of one chunk: ``w = Dinv (b - S0^T pA)`` and
+    the parent's ``pA_p + pA + U0 w`` (``pA_p`` None at a root: not returned; ``V``: see
+    :func:`aza_ground`). Parts None: zero."""
+    S0, U0, Dinv = B.rows(V, 0, 6), B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
+    w, up = [], []
+    for bk, pk, ppk in zip(b, pA, pA_p or b):
+        u = _sub(bk, None if pk is None else S0.T @ pk)
+        wk = None if u is None else Dinv @ u
+        w.append(wk)
+        if pA_p is not None:
+            up.append(_add(ppk, _add(pk, None if wk is None else U0 @ wk)))
+    return tuple(w), (None if pA_p is None else tuple(up))
+
+
+@step
+def aza_forward(B, V, w, a_p, need_a):
+    """Eq. (34) forward for one body: ``qdd = w - UD^T a_p`` and (``need_a``: it has children)
+    ``a = a_p + S0 qdd`` (``V``: see :func:`aza_ground`). Parts None: zero."""
+    S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
+    qdd, a = [], []
+    for wk, ak in zip(w, a_p):
+        x = _sub(wk, None if ak is None else UD.T @ ak)
+        qdd.append(x)
+        if need_a:
+            a.append(_add(ak, None if x is None else S0 @ x))
+    return tuple(qdd), (tuple(a) if need_a else None)
+
+
+@step
+def free_root_columns(B, Xup, a_grav, qd):
+    """A free-floating root's rows of dqdd/dq_r, ``-crm(X_r a_grav)``, and of its linear-velocity
+    columns of dqdd/dqd, ``-crm(v_r)[:, 3:6]`` (all other rows are zero; see :func:`eq5_ltdl`)."""
+    return -crm(B, xform_motion(B, Xup, a_grav)), -B.cols(crm(B, qd), 3, 6)
 
 
 def eq5_ltdl(B, model, qd, tau, f_ext, Xup, S):

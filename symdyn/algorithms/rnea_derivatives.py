@@ -91,9 +91,11 @@ def _per_body(N: int, k: int) -> tuple[list[Any], ...]:
     return tuple([None] * N for _ in range(k))
 
 
-def idsva(B, model, qd, qdd, f_ext, Xup, S):
+def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B.
+    Returns ``(dtau_dq, dtau_dqd)``, with ``ground=True`` also the per-body ground transforms
+    ``X0`` and motion subspaces ``S0`` of the forward pass (reused by :mod:`.aba_derivatives`).
 
     Lines 17-20 are products of body i's columns with the stacked blocks t1..t4 of its subtree
     nu(i). Numeric backends stack the whole subtree (a few large products, as in the paper);
@@ -137,6 +139,8 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S):
         p = parents[i]
         if p >= 0:                                                        # lines 21-23
             IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
+    if ground:
+        return dtau_dq, dtau_dqd, X0, S0
     return dtau_dq, dtau_dqd
 
 

@@ -137,8 +137,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     if parameters is not None:
         key_data["parameters"] = parameters
     if form != "auto" or any(recursive.choose_form(model, split_key(k)[0], form,
-                                                   parameters=parameters)[0] != "unrolled"
-                             for k, _ in algs):
+                                                   parameters=parameters, options=o)[0]
+                             != "unrolled" for k, o in algs):
         key_data["form"] = [form, recursive.AUTO_MAX_UNROLLED, recursive.AUTO_WORK_RATIO,
                             recursive.program.FUSE]
     key = _cache.build_key(key_data)

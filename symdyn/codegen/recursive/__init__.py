@@ -45,7 +45,7 @@ from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, Recor
                       decode, encode, evaluate, record)
 
 __all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
-           "RECURSIVE_ALGORITHMS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
+           "RECURSIVE_ALGORITHMS", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
            "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
            "write_c"]
@@ -53,7 +53,10 @@ __all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
 FORMS = ("auto", "unrolled", "recursive")
 # algorithms whose every computation is in steps (recordable)
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
-                        "coriolis_matrix", "christoffel", "rnea_derivatives")
+                        "coriolis_matrix", "christoffel", "rnea_derivatives", "aba_derivatives")
+# options whose other values compute outside steps (no recursive form): aba_derivatives'
+# "dmm" (a dense product) and "ltdl" (scalar loops) routes
+RECURSIVE_OPTIONS = {"aba_derivatives": {"method": ("auto", "aza")}}
 # the frame of crba, coriolis_matrix and christoffel in the recursive form when not given: in
 # root coordinates an ancestor block costs a few dot products instead of moving force blocks,
 # and the blocks of one column are independent, so they fuse (crba on serial_chain(160, seed=1):
@@ -76,24 +79,29 @@ def check_form(form: str) -> str:
 
 
 def choose_form(model, algorithm: str, form: str = "auto", *,
-                parameters: str | None = None) -> tuple[str, str]:
+                parameters: str | None = None, options: dict | None = None) -> tuple[str, str]:
     """``(form, reason)`` for one compiled function: ``form`` as asked; for ``"auto"`` the
-    unrolled form where the algorithm has no recursive one, else ``"measure"``: the choice is
-    made by :func:`choose_by_size` once both sizes are known."""
+    unrolled form where the algorithm has no recursive one (or not with these ``options``,
+    :data:`RECURSIVE_OPTIONS`), else ``"measure"``: the choice is made by
+    :func:`choose_by_size` once both sizes are known."""
     check_form(form)
-    supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None
+    bad = [f"{k}={v!r}" for k, allowed in RECURSIVE_OPTIONS.get(algorithm, {}).items()
+           for v in [(options or {}).get(k, allowed[0])] if v not in allowed]
+    supported = algorithm in RECURSIVE_ALGORITHMS and parameters is None and not bad
     if form == "recursive":
         if not supported:
             what = (f"parameters={parameters!r}" if parameters is not None else
-                    f"{algorithm!r}")
+                    f"{algorithm!r} with {', '.join(bad)}" if bad else f"{algorithm!r}")
             raise ValueError(f"form='recursive' is not available for {what}; it exists for "
-                             f"{', '.join(RECURSIVE_ALGORITHMS)} without parameters=")
+                             f"{', '.join(RECURSIVE_ALGORITHMS)} without parameters= "
+                             "(aba_derivatives with method 'auto' or 'aza')")
         return "recursive", "asked for"
     if form == "unrolled":
         return "unrolled", "asked for"
     if not supported:
-        return "unrolled", "no recursive form" if parameters is None else \
-            "no recursive form with parameters="
+        return "unrolled", ("no recursive form with parameters=" if parameters is not None else
+                            f"no recursive form with {', '.join(bad)}" if bad else
+                            "no recursive form")
     return "measure", "auto"
 
 
