@@ -249,3 +249,21 @@ def batch_time(f, *inputs, repeat: int = 5) -> float:
     out = f.batch(*inputs)
     nstates = len(inputs[0])
     return median(interleaved([lambda: f.batch(*inputs, out=out)], repeat=repeat)[0]) / nstates
+
+
+# --- Pinocchio baselines -------------------------------------------------------------------------
+
+def pinocchio_gamma(pm, pd, q):
+    """Pinocchio's route to the Christoffel symbols (it has no routine of its own): nv calls of
+    ``computeCoriolisMatrix(q, e_k)``, ``Gamma[:, :, k] = C(q, e_k)``, into one preallocated
+    array. Returns the zero-argument function that fills and returns it."""
+    import pinocchio as pin
+
+    E = np.eye(pm.nv)
+    G = np.empty((pm.nv, pm.nv, pm.nv))
+
+    def gamma():
+        for k in range(pm.nv):
+            G[:, :, k] = pin.computeCoriolisMatrix(pm, pd, q, E[k])
+        return G
+    return gamma

@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import block_size  # first: pins BLAS to one thread before NumPy loads
+from _common import block_size, pinocchio_gamma  # first: pins BLAS to one thread before NumPy loads
 
 import numpy as np  # noqa: E402
 
@@ -140,13 +140,7 @@ def pinocchio_calls(pm, pd, state):
     import pinocchio as pin
 
     q, v, a = state
-    E = np.eye(pm.nv)
-    G = np.empty((pm.nv, pm.nv, pm.nv))
-
-    def gamma():
-        for k in range(pm.nv):
-            G[:, :, k] = pin.computeCoriolisMatrix(pm, pd, q, E[k])
-        return G
+    gamma = pinocchio_gamma(pm, pd, q)
 
     return {
         "rnea": ("rnea", lambda: pin.rnea(pm, pd, q, v, a)),

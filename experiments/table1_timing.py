@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 from _common import (batch_time, command, fit_slope, header, int_xticks, interleaved, log, median, out_dir,
-                     paired_ratio, parser, pyplot, save, table, us, write)
+                     paired_ratio, parser, pinocchio_gamma, pyplot, save, table, us, write)
 
 import numpy as np  # noqa: E402
 
@@ -54,16 +54,10 @@ def pinocchio_fns(model, q, qd):
     pm = to_pinocchio(model)
     pd = pm.createData()
     qp, vp = q_to_pin(model, q), v_to_pin(model, qd)
-    E = np.eye(pm.nv)
-    G = np.empty((pm.nv, pm.nv, pm.nv))
+    gamma = pinocchio_gamma(pm, pd, qp)
 
     def C():
         return pin.computeCoriolisMatrix(pm, pd, qp, vp)
-
-    def gamma():
-        for k in range(pm.nv):
-            G[:, :, k] = pin.computeCoriolisMatrix(pm, pd, qp, E[k])
-        return G
 
     P = velocity_permutation(model)
 
