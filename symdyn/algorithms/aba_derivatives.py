@@ -34,7 +34,8 @@ from .aba import aba_pass
 from .common import entry, external_forces, joint_kinematics
 from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_factors, ltdl,
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
-from .rnea_derivatives import check_joints, idsva
+from .rnea_derivatives import (_per_body, check_joints, forward_accelerations, forward_kinematics,
+                               idsva, idsva_backward_pass)
 from .steps import step
 from ..types import Array, ExternalForces
 
@@ -85,10 +86,9 @@ def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: Extern
     if recorded and method != "aza":
         raise ValueError(f"aba_derivatives(method={method!r}) computes outside steps; the "
                          "recursive form records method 'aza' (or 'auto')")
-    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
     if recorded:
-        dtau_dq, dtau_dqd, X0, S0 = idsva(B, model, qd, qdd, f_ext, Xup, S, ground=True)
-        return eq5_aza(B, model, qd, Xup, X0, S0, U, Dinv, dtau_dq, dtau_dqd)
+        return fdsva_ground(B, model, qd, tau, f_ext, Xup, S)
+    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
     dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
     if method == "dmm":
         Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))
@@ -124,20 +124,94 @@ def aza(B, model, Xup, S, U, Dinv, b):
     return B.vcat(qdd)
 
 
-def eq5_aza(B, model, qd, Xup, X0, S0, U, Dinv, dtau_dq, dtau_dqd):
-    """Eq. (5) by AZA in ground coordinates, made of per-body steps (the route of the recursive
-    compiled form, :mod:`symdyn.codegen.recursive`): ``(dqdd_dq, dqdd_dqd, Minv)`` from the ABA
-    pass's ``U``, ``Dinv`` and IDSVA's ground frames ``X0``, ``S0`` at qdd.
+def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
+    """Eq. (5) in ground coordinates, made of per-body steps (the route of the recursive compiled
+    form, :mod:`symdyn.codegen.recursive`): ``(dqdd_dq, dqdd_dqd, Minv)``.
 
-    ``M^-1 [1, -dtau_dq, -dtau_dqd]`` by :func:`aza_chunks` (eq. (34) in ground coordinates: no
-    transforms) in one chunk per body k holding k's columns of the three, each zero outside the
-    bodies where it can be nonzero (the identity's on body k, dtau's on k's ancestors and
-    subtree), so that a step handles a fixed number of columns (kernels independent of n) and
-    the backward pass visits only those bodies. On a free-floating root the q columns and the
-    linear-velocity columns of dqd come in closed form, as in :func:`eq5_ltdl` (no product).
+    IDSVA's forward pass (paper 003 Alg. 1) is split at qdd: its velocity part (ground frames
+    ``X0``, ``S0``, v, I, ...) first; on it the ABA runs in ground coordinates (Featherstone
+    Table 7.1 with every quantity in the ground frame: articulated inertias add without
+    transforms, ``IA_p += IA - U Dinv U^T``); its last pass gives qdd and with it IDSVA's
+    acceleration part; IDSVA's backward pass then gives dtau/du, and AZA (:func:`eq5_aza`) the
+    products with M^-1.
     """
+    consts = model.constants(B)
+    N, parents = model.N, model.parents
+    X0, S0, v, Sd, Psid, I, BC, cb, pA, V, u, a, Psidd, fC = _per_body(N, 14)
+    for i, p in enumerate(parents):                                       # IDSVA lines 2-10
+        m, c, Ic = consts.inertia_params[i]
+        X0[i], S0[i], v[i], Sd[i], Psid[i], I[i], BC[i], cb[i], pA[i] = fdsva_kinematics(
+            B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
+            None if p < 0 else v[p], m, c, Ic, qd[i], f_ext[i])
+    IA, PA = list(I), list(pA)                                            # articulated
+    for i in reversed(range(N)):                                          # ABA pass 2
+        p = parents[i]
+        V[i], u[i], IA_p, pA_p = aba_ground_articulated(
+            B, S0[i], IA[i], PA[i], cb[i], tau[i], consts.armature[i],
+            None if p < 0 else IA[p], None if p < 0 else PA[p])
+        if p >= 0:
+            IA[p], PA[p] = IA_p, pA_p
+    for i, p in enumerate(parents):                                       # ABA pass 3, IDSVA 4-10
+        a[i], Psidd[i], fC[i] = aba_ground_acceleration(
+            B, model.joints[i], V[i], u[i], consts.a_grav if p < 0 else a[p], cb[i],
+            None if p < 0 else v[p], qd[i], I[i], pA[i])
+    dtau_dq, dtau_dqd = idsva_backward_pass(B, model, S0, Sd, Psid, Psidd, list(I), BC, fC)
+    return eq5_aza(B, model, qd, Xup, V, dtau_dq, dtau_dqd)
+
+
+@step
+def fdsva_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
+    """IDSVA's lines 2-10 for body i without qdd (:func:`~.rnea_derivatives.forward_kinematics`):
+    X0, S0, v, Sdot, Psidot, I, 2 B, the velocity-product acceleration and the bias force."""
+    X0, S0, v, Sd, Psid, I, BC, _, cb, pA = forward_kinematics(B, joint, Xup, X0_p, S, v_p,
+                                                               m, c, Ic, qd, f_ext)
+    return X0, S0, v, Sd, Psid, I, BC, cb, pA
+
+
+@step
+def aba_ground_articulated(B, S0, IA, pA, c, tau, armature, IA_p, pA_p):
+    """ABA pass 2 for one body in ground coordinates: ``V = [S0; U; U Dinv; Dinv]`` (U = IA S0,
+    Dinv = (S0^T U + armature)^-1; one block, the layout the AZA steps read), u = tau - S0^T pA,
+    and the parent's articulated inertia and bias force with this body's added (no transform:
+    one frame; None at a root)."""
+    U = IA @ S0
+    D = S0.T @ U
+    Dinv = B.inv(D if armature is None else D + armature)                  # + rotor inertia
+    UD = U @ Dinv
+    V = B.vcat([S0, U, UD, Dinv])
+    u = tau - S0.T @ pA
+    if IA_p is None:
+        return V, u, None, None
+    P = UD @ U.T                                                           # symmetric
+    Ia = B.matrix([[IA[min(r, k), max(r, k)] - P[min(r, k), max(r, k)] for k in range(6)]
+                   for r in range(6)])
+    pa = pA + Ia @ c + UD @ u
+    return V, u, IA_p + Ia, pA_p + pa
+
+
+@step
+def aba_ground_acceleration(B, joint, V, u, a_p, c, v_p, qd, I, pA):
+    """ABA pass 3 for one body in ground coordinates, then IDSVA's acceleration part: qdd =
+    Dinv u - (U Dinv)^T (a_p + c), a = a_p + c + S0 qdd, Psiddot (line 7) and f = I a + pA
+    (line 10)."""
+    S0, UD, Dinv = B.rows(V, 0, 6), B.rows(V, 12, 18), B.rows(V, 18, V.shape[0])
+    ac = a_p + c
+    qdd = Dinv @ u - UD.T @ ac
+    a = ac + S0 @ qdd
+    _, Psidd = forward_accelerations(B, joint, S0, v_p, a_p, qd, qdd)
+    return a, Psidd, I @ a + pA
+
+
+def eq5_aza(B, model, qd, Xup, V, dtau_dq, dtau_dqd):
+    """``M^-1 [1, -dtau_dq, -dtau_dqd]`` by :func:`aza_chunks` (eq. (34) in ground coordinates:
+    no transforms; ``V`` per body from :func:`aba_ground_articulated`) in one chunk per body k
+    holding k's columns of the three, each zero outside the bodies where it can be nonzero (the
+    identity's on body k, dtau's on k's ancestors and subtree), so that a step handles a fixed
+    number of columns (kernels independent of n) and the backward pass visits only those
+    bodies. On a free-floating root the q columns and the linear-velocity columns of dqd come
+    in closed form, as in :func:`eq5_ltdl` (no product)."""
     n, N = model.nv, model.N
-    G = [aza_ground(B, X0[i], S0[i], U[i], Dinv[i]) for i in range(N)]
+    G = V
     idx = model.v_idx
 
     def blocks(X, c0, c1, near=None):
@@ -187,8 +261,8 @@ def aza_chunks(B, model, G, chunks):
 
     ``chunks``: a list of chunks, each a tuple of parts, each part a per-body list of row blocks
     of ``b`` (nv_i x m, None: zero). Returns per chunk, per part, the per-body blocks of
-    ``M^-1 b`` (None: zero). ``G[i]`` (:func:`aza_ground`) holds body i's ``S0``, ``U0 = X0^T U``
-    and ``UD = U0 Dinv`` in ground coordinates, where the recursion needs no transforms:
+    ``M^-1 b`` (None: zero). ``G[i]`` (:func:`aba_ground_articulated`) holds body i's ``S0``, ``U0``
+    (``IA S0``) and ``UD = U0 Dinv`` in ground coordinates, where the recursion needs no transforms:
     ``pA_p += pA_i + U0 Dinv u_i`` with ``u_i = b_i - S0^T pA_i`` from the leaves,
     ``qdd_i = Dinv u_i - UD^T a_p`` and ``a_i = a_p + S0 qdd_i`` from the roots (qd = 0 and no
     gravity: no bias terms). The chunks go through each body one after the other (independent
@@ -223,15 +297,6 @@ def aza_chunks(B, model, G, chunks):
     return out
 
 
-@step
-def aza_ground(B, X0, S0, U, Dinv):
-    """Body i's AZA quantities in ground coordinates in one block ``V = [S0; U0; U0 Dinv; Dinv]``
-    ((18 + nv) x nv, ``U0 = X0^T U = IA S`` in ground coordinates): the AZA steps then see one
-    memory layout whatever steps computed them (fewer kernels in the recursive form)."""
-    U0 = xform_force_T(B, X0, U)
-    return B.vcat([S0, U0, U0 @ Dinv, Dinv])
-
-
 def _sub(x, y):
     """x - y with None for zero."""
     return x if y is None else -y if x is None else x - y
@@ -245,7 +310,7 @@ def _add(x, y):
 def aza_backward(B, V, b, pA, pA_p):
     """Eq. (34) backward for one body on the parts of one chunk: ``w = Dinv (b - S0^T pA)`` and
     the parent's ``pA_p + pA + U0 w`` (``pA_p`` None at a root: not returned; ``V``: see
-    :func:`aza_ground`). Parts None: zero."""
+    :func:`aba_ground_articulated`). Parts None: zero."""
     S0, U0, Dinv = B.rows(V, 0, 6), B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
     w, up = [], []
     for bk, pk, ppk in zip(b, pA, pA_p or b):
@@ -260,7 +325,7 @@ def aza_backward(B, V, b, pA, pA_p):
 @step
 def aza_forward(B, V, w, a_p, need_a):
     """Eq. (34) forward for one body: ``qdd = w - UD^T a_p`` and (``need_a``: it has children)
-    ``a = a_p + S0 qdd`` (``V``: see :func:`aza_ground`). Parts None: zero."""
+    ``a = a_p + S0 qdd`` (``V``: see :func:`aba_ground_articulated`). Parts None: zero."""
     S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
     qdd, a = [], []
     for wk, ak in zip(w, a_p):

@@ -95,7 +95,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B.
     Returns ``(dtau_dq, dtau_dqd)``, with ``ground=True`` also the per-body ground transforms
-    ``X0`` and motion subspaces ``S0`` of the forward pass (reused by :mod:`.aba_derivatives`).
+    ``X0`` and motion subspaces ``S0`` of the forward pass.
 
     Lines 17-20 are products of body i's columns with the stacked blocks t1..t4 of its subtree
     nu(i). Numeric backends stack the whole subtree (a few large products, as in the paper);
@@ -104,14 +104,26 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     check_joints(model)
     consts = model.constants(B)
     inertia = consts.inertia_params  # per body (m, c, Ic)
-    N, parents, nv = model.N, model.parents, model.nv
-    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC, t = _per_body(N, 11)  # BC holds 2 B^C (line 9)
+    N, parents = model.N, model.parents
+    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = _per_body(N, 10)  # BC holds 2 B^C (line 9)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
         m, c, Ic = inertia[i]
         (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
          fC[i]) = idsva_forward(B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
                                 None if p < 0 else v[p], consts.a_grav if p < 0 else a[p],
                                 m, c, Ic, qd[i], qdd[i], f_ext[i])
+    dtau_dq, dtau_dqd = idsva_backward_pass(B, model, S0, Sd, Psid, Psidd, IC, BC, fC)
+    if ground:
+        return dtau_dq, dtau_dqd, X0, S0
+    return dtau_dq, dtau_dqd
+
+
+def idsva_backward_pass(B, model, S0, Sd, Psid, Psidd, IC, BC, fC):
+    """Lines 11-23 of Algorithm 1 from the per-body ground-frame quantities of the forward pass
+    (``IC``, ``BC``, ``fC``: each body's own I, 2 B and f; the lists are accumulated in place):
+    ``(dtau_dq, dtau_dqd)``."""
+    N, parents, nv = model.N, model.parents, model.nv
+    t: list[Any] = [None] * N
     dtau_dq, dtau_dqd = B.zeros(nv, nv), B.zeros(nv, nv)
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]
@@ -139,35 +151,66 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
         p = parents[i]
         if p >= 0:                                                        # lines 21-23
             IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
-    if ground:
-        return dtau_dq, dtau_dqd, X0, S0
     return dtau_dq, dtau_dqd
+
+
+def _segments(joint):
+    """Column ranges of a joint applied one after the other: one, or one per column of a
+    planar joint (virtual bodies, see the module docstring)."""
+    nvi = joint.nv
+    return [(c0, c0 + 1) for c0 in range(nvi)] if joint.type in _SEQUENTIAL_COLUMNS \
+        else [(0, nvi)]
+
+
+def forward_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
+    """The velocity part of lines 2-10 for body i (ground coordinates, ``X0_p``/``v_p`` None at
+    the root): X0, S0, v, Sdot, Psidot, I, 2 B, h = I v, and for forward dynamics the
+    velocity-product acceleration ``cb`` (a = a_p + S0 qdd + cb) and bias force
+    ``pA = v x* h - X0^T f_ext``."""
+    X0 = Xup if X0_p is None else compose(B, Xup, X0_p)
+    S0 = xform_motion_inv(B, X0, S)                                       # S_i in ground coordinates
+    vl = B.zeros(6) if v_p is None else v_p
+    sd, psid, cb = [], [], None
+    for c0, c1 in _segments(joint):
+        Sk = B.cols(S0, c0, c1)
+        vJ = Sk @ B.rows(qd, c0, c1)
+        psid.append(cross_motion(B, vl, Sk))                              # line 6
+        vl = vl + vJ                                                      # line 3
+        ck = cross_motion(B, vl, vJ)                                      # line 4 (qdd part aside)
+        cb = ck if cb is None else cb + ck
+        sd.append(cross_motion(B, vl, Sk))                                # line 5
+    Sd, Psid = (x[0] if len(x) == 1 else B.hcat(x) for x in (sd, psid))
+    I = ground_inertia(B, X0, m, c, Ic)                                   # line 8
+    h = I @ vl
+    BC = twice_B(B, vl, I, h)                                             # line 9 (x 2), eq. (28)
+    pA = cross_force(B, vl, h)
+    if f_ext is not None:
+        pA = pA - xform_force_T(B, X0, f_ext)
+    return X0, S0, vl, Sd, Psid, I, BC, h, cb, pA
+
+
+def forward_accelerations(B, joint, S0, v_p, a_p, qd, qdd):
+    """The acceleration part of lines 2-7 for body i: its acceleration a (line 4) and Psiddot
+    (line 7), column segment by column segment."""
+    vl = B.zeros(6) if v_p is None else v_p
+    al, psidd = a_p, []
+    for c0, c1 in _segments(joint):
+        Sk = B.cols(S0, c0, c1)
+        vJ = Sk @ B.rows(qd, c0, c1)
+        Psid_k = cross_motion(B, vl, Sk)                                  # line 6
+        psidd.append(cross_motion(B, al, Sk) + cross_motion(B, vl, Psid_k))   # line 7
+        vl = vl + vJ                                                      # line 3
+        al = al + Sk @ B.rows(qdd, c0, c1) + cross_motion(B, vl, vJ)      # line 4
+    return al, (psidd[0] if len(psidd) == 1 else B.hcat(psidd))
 
 
 @step
 def idsva_forward(B, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, f_ext):
     """Lines 2-10 for body i, in ground coordinates (``X0_p``/``v_p`` None at the root, ``a_p``
     the parent's acceleration or a_grav): X0, S0, v, a, Sdot, Psidot, Psiddot, I, 2 B, f."""
-    X0 = Xup if X0_p is None else compose(B, Xup, X0_p)
-    S0 = xform_motion_inv(B, X0, S)                                       # S_i in ground coordinates
-    vl, al = (B.zeros(6), a_p) if v_p is None else (v_p, a_p)
-    nvi = joint.nv
-    segs = [(c0, c0 + 1) for c0 in range(nvi)] if joint.type in _SEQUENTIAL_COLUMNS \
-        else [(0, nvi)]
-    sd, psid, psidd = [], [], []
-    for c0, c1 in segs:  # one segment, or one per column of a planar joint (virtual bodies)
-        Sk = B.cols(S0, c0, c1)
-        vJ = Sk @ B.rows(qd, c0, c1)
-        Psid_k = cross_motion(B, vl, Sk)                                  # line 6
-        psid.append(Psid_k)
-        psidd.append(cross_motion(B, al, Sk) + cross_motion(B, vl, Psid_k))   # line 7
-        vl = vl + vJ                                                      # line 3
-        al = al + Sk @ B.rows(qdd, c0, c1) + cross_motion(B, vl, vJ)      # line 4
-        sd.append(cross_motion(B, vl, Sk))                               # line 5
-    Sd, Psid, Psidd = (x[0] if len(x) == 1 else B.hcat(x) for x in (sd, psid, psidd))
-    I = ground_inertia(B, X0, m, c, Ic)                                   # line 8
-    h = I @ vl
-    BC = twice_B(B, vl, I, h)                                             # line 9 (x 2), eq. (28)
+    X0, S0, vl, Sd, Psid, I, BC, h, _, _ = forward_kinematics(B, joint, Xup, X0_p, S, v_p,
+                                                              m, c, Ic, qd, None)
+    al, Psidd = forward_accelerations(B, joint, S0, v_p, a_p, qd, qdd)
     f = I @ al + cross_force(B, vl, h)                                    # line 10
     if f_ext is not None:
         f = f - xform_force_T(B, X0, f_ext)

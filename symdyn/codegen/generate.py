@@ -368,6 +368,7 @@ def _record(model, key, alg, opts, fname, prog, cse):
                    slow=model.nv >= 40):
         program = recursive.record(exact_rotations(model), spec.function,
                                    list(spec.input_sizes(model)), name=fname, cse=cse,
+                                   **recursive.RECURSIVE_FUSE.get(alg, {}),
                                    **_recursive_options(alg, opts))
     st = program.stats
     prog(f"{key}: {st['n_kernels']} kernels ({st['n_instructions']} SX instructions), "

@@ -45,7 +45,7 @@ from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, Recor
                       decode, encode, evaluate, record)
 
 __all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
-           "RECURSIVE_ALGORITHMS", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
+           "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
            "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
            "write_c"]
@@ -57,6 +57,13 @@ RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vec
 # options whose other values compute outside steps (no recursive form): aba_derivatives'
 # "dmm" (a dense product) and "ltdl" (scalar loops) routes
 RECURSIVE_OPTIONS = {"aba_derivatives": {"method": ("auto", "aza")}}
+# fusion per algorithm (program.record's fuse / fuse_exact) where the default (runs of 2..FUSE
+# calls, one fused kernel variant per run length) is not the best: aba_derivatives' AZA steps
+# come in runs of every length (chunks per body), and their variants would double its kernel
+# code (g1: 58.8k SX instructions, random_tree(160, seed=2) 95k: gcc at -Og) for no speed
+# over runs of exactly 4 (g1 26.8k, random_tree(160) 31.4k: -O2; 22.1 us a call with runs
+# of 2..8 or of 4, 25.8 us unfused, at -O2)
+RECURSIVE_FUSE: dict[str, dict[str, Any]] = {"aba_derivatives": {"fuse": 4, "fuse_exact": True}}
 # the frame of crba, coriolis_matrix and christoffel in the recursive form when not given: in
 # root coordinates an ancestor block costs a few dot products instead of moving force blocks,
 # and the blocks of one column are independent, so they fuse (crba on serial_chain(160, seed=1):

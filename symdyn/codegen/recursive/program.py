@@ -315,10 +315,12 @@ def _collect_joints(x, out: dict) -> None:
 class Recorder:
     """Records one algorithm into a :class:`Program` (see the module docstring)."""
 
-    def __init__(self, name: str, cse: bool = True, fuse: int | None = None):
+    def __init__(self, name: str, cse: bool = True, fuse: int | None = None,
+                 fuse_exact: bool = False):
         self.name = name
         self.cse = cse
         self.fuse = FUSE if fuse is None else fuse
+        self.fuse_exact = fuse_exact
         self.backend = RecordingBackend(self)
         self.kernels: list[Kernel] = []
         self._by_key: dict[Any, int] = {}
@@ -590,8 +592,8 @@ class Recorder:
         written: set[int] = set()
 
         def flush() -> None:
-            if len(run) == 1:
-                fused.append(run[0])
+            if len(run) == 1 or (self.fuse_exact and len(run) < width):
+                fused.extend(run)       # fuse_exact: only runs of ``width`` (one variant each)
             elif run:
                 fused.append(self._fused_call(run))
             run.clear()
@@ -755,11 +757,14 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
-           cse: bool = True, fuse: int | None = None, **options) -> Program:
+           cse: bool = True, fuse: int | None = None, fuse_exact: bool = False,
+           **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
-    :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call)."""
-    rec = Recorder(name, cse=cse, fuse=fuse)
+    :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call; ``fuse_exact``:
+    fuse only runs of exactly ``fuse`` calls, the rest stay single: one fused variant per
+    kernel instead of one per run length)."""
+    rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact)
     refs, inputs = [], []
     for n in input_sizes:
         ref, start = rec.input(n)
