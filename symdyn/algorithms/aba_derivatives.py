@@ -204,42 +204,48 @@ def aba_ground_acceleration(B, joint, V, u, a_p, c, v_p, qd, I, pA):
 
 def eq5_aza(B, model, qd, Xup, V, dtau_dq, dtau_dqd):
     """``M^-1 [1, -dtau_dq, -dtau_dqd]`` by :func:`aza_chunks` (eq. (34) in ground coordinates:
-    no transforms; ``V`` per body from :func:`aba_ground_articulated`) in one chunk per body k
-    holding k's columns of the three, each zero outside the bodies where it can be nonzero (the
-    identity's on body k, dtau's on k's ancestors and subtree), so that a step handles a fixed
-    number of columns (kernels independent of n) and the backward pass visits only those
+    no transforms; ``V`` per body from :func:`aba_ground_articulated`) in one chunk per body k:
+    k's columns of the three side by side, zero outside the bodies where they can be nonzero
+    (the identity's on body k, dtau's on k's ancestors and subtree), so that a step handles a
+    fixed number of columns (kernels independent of n) and the backward pass visits only those
     bodies. On a free-floating root the q columns and the linear-velocity columns of dqd come
     in closed form, as in :func:`eq5_ltdl` (no product)."""
-    n, N = model.nv, model.N
-    G = V
-    idx = model.v_idx
-
-    def blocks(X, c0, c1, near=None):
-        return [None if near is not None and i not in near else
-                -B.rows(B.cols(X, c0, c1), *idx[i]) for i in range(N)]
-
+    n, N, idx = model.nv, model.N, model.v_idx
     free = _free_roots(B, model)
-    chunks: list[tuple] = []
+    chunks, splits = [], []
     for k in range(N):
         c0, c1 = idx[k]
         near = set(model.ancestors[k]) | set(model.subtree[k])
-        eye = [B.eye(c1 - c0) if i == k else None for i in range(N)]
-        if k in free:           # dq columns and linear dqd columns in closed form
-            chunks.append((eye, blocks(dtau_dqd, c0, c0 + 3, near)))
-        else:
-            chunks.append((eye, blocks(dtau_dq, c0, c1, near), blocks(dtau_dqd, c0, c1, near)))
-    R = aza_chunks(B, model, G, chunks)
+        cols = [(dtau_dqd, c0, c0 + 3)] if k in free else \
+            [(dtau_dq, c0, c1), (dtau_dqd, c0, c1)]       # free root: closed-form columns
+        blocks = []
+        for i in range(N):
+            r0, r1 = idx[i]
+            blocks.append(None if i not in near else B.hcat(
+                [B.eye(c1 - c0) if i == k else B.zeros(r1 - r0, c1 - c0)] +
+                [-B.rows(B.cols(X, a, b), r0, r1) for X, a, b in cols]))
+        ends = [c1 - c0]
+        for _, a, b in cols:
+            ends.append(ends[-1] + b - a)
+        chunks.append(blocks)
+        splits.append(tuple(zip([0] + ends[:-1], ends)))
+    R = aza_chunks(B, model, V, chunks, splits)
     a_grav = model.constants(B).a_grav
+
+    def column(k, part, width):
+        return B.vcat([B.zeros(r1 - r0, width) if R[k][i] is None else R[k][i][part]
+                       for i, (r0, r1) in enumerate(idx)])
+
     Minv, dq, dqd = [], [], []
-    for k, r in enumerate(R):
-        Minv.append(B.vcat(_zeros_for(B, model, r[0], idx[k])))
+    for k, (c0, c1) in enumerate(idx):
+        Minv.append(column(k, 0, c1 - c0))
         if k in free:
             Fq, Fv = free_root_columns(B, Xup[k], a_grav, qd[k])
-            dq.append(_rows_at(B, n, idx[k][0], Fq))
-            dqd += [B.vcat(_zeros_for(B, model, r[1], (0, 3))), _rows_at(B, n, idx[k][0], Fv)]
+            dq.append(_rows_at(B, n, c0, Fq))
+            dqd += [column(k, 1, 3), _rows_at(B, n, c0, Fv)]
         else:
-            dq.append(B.vcat(_zeros_for(B, model, r[1], idx[k])))
-            dqd.append(B.vcat(_zeros_for(B, model, r[2], idx[k])))
+            dq.append(column(k, 1, c1 - c0))
+            dqd.append(column(k, 2, c1 - c0))
     return B.hcat(dq), B.hcat(dqd), B.hcat(Minv)
 
 
@@ -250,51 +256,40 @@ def _free_roots(B, model) -> set[int]:
             if p < 0 and model.joints[i].type == "floating" and arm[i] is None}
 
 
-def _zeros_for(B, model, blocks, cols):
-    """Per-body blocks with None (a structural zero) replaced by zeros of the column width."""
-    w = cols[1] - cols[0]
-    return [B.zeros(b - a, w) if x is None else x for x, (a, b) in zip(blocks, model.v_idx)]
-
-
-def aza_chunks(B, model, G, chunks):
+def aza_chunks(B, model, V, chunks, splits):
     """ABA-Zero-Algorithm, eq. (34), in ground coordinates: ``M^-1 b`` for column chunks.
 
-    ``chunks``: a list of chunks, each a tuple of parts, each part a per-body list of row blocks
-    of ``b`` (nv_i x m, None: zero). Returns per chunk, per part, the per-body blocks of
-    ``M^-1 b`` (None: zero). ``G[i]`` (:func:`aba_ground_articulated`) holds body i's ``S0``, ``U0``
-    (``IA S0``) and ``UD = U0 Dinv`` in ground coordinates, where the recursion needs no transforms:
-    ``pA_p += pA_i + U0 Dinv u_i`` with ``u_i = b_i - S0^T pA_i`` from the leaves,
-    ``qdd_i = Dinv u_i - UD^T a_p`` and ``a_i = a_p + S0 qdd_i`` from the roots (qd = 0 and no
-    gravity: no bias terms). The chunks go through each body one after the other (independent
-    calls of one kernel, fused in the recursive form); the backward pass skips bodies where b
-    and pA are zero."""
+    ``chunks[c][i]``: the rows of body i of chunk c of ``b`` (None: zero); ``splits[c]``: column
+    ranges of chunk c returned as separate blocks. Returns ``R[c][i]``, the tuple of those
+    blocks of ``M^-1 b`` (None: zero). ``V[i]`` (:func:`aba_ground_articulated`) holds body i's
+    ``S0``, ``U = IA S0``, ``UD = U Dinv`` and ``Dinv`` in ground coordinates, where the
+    recursion needs no transforms: ``pA_p += pA_i + U Dinv u_i`` with ``u_i = b_i - S0^T pA_i``
+    from the leaves, ``qdd_i = Dinv u_i - UD^T a_p`` and ``a_i = a_p + S0 qdd_i`` from the roots
+    (qd = 0 and no gravity: no bias terms). The chunks go through each body one after the other
+    (independent calls of one kernel, fused in the recursive form); the backward pass skips
+    bodies where b and pA are zero."""
     N, parents = model.N, model.parents
-    pA = [[None] * N for _ in chunks]
-    w = [[None] * N for _ in chunks]
+    pA: list[list] = [[None] * N for _ in chunks]
+    w: list[list] = [[None] * N for _ in chunks]
     for i in reversed(range(N)):                                          # u = tau - S^T pA
         p = parents[i]
-        for c, parts in enumerate(chunks):
-            b = tuple(part[i] for part in parts)
-            if pA[c][i] is None and all(x is None for x in b):
+        for c, b in enumerate(chunks):
+            if pA[c][i] is None and b[i] is None:
                 continue
-            none = (None,) * len(parts)
-            w[c][i], pa = aza_backward(B, G[i], b, pA[c][i] or none,
-                                       None if p < 0 else (pA[c][p] or none))
+            w[c][i], pa = aza_backward(B, V[i], b[i], pA[c][i], None if p < 0 else pA[c][p],
+                                       p >= 0)
             if p >= 0:
                 pA[c][p] = pa
-    out = [tuple([None] * N for _ in parts) for parts in chunks]
-    a = [[None] * N for _ in chunks]
+    R: list[list] = [[None] * N for _ in chunks]
+    a: list[list] = [[None] * N for _ in chunks]
     leaf = [not kids for kids in model.children]
     for i, p in enumerate(parents):                                       # a_0 = 0 (no gravity)
-        for c, parts in enumerate(chunks):
+        for c in range(len(chunks)):
             a_p = a[c][p] if p >= 0 else None
             if a_p is None and w[c][i] is None:
                 continue                                                  # zero (another tree)
-            qdd, a[c][i] = aza_forward(B, G[i], w[c][i] or (None,) * len(parts),
-                                       a_p or (None,) * len(parts), not leaf[i])
-            for k, x in enumerate(qdd):
-                out[c][k][i] = x
-    return out
+            R[c][i], a[c][i] = aza_forward(B, V[i], w[c][i], a_p, splits[c], not leaf[i])
+    return R
 
 
 def _sub(x, y):
@@ -307,33 +302,23 @@ def _add(x, y):
 
 
 @step
-def aza_backward(B, V, b, pA, pA_p):
-    """Eq. (34) backward for one body on the parts of one chunk: ``w = Dinv (b - S0^T pA)`` and
-    the parent's ``pA_p + pA + U0 w`` (``pA_p`` None at a root: not returned; ``V``: see
-    :func:`aba_ground_articulated`). Parts None: zero."""
-    S0, U0, Dinv = B.rows(V, 0, 6), B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
-    w, up = [], []
-    for bk, pk, ppk in zip(b, pA, pA_p or b):
-        u = _sub(bk, None if pk is None else S0.T @ pk)
-        wk = None if u is None else Dinv @ u
-        w.append(wk)
-        if pA_p is not None:
-            up.append(_add(ppk, _add(pk, None if wk is None else U0 @ wk)))
-    return tuple(w), (None if pA_p is None else tuple(up))
+def aza_backward(B, V, b, pA, pA_p, has_parent):
+    """Eq. (34) backward for one body on one chunk: ``w = Dinv (b - S0^T pA)`` and (with a
+    parent) the parent's ``pA_p + pA + U w`` (``V``: see :func:`aba_ground_articulated`; b, pA,
+    pA_p None: zero)."""
+    S0, U, Dinv = B.rows(V, 0, 6), B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
+    w = Dinv @ _sub(b, None if pA is None else S0.T @ pA)
+    return w, (_add(pA_p, _add(pA, U @ w)) if has_parent else None)
 
 
 @step
-def aza_forward(B, V, w, a_p, need_a):
-    """Eq. (34) forward for one body: ``qdd = w - UD^T a_p`` and (``need_a``: it has children)
-    ``a = a_p + S0 qdd`` (``V``: see :func:`aba_ground_articulated`). Parts None: zero."""
+def aza_forward(B, V, w, a_p, splits, need_a):
+    """Eq. (34) forward for one body on one chunk: ``qdd = w - UD^T a_p``, returned as the
+    column blocks ``splits``, and (``need_a``: it has children) ``a = a_p + S0 qdd`` (``V``:
+    see :func:`aba_ground_articulated`; w, a_p None: zero)."""
     S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
-    qdd, a = [], []
-    for wk, ak in zip(w, a_p):
-        x = _sub(wk, None if ak is None else UD.T @ ak)
-        qdd.append(x)
-        if need_a:
-            a.append(_add(ak, None if x is None else S0 @ x))
-    return tuple(qdd), (tuple(a) if need_a else None)
+    x = _sub(w, None if a_p is None else UD.T @ a_p)
+    return tuple(B.cols(x, s0, s1) for s0, s1 in splits), (_add(a_p, S0 @ x) if need_a else None)
 
 
 @step
