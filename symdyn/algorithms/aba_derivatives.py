@@ -34,8 +34,9 @@ from .aba import aba_pass
 from .common import entry, external_forces, joint_kinematics
 from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_factors, ltdl,
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
-from .rnea_derivatives import (_per_body, check_joints, forward_accelerations, forward_kinematics,
-                               idsva, idsva_backward_pass)
+from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, _per_body, check_joints,
+                               forward_accelerations, forward_kinematics, idsva,
+                               idsva_accumulate, idsva_backward)
 from .steps import step
 from ..types import Array, ExternalForces
 
@@ -132,8 +133,8 @@ def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
     ``X0``, ``S0``, v, I, ...) first; on it the ABA runs in ground coordinates (Featherstone
     Table 7.1 with every quantity in the ground frame: articulated inertias add without
     transforms, ``IA_p += IA - U Dinv U^T``); its last pass gives qdd and with it IDSVA's
-    acceleration part; IDSVA's backward pass then gives dtau/du, and AZA (:func:`eq5_aza`) the
-    products with M^-1.
+    acceleration part; IDSVA's backward pass and AZA then give the products of dtau/du with
+    M^-1 (:func:`eq5_aza`).
     """
     consts = model.constants(B)
     N, parents = model.N, model.parents
@@ -155,8 +156,7 @@ def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
         a[i], Psidd[i], fC[i] = aba_ground_acceleration(
             B, model.joints[i], V[i], u[i], consts.a_grav if p < 0 else a[p], cb[i],
             None if p < 0 else v[p], qd[i], I[i], pA[i])
-    dtau_dq, dtau_dqd = idsva_backward_pass(B, model, S0, Sd, Psid, Psidd, list(I), BC, fC)
-    return eq5_aza(B, model, qd, Xup, V, dtau_dq, dtau_dqd)
+    return eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, I, BC, fC)
 
 
 @step
@@ -202,34 +202,69 @@ def aba_ground_acceleration(B, joint, V, u, a_p, c, v_p, qd, I, pA):
     return a, Psidd, I @ a + pA
 
 
-def eq5_aza(B, model, qd, Xup, V, dtau_dq, dtau_dqd):
-    """``M^-1 [1, -dtau_dq, -dtau_dqd]`` by :func:`aza_chunks` (eq. (34) in ground coordinates:
-    no transforms; ``V`` per body from :func:`aba_ground_articulated`) in one chunk per body k:
-    k's columns of the three side by side, zero outside the bodies where they can be nonzero
-    (the identity's on body k, dtau's on k's ancestors and subtree), so that a step handles a
-    fixed number of columns (kernels independent of n) and the backward pass visits only those
-    bodies. On a free-floating root the q columns and the linear-velocity columns of dqd come
-    in closed form, as in :func:`eq5_ltdl` (no product)."""
-    n, N, idx = model.nv, model.N, model.v_idx
+def eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
+    """``M^-1 [1, -dtau_dq, -dtau_dqd]`` (eq. (5)) by AZA, eq. (34), in ground coordinates (no
+    transforms; ``V`` per body from :func:`aba_ground_articulated`), column chunk by column
+    chunk, on IDSVA's blocks (paper 003 Alg. 1) without forming dtau/du.
+
+    Chunk k holds body k's columns of the three. Column j of body k of dtau/du is (Alg. 1 lines
+    17-20) ``S_i^T f`` on the ancestors i of k, with ``f = t3_k`` (dq) or ``t2_k`` (dqd), and
+    ``T_i z`` on k's subtree i, with ``T_i = [t4_i^T t1_i^T]`` and ``z = [Psid_k; Psidd_k]`` or
+    ``[S_k; Sd_k + Psid_k]``. Both are folded into AZA's backward recursion: a force ``S^T f``
+    on every ancestor is the bias force ``-f`` entering at k's parent; the subtree's part is
+    linear in z, ``pA_k = P_k z``, with the 6 x 12 responses ``P`` of every body computed once
+    (:func:`aza_subtree`, O(N) instead of one pass per column). So IDSVA's pair products (lines
+    17-20) are never formed; a chunk's backward pass visits k's ancestors, its forward pass
+    every body (on k's subtree ``w = W_i z``). On a free-floating root the q columns and the
+    linear-velocity columns of dqd come in closed form, as in :func:`eq5_ltdl`.
+    """
+    n, N, idx, parents = model.nv, model.N, model.v_idx, model.parents
     free = _free_roots(B, model)
-    chunks, splits = [], []
-    for k in range(N):
-        c0, c1 = idx[k]
-        near = set(model.ancestors[k]) | set(model.subtree[k])
-        cols = [(dtau_dqd, c0, c0 + 3)] if k in free else \
-            [(dtau_dq, c0, c1), (dtau_dqd, c0, c1)]       # free root: closed-form columns
-        blocks = []
-        for i in range(N):
-            r0, r1 = idx[i]
-            blocks.append(None if i not in near else B.hcat(
-                [B.eye(c1 - c0) if i == k else B.zeros(r1 - r0, c1 - c0)] +
-                [-B.rows(B.cols(X, a, b), r0, r1) for X, a, b in cols]))
-        ends = [c1 - c0]
-        for _, a, b in cols:
-            ends.append(ends[-1] + b - a)
-        chunks.append(blocks)
-        splits.append(tuple(zip([0] + ends[:-1], ends)))
-    R = aza_chunks(B, model, V, chunks, splits)
+    IC, BC, fC = list(IC), list(BC), list(fC)
+    t, W, Q, P = _per_body(N, 4)
+    for i in reversed(range(N)):                                          # lines 11-16, 21-23
+        p = parents[i]
+        t[i] = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i])
+        W[i], Q[i], P_p = aza_subtree(B, V[i], t[i][0], t[i][3], P[i],
+                                      None if p < 0 else P[p], p >= 0)
+        if p >= 0:
+            P[p] = P_p
+            IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
+    C = len(idx)
+    w: list[list] = [[None] * N for _ in range(C)]
+    pA: list[list] = [[None] * N for _ in range(C)]
+    Z: list = [None] * C
+    splits: list = [None] * C
+    for k, p in enumerate(parents):                                       # chunk k at body k
+        seq = model.joints[k].type in _SEQUENTIAL_COLUMNS
+        w[k][k], Z[k], pa = aza_start(B, V[k], W[k], Q[k], S0[k], Sd[k], Psid[k], Psidd[k],
+                                      t[k], k in free, seq, p >= 0)
+        if p >= 0:
+            pA[k][p] = pa
+        m = idx[k][1] - idx[k][0]
+        widths = (m, 3) if k in free else (m, m, m)
+        ends = [sum(widths[:j + 1]) for j in range(len(widths))]
+        splits[k] = tuple(zip([0] + ends[:-1], ends))
+    for i in reversed(range(N)):                                          # k's ancestors
+        p = parents[i]
+        for k in range(C):
+            if pA[k][i] is not None:
+                w[k][i], pa = aza_backward(B, V[i], None, pA[k][i],
+                                           None if p < 0 else pA[k][p], p >= 0)
+                if p >= 0:
+                    pA[k][p] = pa
+    R: list[list] = [[None] * N for _ in range(C)]
+    a: list[list] = [[None] * N for _ in range(C)]
+    leaf = [not kids for kids in model.children]
+    below = [set(model.subtree[k][1:]) for k in range(C)]
+    for i, p in enumerate(parents):                                       # a_0 = 0 (no gravity)
+        for k in range(C):
+            a_p = a[k][p] if p >= 0 else None
+            if i in below[k]:                                             # k's subtree
+                R[k][i], a[k][i] = aza_forward_subtree(B, V[i], W[i], Z[k], a_p, splits[k],
+                                                       not leaf[i])
+            elif a_p is not None or w[k][i] is not None:
+                R[k][i], a[k][i] = aza_forward(B, V[i], w[k][i], a_p, splits[k], not leaf[i])
     a_grav = model.constants(B).a_grav
 
     def column(k, part, width):
@@ -256,42 +291,6 @@ def _free_roots(B, model) -> set[int]:
             if p < 0 and model.joints[i].type == "floating" and arm[i] is None}
 
 
-def aza_chunks(B, model, V, chunks, splits):
-    """ABA-Zero-Algorithm, eq. (34), in ground coordinates: ``M^-1 b`` for column chunks.
-
-    ``chunks[c][i]``: the rows of body i of chunk c of ``b`` (None: zero); ``splits[c]``: column
-    ranges of chunk c returned as separate blocks. Returns ``R[c][i]``, the tuple of those
-    blocks of ``M^-1 b`` (None: zero). ``V[i]`` (:func:`aba_ground_articulated`) holds body i's
-    ``S0``, ``U = IA S0``, ``UD = U Dinv`` and ``Dinv`` in ground coordinates, where the
-    recursion needs no transforms: ``pA_p += pA_i + U Dinv u_i`` with ``u_i = b_i - S0^T pA_i``
-    from the leaves, ``qdd_i = Dinv u_i - UD^T a_p`` and ``a_i = a_p + S0 qdd_i`` from the roots
-    (qd = 0 and no gravity: no bias terms). The chunks go through each body one after the other
-    (independent calls of one kernel, fused in the recursive form); the backward pass skips
-    bodies where b and pA are zero."""
-    N, parents = model.N, model.parents
-    pA: list[list] = [[None] * N for _ in chunks]
-    w: list[list] = [[None] * N for _ in chunks]
-    for i in reversed(range(N)):                                          # u = tau - S^T pA
-        p = parents[i]
-        for c, b in enumerate(chunks):
-            if pA[c][i] is None and b[i] is None:
-                continue
-            w[c][i], pa = aza_backward(B, V[i], b[i], pA[c][i], None if p < 0 else pA[c][p],
-                                       p >= 0)
-            if p >= 0:
-                pA[c][p] = pa
-    R: list[list] = [[None] * N for _ in chunks]
-    a: list[list] = [[None] * N for _ in chunks]
-    leaf = [not kids for kids in model.children]
-    for i, p in enumerate(parents):                                       # a_0 = 0 (no gravity)
-        for c in range(len(chunks)):
-            a_p = a[c][p] if p >= 0 else None
-            if a_p is None and w[c][i] is None:
-                continue                                                  # zero (another tree)
-            R[c][i], a[c][i] = aza_forward(B, V[i], w[c][i], a_p, splits[c], not leaf[i])
-    return R
-
-
 def _sub(x, y):
     """x - y with None for zero."""
     return x if y is None else -y if x is None else x - y
@@ -299,6 +298,49 @@ def _sub(x, y):
 
 def _add(x, y):
     return x if y is None else y if x is None else x + y
+
+
+@step
+def aza_subtree(B, V, t1, t4, P, P_p, has_parent):
+    """The AZA backward response of body i's subtree to IDSVA's subtree rows ``T z`` (``T_j =
+    [t4_j^T t1_j^T]``, z any 12-vector): ``pA_i = P_i z`` from the children (P None at a leaf),
+    ``w_i = W z`` with ``W = Dinv (T_i - S^T P_i)``, the contribution ``Q z`` to the parent with
+    ``Q = P_i + U W``, and the parent's ``P_p + Q``."""
+    S0, U, Dinv = B.rows(V, 0, 6), B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
+    T = B.hcat([t4.T, t1.T])
+    Wi = Dinv @ _sub(T, None if P is None else S0.T @ P)
+    Qi = _add(P, U @ Wi)
+    return Wi, Qi, (_add(P_p, Qi) if has_parent else None)
+
+
+@step
+def aza_start(B, V, W, Q, S0, Sd, Psid, Psidd, t, free, seq, has_parent):
+    """Chunk k at body k: ``w_k`` of ``b = [1, -dtau_dq, -dtau_dqd]`` (k's columns) from k's
+    subtree response (``W``, ``Q``: :func:`aza_subtree`) and ``z``; the 12-row ``Z = [z_q z_v]``
+    the subtree's forward steps use; and (with a parent) ``pA`` at the parent, where the
+    ancestors' rows ``S^T t3_k``, ``S^T t2_k`` enter as the bias force ``-f``. ``free``: a
+    free-floating root (identity and the 3 angular dqd columns only); ``seq``: a planar joint,
+    whose earlier columns are ancestors of its later ones (the strict upper triangle of its own
+    block is ``S^T t3``, ``S^T t2`` instead of ``T z``)."""
+    U, Dinv = B.rows(V, 6, 12), B.rows(V, 18, V.shape[0])
+    t1, t2, t3, t4 = t
+    zq, zv = B.vcat([Psid, Psidd]), B.vcat([S0, Sd + Psid])
+    fs = [t3, t2]
+    if free:
+        zq, zv, fs = None, B.cols(zv, 0, 3), [B.cols(t2, 0, 3)]
+    Z = zv if zq is None else B.hcat([zq, zv])
+    F = fs[0] if len(fs) == 1 else B.hcat(fs)
+    Cw, Cp = W @ Z, Q @ Z                                                 # subtree rows: T z
+    if seq:                                                               # own earlier columns
+        m = S0.shape[1]
+        Tz = B.hcat([t4.T, t1.T]) @ Z
+        Cs = [S0.T @ f - B.cols(Tz, j * m, j * m + m) for j, f in enumerate(fs)]
+        Cs = B.hcat([B.matrix([[Ck[r, c] if r < c else 0 for c in range(m)]
+                               for r in range(m)]) for Ck in Cs])
+        Cw, Cp = Cw + Dinv @ Cs, Cp + U @ (Dinv @ Cs)
+    w = B.hcat([Dinv, -Cw])
+    pA = B.hcat([U @ Dinv, F - Cp]) if has_parent else None
+    return w, Z, pA
 
 
 @step
@@ -319,6 +361,16 @@ def aza_forward(B, V, w, a_p, splits, need_a):
     S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
     x = _sub(w, None if a_p is None else UD.T @ a_p)
     return tuple(B.cols(x, s0, s1) for s0, s1 in splits), (_add(a_p, S0 @ x) if need_a else None)
+
+
+@step
+def aza_forward_subtree(B, V, W, Z, a_p, splits, need_a):
+    """:func:`aza_forward` on a body i of chunk k's subtree, where ``w_i = [0, -W_i Z_k]``
+    (:func:`aza_subtree`, :func:`aza_start`)."""
+    S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
+    m = splits[0][1]
+    x = B.hcat([B.zeros(W.shape[0], m), -(W @ Z)]) - UD.T @ a_p
+    return tuple(B.cols(x, s0, s1) for s0, s1 in splits), (a_p + S0 @ x if need_a else None)
 
 
 @step

@@ -61,8 +61,8 @@ RECURSIVE_OPTIONS = {"aba_derivatives": {"method": ("auto", "aza")}}
 # calls, one fused kernel variant per run length) is not the best: aba_derivatives' AZA steps
 # come in runs of every length (chunks per body), and their variants would double its kernel
 # code (g1: 58.8k SX instructions, random_tree(160, seed=2) 95k: gcc at -Og) for no speed
-# over runs of exactly 4 (g1 26.8k, random_tree(160) 31.4k: -O2; 22.1 us a call with runs
-# of 2..8 or of 4, 25.8 us unfused, at -O2)
+# over frequent runs of exactly 4 (g1 29.9k, random_tree(160) 29.0k: -O2; g1 22.1 us a call
+# with runs of 2..8 or of 4, 25.8 us unfused, both at -O2)
 RECURSIVE_FUSE: dict[str, dict[str, Any]] = {"aba_derivatives": {"fuse": 4, "fuse_exact": True}}
 # the frame of crba, coriolis_matrix and christoffel in the recursive form when not given: in
 # root coordinates an ancestor block costs a few dot products instead of moving force blocks,

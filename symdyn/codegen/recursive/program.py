@@ -42,6 +42,10 @@ def decode(a: int) -> tuple[int, int]:
 # rnea_derivatives N = 80: 0.68 / 0.54 / 0.50; N = 160: 16 beats 8 by 10 %; crba N = 40: 8 beats
 # 16; christoffel (body frame, chained) unchanged.
 FUSE = 8
+# fuse_exact (record(..., fuse_exact=True)): a kernel gets its fused variant (one, of ``fuse``
+# calls) only where it has at least this many such runs; rarer runs stay single calls (a
+# variant used once saves a few dispatches and costs gcc its whole code)
+FUSE_EXACT_MIN_RUNS = 4
 
 
 class Ref:
@@ -587,26 +591,30 @@ class Recorder:
         independent work the compiler can interleave."""
         if width < 2:
             return
-        fused: list = []
+        runs: list[list] = []
         run: list = []
         written: set[int] = set()
-
-        def flush() -> None:
-            if len(run) == 1 or (self.fuse_exact and len(run) < width):
-                fused.extend(run)       # fuse_exact: only runs of ``width`` (one variant each)
-            elif run:
-                fused.append(self._fused_call(run))
-            run.clear()
-            written.clear()
-
         for ins in self.instructions:
             k, args, outs = ins
             reads = {self._w_owner[a] for a in args if a < CONST_BIT}
             if run and (k != run[0][0] or len(run) == width or reads & written):
-                flush()
+                runs.append(run)
+                run, written = [], set()
             run.append(ins)
             written.update(outs)
-        flush()
+        if run:
+            runs.append(run)
+        full: dict[int, int] = {}
+        for r in runs:
+            if len(r) == width:
+                full[r[0][0]] = full.get(r[0][0], 0) + 1
+        fused: list = []
+        for r in runs:
+            if len(r) == 1 or (self.fuse_exact and (len(r) < width or
+                                                    full[r[0][0]] < FUSE_EXACT_MIN_RUNS)):
+                fused.extend(r)         # fuse_exact: only frequent runs of ``width``
+            else:
+                fused.append(self._fused_call(r))
         self.instructions = fused
 
     def _fused_call(self, run: list):
@@ -762,8 +770,9 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
     :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call; ``fuse_exact``:
-    fuse only runs of exactly ``fuse`` calls, the rest stay single: one fused variant per
-    kernel instead of one per run length)."""
+    fuse only runs of exactly ``fuse`` calls of kernels with at least ``FUSE_EXACT_MIN_RUNS``
+    of them, the rest stay single: one fused variant per frequent kernel instead of one per
+    run length)."""
     rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact)
     refs, inputs = [], []
     for n in input_sizes:
