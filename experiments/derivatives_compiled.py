@@ -147,7 +147,8 @@ def robot_rows(name: str, repeat: int, rng):
         tb = batch_time(f, *B)
         st = f.stats
         out.append([name, model.nv, "floating" if model.is_floating else "fixed",
-                    alg + (f" ({f.meta['method']})" if f.meta.get("method") else ""), pname,
+                    alg + (f" ({f.meta['method']}, {f.meta.get('form', 'unrolled')})"
+                           if f.meta.get("method") else ""), pname,
                     us(median(tc)), us(median(tpp)), f"{paired_ratio(tc, tpp):.2f}", us(tb),
                     us(tnp), sci(err), st["n_instructions"], " ".join(st.get("cflags", []))])
         log(f"{name} {alg}: compiled {us(median(tc))} us, Pinocchio {us(median(tpp))} us, "
@@ -163,7 +164,8 @@ def route_rows(name: str, repeat: int, rng):
 
     model = robot_model(name)
     q, qd, tau = state(model, rng)
-    fs = {m: build(model, ["aba_derivatives"], method=m).aba_derivatives for m in ROUTES}
+    fs = {m: build(model, ["aba_derivatives"], method=m,
+                   form="unrolled").aba_derivatives for m in ROUTES}
     pm = to_pinocchio(model)
     pd = pm.createData()
     qp, vp, tp_ = q_to_pin(model, q), v_to_pin(model, qd), v_to_pin(model, tau)
@@ -188,7 +190,8 @@ def route_rows(name: str, repeat: int, rng):
 def crossover_rows(n: int, repeat: int, rng):
     model = paper004_chain(n)
     q, qd, tau = state(model, rng)
-    fs = {m: build(model, ["aba_derivatives"], method=m).aba_derivatives for m in ROUTES}
+    fs = {m: build(model, ["aba_derivatives"], method=m,
+                   form="unrolled").aba_derivatives for m in ROUTES}
     outs = {m: f(q, qd, tau) for m, f in fs.items()}
     err = max(rel_err(outs[m], outs["dmm"]) for m in ROUTES)
     ts = interleaved([lambda f=f: f(q, qd, tau) for f in fs.values()], repeat=repeat)
@@ -328,9 +331,11 @@ def report(acc, robots, routes, cross, fig, args, t0):
         L.append("")
     L += ["## Real robots: compiled vs Pinocchio", "",
           "`build(model, ['rnea_derivatives', 'aba_derivatives'])` (aba_derivatives with "
-          "`method='auto'`: codegen traces the eq. (5) routes of "
-          "`symdyn.codegen.functions.AUTO_METHODS` (LTDL and AZA), keeps the smallest graph "
-          "(AZA's weighted by 1 / AZA_MAX_RATIO) and records the choice, in parentheses below) vs "
+          "`method='auto'` and `form='auto'`: the unrolled form traces the eq. (5) routes of "
+          "`symdyn.codegen.functions.AUTO_METHODS` (LTDL and AZA) and keeps the smallest graph "
+          "(AZA's weighted by 1 / AZA_MAX_RATIO); where the unrolled graph would exceed "
+          "`AUTO_MAX_UNROLLED` the recursive form is built instead (AZA in ground coordinates, "
+          "`fdsva_ground`); method and form in parentheses below) vs "
           "`computeRNEADerivatives` / `computeABADerivatives` (which returns dqdd/dq, dqdd/dqd "
           "and M^-1). Error: max relative difference to Pinocchio over the returned matrices, "
           "after the velocity-ordering conversion (free-flyer [v; w] vs our [w; v]).", ""]
@@ -338,7 +343,7 @@ def report(acc, robots, routes, cross, fig, args, t0):
                 "ratio", "batch/state (us)", "NumPy (us)", "rel. diff", "SX instr.", "flags"],
                robots)
     L += ["", "## aba_derivatives: the eq. (5) routes side by side", "",
-          "`build(model, ['aba_derivatives'], method=m)` for m = DMM (M^-1 by AZA on the identity, "
+          "`build(model, ['aba_derivatives'], method=m, form='unrolled')` for m = DMM (M^-1 by AZA on the identity, "
           "then dense products: the former choice on branched trees), AZA (the ABA-Zero-Algorithm "
           "on [I, dtau/dq, dtau/dqd]) and LTDL (no ABA pass: M and the bias forces from IDSVA's "
           "ground-frame quantities, the sparse factorization M = L^T D L, qdd and M^-1 = Z D^-1 "
@@ -357,7 +362,8 @@ def report(acc, robots, routes, cross, fig, args, t0):
                 + [r["ltdl"]["flags"], "-" if r["ltdl"]["cc"] is None else f"{r['ltdl']['cc']:.1f}",
                    sci(max(r[m]["err"] for m in ROUTES))] for r in routes])
     L += ["", "## Eq. (5): DMM vs AZA vs LTDL on the compiled path (paper 003 Fig. 7 / Table III)", "",
-          "`build(paper004_chain(n), ['aba_derivatives'], method='dmm' | 'aza' | 'ltdl')`: DMM "
+          "`build(paper004_chain(n), ['aba_derivatives'], method='dmm' | 'aza' | 'ltdl', "
+          "form='unrolled')`: DMM "
           "forms M^-1 (AZA on the identity) and multiplies it with dtau/dq and dtau/dqd (O(n^3)); "
           "AZA runs the ABA-Zero-Algorithm on [I, dtau/dq, dtau/dqd] (O(N n) 6-vector steps); "
           "LTDL goes through the sparse factors of M (O(n^3) on a chain, with small constants). "

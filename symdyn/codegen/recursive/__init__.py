@@ -45,7 +45,8 @@ from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, Recor
                       decode, encode, evaluate, record)
 
 __all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
-           "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME", "RESULT0", "WORK", "Kernel", "Program",
+           "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME",
+           "RESULT0", "WORK", "Kernel", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
            "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
            "write_c"]
