@@ -24,6 +24,14 @@ The smallest graphs for branched trees and robots (g1: 107k SX instructions agai
 ``"numeric"`` (values: NumPy) or ``"graph"`` (expression graphs: SymPy, SymEngine, CasADi) after
 the backend's capability ``B.numeric`` (measured, see below). Generated code chooses for itself
 (:data:`symdyn.codegen.functions.AUTO_METHODS`: the smallest graph of "ltdl" and "aza").
+
+Recorded for the recursive compiled form (:mod:`symdyn.codegen.recursive`: the backend has a
+``recorder``), ``"aza"`` (and ``"auto"``) is :func:`fdsva_ground`, made of per-body steps: the
+same eq. (5) and eq. (34) with every quantity in ground coordinates (ABA included, on IDSVA's
+velocity part), one chunk of columns per body, and IDSVA's pair products (Alg. 1 lines 17-20)
+folded into AZA's backward recursion instead of formed (O(N) subtree responses, O(sum depth)
+backward and O(N n) forward AZA steps). ``"dmm"`` and ``"ltdl"`` compute outside steps: they
+have no recursive form.
 """
 from __future__ import annotations
 

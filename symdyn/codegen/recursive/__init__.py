@@ -27,7 +27,8 @@ step` functions):
 
 The code size grows with the number of distinct kernels (joint kinds x step kinds), the tables
 with the number of step calls (O(N) for rnea/aba, O(N d) for crba, coriolis_matrix and
-rnea_derivatives, O(N d^2) for christoffel). Measured against the unrolled form and Pinocchio in
+rnea_derivatives, O(N d^2) for christoffel, O(N^2) for aba_derivatives: one AZA column chunk
+per body through every body). Measured against the unrolled form and Pinocchio in
 reports/scaling.md (``experiments/scaling.py``).
 
 Modules: :mod:`.program` (recording: values as memory references, kernels, the program and its
