@@ -268,15 +268,21 @@ def eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     for i, p in enumerate(parents):                                       # a_0 = 0 (no gravity)
         for k in range(C):
             a_p = a[k][p] if p >= 0 else None
-            if i in below[k]:                                             # k's subtree
-                R[k][i], a[k][i] = aza_forward_subtree(B, V[i], W[i], Z[k], a_p, splits[k],
-                                                       not leaf[i])
+            if i in below[k]:           # k's subtree: dtau's columns (M^-1's are symmetric)
+                m, width = splits[k][0][1], splits[k][-1][1]
+                if p == k:
+                    a_p = B.cols(a[k][k], m, width)
+                R[k][i], a[k][i] = aza_forward_subtree(
+                    B, V[i], W[i], Z[k], a_p, tuple((s0 - m, s1 - m) for s0, s1 in splits[k][1:]),
+                    not leaf[i])
+                R[k][i] = (None,) + R[k][i]
             elif a_p is not None or w[k][i] is not None:
                 R[k][i], a[k][i] = aza_forward(B, V[i], w[k][i], a_p, splits[k], not leaf[i])
     a_grav = model.constants(B).a_grav
 
     def column(k, part, width):
-        return B.vcat([B.zeros(r1 - r0, width) if R[k][i] is None else R[k][i][part]
+        return B.vcat([B.zeros(r1 - r0, width) if R[k][i] is None else
+                       R[i][k][0].T if part == 0 and i in below[k] else R[k][i][part]
                        for i, (r0, r1) in enumerate(idx)])
 
     Minv, dq, dqd = [], [], []
@@ -373,11 +379,11 @@ def aza_forward(B, V, w, a_p, splits, need_a):
 
 @step
 def aza_forward_subtree(B, V, W, Z, a_p, splits, need_a):
-    """:func:`aza_forward` on a body i of chunk k's subtree, where ``w_i = [0, -W_i Z_k]``
-    (:func:`aza_subtree`, :func:`aza_start`)."""
+    """:func:`aza_forward` on a body i of chunk k's subtree for dtau's columns only, where
+    ``w_i = -W_i Z_k`` (:func:`aza_subtree`, :func:`aza_start`; M^-1's rows there are the
+    transposes of rows k of the chunks of k's subtree)."""
     S0, UD = B.rows(V, 0, 6), B.rows(V, 12, 18)
-    m = splits[0][1]
-    x = B.hcat([B.zeros(W.shape[0], m), -(W @ Z)]) - UD.T @ a_p
+    x = -(W @ Z) - UD.T @ a_p
     return tuple(B.cols(x, s0, s1) for s0, s1 in splits), (a_p + S0 @ x if need_a else None)
 
 
