@@ -34,7 +34,7 @@ QUICK_N = (10, 20, 40)
 # reports gcc running out of memory for Gamma at N = 30), and of the recursive Gamma
 UNROLLED_MAX = {"rnea": 160, "crba": 80, "aba": 160, "coriolis_matrix": 80, "christoffel": 20,
                 "rnea_derivatives": 40, "aba_derivatives": 20}
-RECURSIVE_MAX = {"christoffel": 80}
+RECURSIVE_MAX: dict[str, int] = {}   # recursive forms are built at every N
 ROBOTS = ("panda", "talos", "g1")
 BUILD_TIMEOUT = 400
 
@@ -281,8 +281,8 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         "`christoffel` is compared with nv calls of computeCoriolisMatrix(q, e_k). "
         "`aba_derivatives`' recursive form is its AZA route in ground coordinates "
         "(`fdsva_ground` in symdyn/algorithms/aba_derivatives.py); unrolled forms "
-        "are built up to the sizes of `UNROLLED_MAX`, the recursive christoffel up to N = 80 "
-        "(at N = 160 its result alone is 32 MB a call)." + (
+        "are built up to the sizes of `UNROLLED_MAX`, recursive forms at every N (christoffel "
+        "at N = 160: a 32 MB result a call)." + (
             f" Measured at commit {measured_at}; this page was rendered from `scaling.json` "
             "(`--from-json`)." if measured_at else "")))
     for fam in families:
