@@ -336,13 +336,21 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         lines += table(hdr, rows) + [""]
     lines += crossover_section(results, families, sizes, algs)
     lines += targets_section(results, families, sizes, algs)
-    lines += ["What the misses are made of, from this run and the other reports: at N <= 20 the "
-              "ratios include the Python call on both sides (about 0.6-0.9 us of symdyn's per "
-              "call, reports/fastpath.md, call overhead), which is most of a 1-3 us Pinocchio "
-              "call there; `aba_derivatives` on chains at N = 20-40 does O(N n) 6-vector AZA "
-              "steps against Pinocchio's vectorized O(n^3) dense products (break-even there); "
-              "the recursive christoffel was not built at N = 160; "
-              "other misses above are as measured and not profiled.", ""]
+    lines += ["What limits the misses (written for the committed run at f0a9052; the table "
+              "above regenerates): `aba_derivatives` on `serial_chain(20, seed=1)` is the one "
+              "cell over its bound. The recursive form (its AZA route in ground coordinates, "
+              "O(N n) 6-vector steps) measured 0.84-0.86x; the unrolled LTDL graph (78k SX "
+              "instructions) 1.01x at the -Og that `opt='auto'` gives graphs of that size, "
+              "0.72x at -O2 (37 s of gcc) and 0.72x at `-O1 -fexpensive-optimizations "
+              "-fschedule-insns2 -fstrict-aliasing -ftree-slp-vectorize` (12 s) - one-off "
+              "measurements of `build(serial_chain(20, seed=1), ['aba_derivatives'], "
+              "form=..., opt=...)` per call against computeABADerivatives, interleaved, load "
+              "~1. The per-body steps that run once per body are about 40 % of the recursive "
+              "form's work at N = 20; Pinocchio's dense products of M^-1 with dtau/du are "
+              "vectorized. At N = 10 (0.43x unrolled) and from N = 80 on (0.46-0.68x) the bound "
+              "holds. At N <= 20 every ratio includes the Python call on both sides; single calls "
+              "go through the fastcall extension (symdyn/codegen/fastcall.py, ~0.3 us of "
+              "symdyn's call).", ""]
     errs = [f.get("err", 0.0) for row in results.values() for r in row.values()
             for f in r.values() if isinstance(f, dict)]
     lines += [f"Largest relative difference to NumPy over every compiled function: "
