@@ -193,13 +193,27 @@ def section_overhead(repeat: int) -> list[str]:
                           lambda: _symdyn_noop.lib.noop(cp2)))
         except Exception as exc:  # noqa: BLE001 - report what failed
             out.append(f"(cffi API mode not measured: {type(exc).__name__}: {exc})")
+        from symdyn.codegen import fastcall
+
+        fc = fastcall.module()
+        if fc is not None:   # symdyn's single-call path: one float64 input, no outputs
+            noop = ctypes.CDLL(str(so)).noop
+            fn_addr = ctypes.cast(noop, ctypes.c_void_p).value
+            caller = fc.Caller(fn_addr, 1, 0, 0, 0, 0, (1,), (), lambda *a: None)
+            x = np.zeros(1)
+            cands.append(("symdyn fastcall extension (one float64 array, fresh outputs)",
+                          lambda: caller(x)))
+        else:
+            out.append(f"(symdyn's fastcall extension not measured: {fastcall.status()})")
         times = interleaved([f for _, f in cands], 3 * repeat)
     out += [f"| {n} | {statistics.median(t) * 1e6:.3f} |" for (n, _), t in zip(cands, times)]
-    out += ["", "symdyn uses `ctypes.PyDLL` for single calls (GIL kept: no release/re-acquire) and "
-            "`ctypes.CDLL` for `.batch` (GIL released, so other Python threads run). cffi's API "
-            "mode is faster per call but needs a CPython extension compiled per build (Python "
-            "headers, ~0.5 s more per build); the remaining per-call cost is dominated by "
-            "copying the NumPy inputs/outputs (~0.2 us each), not by the binding.", ""]
+    out += ["", "symdyn's single calls go through its fastcall extension (symdyn/codegen/"
+            "fastcall.py: one CPython extension type compiled once per Python and NumPy, not "
+            "per build; it takes C-contiguous float64 arrays as they are and returns fresh "
+            "result arrays the C code wrote); any other call, and results over 64 KiB, take "
+            "the `ctypes.PyDLL` path (GIL kept), which converts inputs with `tobytes` and "
+            "returns pooled result buffers. `.batch` calls through `ctypes.CDLL` (GIL "
+            "released, so other Python threads run).", ""]
     return out
 
 
@@ -447,9 +461,9 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
             print(f"{spec} {alg}: symdyn {ts * 1e6:.3g} us, pin {tp * 1e6:.3g} us, ratio "
                   f"{ratio:.2f}, batch {tb * 1e6:.3g} us/state", file=sys.stderr, flush=True)
     out = ["## symdyn compiled vs Pinocchio (same process)", "",
-           "Per call: `lib.<alg>(q, ...)` from Python (inputs copied in; results are new "
-           "arrays owned by the caller, taken from the function's result pool when no earlier "
-           "result holds it) vs the "
+           "Per call: `lib.<alg>(q, ...)` from Python (through the fastcall extension: the C code "
+           "reads the input arrays and writes fresh result arrays owned by the caller; results "
+           "over 64 KiB come from the function's result pool) vs the "
            "Pinocchio Python call. Batched: `lib.<alg>.batch(Q, ..., out=preallocated)` over "
            f"{batch} states, per state, 1 and 2 threads (without `out=`, fresh multi-MB result "
            "arrays add page-fault time comparable to the computation, e.g. +11 us/state for "
@@ -750,7 +764,8 @@ def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                    f"{us(inpl)} | {us(strm)} | {us(mins[2] - mins[0])} | "
                    f"{us(mins[1] - mins[0])} |")
     out += ["", "### From Python: single calls vs `.batch` vs Pinocchio (us per state)", "",
-            "Single call `lib.<alg>(q, ...)` (result pool, ~0.6-0.9 us of Python per call) and "
+            "Single call `lib.<alg>(q, ...)` (fastcall extension, ~0.3 us per call besides the C "
+            "code; results over 64 KiB: the result pool) and "
             f"Pinocchio's Python call (no batched API), each over {SINGLE_STATES} of the batch's "
             "states in turn; *single, kept*: a loop of single calls over the batch's "
             f"{batch} states that keeps every result, `lib.<alg>(*state_i, out=row_i)` into a "
