@@ -201,7 +201,7 @@ def section_overhead(repeat: int) -> list[str]:
             fn_addr = ctypes.cast(noop, ctypes.c_void_p).value
             caller = fc.Caller(fn_addr, 1, 0, 0, 0, 0, (1,), (), lambda *a: None)
             x = np.zeros(1)
-            cands.append(("symdyn fastcall extension (one float64 array, fresh outputs)",
+            cands.append(("symdyn fastcall extension (one float64 array, no outputs)",
                           lambda: caller(x)))
         else:
             out.append(f"(symdyn's fastcall extension not measured: {fastcall.status()})")
@@ -1022,21 +1022,32 @@ def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
 
 DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
 
-This run: AMD EPYC (family 26), 2 cores shared with other jobs (load average 3.0 at the
-start, 1.3-2.6 at the starts of the measured sections); medians of 15 round-robin rounds.
-Pinocchio's calls are ~35 % faster than in the previous report (computeCoriolisMatrix
-serial:20 5.1 vs 7.6 us, talos 8.4 vs 13.3 us) while symdyn's per-call times moved little
-(2.5 vs 2.9, 3.9 vs 4.7 us), so ratios against Pinocchio are higher than before without
-symdyn getting slower; the older reports do not record the CPU (the head does now), so the
-cause (another host or CPU) is not known.
+This run: AMD EPYC (family 26), 2 cores shared with other jobs (load average 0.0-1.4 at the
+starts of the measured sections); medians of 15 round-robin rounds.
 
-* **Batches of large outputs (issue 14 item 3) now pay off** (batch section; per state,
-  1000 states): one thread 0.37-1.05x a single call (median 0.89; crba 0.37-0.89, Coriolis
-  0.70-1.04, derivatives 0.75-1.00, Gamma 1.02-1.05), 0.17-0.96x (median 0.52) a loop of
-  single calls that keeps its results (`out=` rows, what a batch delivers), and two threads
-  0.25-0.54x a single call (median 0.46; baxter/g1/talos crba 0.25/0.37/0.38, coriolis_matrix
-  0.37/0.48/0.49). Against Pinocchio's loop one thread is 0.03-0.89x (Gamma 0.03-0.10),
-  except aba_derivatives on g1, talos and serial:40:seed=1 (1.22-3.71x, below).
+* **Single calls through the fastcall extension** (new, `symdyn/codegen/fastcall.py`): a
+  CPython extension type compiled once per Python and NumPy points the C context at the input
+  arrays and returns fresh result arrays (binding section: 0.034 us for the call itself,
+  against 0.10 us for ctypes.PyDLL; the ctypes path also copied each input with `tobytes` and
+  checked the result pool's reference counts). Per call against Pinocchio: panda
+  coriolis_matrix 1.32 -> 0.74 us (0.65 -> 0.35, the issue-5 target 0.5 met again), serial:20
+  rnea 0.57 us (0.25), talos coriolis_matrix 3.58 us (0.42). Every per-call ratio in the calls
+  table is now 0.02-0.86: symdyn is faster than Pinocchio on every model and algorithm.
+* **aba_derivatives**: the recursive form (its AZA route in ground coordinates, reports/
+  scaling.md) replaces the -Og unrolled graphs on big models: talos 1.39 -> 0.73x,
+  serial:40:seed=1 3.5 -> 0.83x, serial:20 and serial:20:seed=1 0.86x; the unrolled LTDL graph
+  keeps the small ones (panda 0.36x, binary/quadruped:20 0.27-0.32x, random:20:seed=1 0.49x).
+* **Issue-5 targets in this run**: per call all met except Coriolis on random geometry
+  (serial:20:seed=1 0.60, serial:40:seed=1 0.74 against 0.5); batched rnea/crba <= 0.25 holds
+  on panda and the axis-aligned builders except serial:20 crba (0.26), not on talos (0.26) nor
+  on random geometry (0.30-0.50): the favourable builders have unit axes and rotations (many
+  exact zeros), random geometry does not (serial:20:seed=1 crba 9.5k SX instructions vs 3.5k
+  for serial:20).
+* **Batches of large outputs** (batch section; per state, 1000 states): one thread 0.60-1.14x
+  a single call (median 0.96; cheaper single calls leave less to gain), 0.18-0.90x (median
+  0.60) a loop of single calls that keeps its results (`out=` rows, what a batch delivers),
+  two threads 0.41-0.59x a single call (median 0.50). Against Pinocchio's loop one thread is
+  0.03-0.83x.
 * **Why batches did not pay off before** (C driver table, thread CPU time per state):
   (1) the wrapper (API 3) copied each state's output block out with 16-byte streaming stores;
   a block rarely starts on a cache line (g1's M is 9800 bytes), so every state boundary left
@@ -1076,20 +1087,6 @@ cause (another host or CPU) is not known.
   sequentially so that ordinary stores overlap the computation (unrolled Gamma, emitted in
   row-major order: baxter and random:20 in place 3.08 and 5.45 us vs 3.00 and 5.97 streamed)
   would go further; both need the generator.
-* **Issue-5 targets in this run**: met on the axis-aligned builders and panda except panda's
-  coriolis_matrix per call (0.65 vs <= 0.5; 0.40 in the previous report with Pinocchio 3.3
-  instead of 2.1 us); talos: all met but rnea batched 0.27 (<= 0.25; 0.23 before). On
-  random geometry (`serial:20:seed=1`, `serial:40:seed=1`, `random:20:seed=1`) the per-call
-  rnea/crba and Gamma targets hold (0.54-0.64, 0.37-0.62, 0.06-0.10) but not Coriolis per call
-  (0.52-0.73), rnea/crba batched (0.30-0.41) or serial:20:seed=1 rnea_derivatives (0.71): the
-  favourable builders have unit axes and rotations (many exact zeros), random geometry does
-  not (serial:20:seed=1 crba 9.5k SX instructions vs 3.5k for serial:20).
-* **aba_derivatives** (new rows): 0.30-0.55x computeABADerivatives per call on binary,
-  biped and quadruped:20, panda and random:20:seed=1, but 0.98x on serial:20, 1.01x on
-  serial:20:seed=1, 1.39x on talos and 3.5x on serial:40:seed=1 (g1 1.2x batched): its
-  unrolled graphs (70k SX instructions for serial:20, 121k for talos, 430k for
-  serial:40:seed=1, all -Og) grow faster than the other algorithms'; the generator's form and
-  method choice decide it.
 * **What moved the per-call figures before** (earlier runs, each measured side by side with
   Pinocchio): sin/cos without data-dependent branches (`symdyn.codegen.trig`: talos rnea
   batched 1.61 -> 1.16 us); numerically-zero rotation entries made exact (panda
@@ -1111,8 +1108,8 @@ cause (another host or CPU) is not known.
   functions for about twice the compile time; `-O3` and the register-allocator options moved
   run times by less than 2 %; `-ffast-math` is not an option (isfinite checks, compensated
   sin/cos sums).
-* **Binding**: ctypes.PyDLL ~0.15 us a call, cffi's ABI mode 0.27, its API mode 0.14 but a
-  CPython extension per build; symdyn uses ctypes. **Batches need `out=`** (or the reused
+* **Binding**: ctypes.PyDLL ~0.10 us a call, cffi's ABI mode 0.16, its API mode 0.08 but a
+  CPython extension per build; symdyn's own extension 0.03, one per Python and NumPy. **Batches need `out=`** (or the reused
   result arrays of `.batch` without `out=`) for large outputs: fresh multi-MB arrays cost page
   faults comparable to the computation.
 * **Noise**: ratios move by a few percent between runs and by much more when other jobs load
