@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from _common import (command, fit_slope, header, int_xticks, interleaved, load_average, log,
-                     median, out_dir, paired_ratio, parser, pyplot, save, table, us, write)
+                     median, out_dir, paired_ratio, parser, pinocchio_gamma, pyplot, save,
+                     table, us, write)
 
 import numpy as np  # noqa: E402
 
@@ -107,14 +108,7 @@ def pinocchio_fns(model, q, qd):
     pm = to_pinocchio(model)
     pd = pm.createData()
     qp, vp = q_to_pin(model, q), v_to_pin(model, qd)
-    E = np.eye(pm.nv)
-    G = np.empty((pm.nv, pm.nv, pm.nv))
-
-    def gamma():
-        for k in range(pm.nv):
-            G[:, :, k] = pin.computeCoriolisMatrix(pm, pd, qp, E[k])
-        return G
-
+    gamma = pinocchio_gamma(pm, pd, qp)
     return {"rnea": lambda: pin.rnea(pm, pd, qp, vp, vp),
             "crba": lambda: pin.crba(pm, pd, qp),
             "aba": lambda: pin.aba(pm, pd, qp, vp, vp),
