@@ -368,13 +368,16 @@ def auto_form(row: dict) -> tuple[str, str]:
 
 def crossover_section(results, families, sizes, algs) -> list[str]:
     """What form='auto' picks at each size, and whether it was the faster form measured."""
-    from symdyn.codegen.recursive import AUTO_MAX_UNROLLED, AUTO_WORK_RATIO
+    from symdyn.codegen.recursive import (AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
+                                          AUTO_WORK_PER_INSTRUCTION, AUTO_WORK_RATIO)
 
     out = ["## The rule of `form='auto'`", "",
            f"`symdyn.codegen.recursive.choose_by_size`: unrolled while its graph has at most "
            f"{AUTO_MAX_UNROLLED} SX instructions, else recursive (a recorded program doing more "
            f"than {AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED} operations per call is not traced "
-           "unrolled at all). Cell: the pick (u/r) and, where both were measured, whether it "
+           f"unrolled at all); from {AUTO_COMPARE_MIN} instructions on, recursive also where "
+           f"the recorded program does at most {AUTO_WORK_PER_INSTRUCTION} operations per "
+           "unrolled instruction (fitted on the previous run of this report, f0a9052). Cell: the pick (u/r) and, where both were measured, whether it "
            "was the faster one ('=' within 10 %, 'slower x' by that factor). The bound is on "
            "build cost as much as run time: past it, gcc's time and memory grow quickly "
            "(tables above).", ""]

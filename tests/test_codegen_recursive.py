@@ -8,7 +8,9 @@ import pytest
 
 import symdyn as sd
 from symdyn.codegen import build
-from symdyn.codegen.recursive import (AUTO_MAX_UNROLLED, AUTO_WORK_RATIO, RECURSIVE_ALGORITHMS,
+from symdyn.codegen.recursive import (AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
+                                      AUTO_WORK_PER_INSTRUCTION, AUTO_WORK_RATIO,
+                                      RECURSIVE_ALGORITHMS,
                                       choose_by_size, choose_form, evaluate, record)
 from symdyn.models import serial_chain
 
@@ -148,8 +150,9 @@ def test_form_choice():
 
 
 def test_choose_by_size():
-    """Unrolled while its graph is within AUTO_MAX_UNROLLED instructions; a large recorded
-    program skips tracing the unrolled graph at all."""
+    """Unrolled while its graph is within AUTO_MAX_UNROLLED instructions, unless it has at
+    least AUTO_COMPARE_MIN and the recorded work per unrolled instruction is at most
+    AUTO_WORK_PER_INSTRUCTION; a large recorded program skips tracing the unrolled graph."""
     small = serial_chain(4, seed=1)
     prog = record(small, sd.crba, [small.nq], name="t")
     traced = []
@@ -157,8 +160,16 @@ def test_choose_by_size():
     def trace(n):
         return lambda: traced.append(n) or type("F", (), {"n_instructions": lambda self: n})()
 
-    assert choose_by_size(prog, trace(AUTO_MAX_UNROLLED))[0] == "unrolled"
+    assert choose_by_size(prog, trace(AUTO_COMPARE_MIN - 1))[0] == "unrolled"
     assert choose_by_size(prog, trace(AUTO_MAX_UNROLLED + 1))[0] == "recursive"
+    # from AUTO_COMPARE_MIN on, by recorded work per unrolled instruction
+    n0 = AUTO_COMPARE_MIN
+    for work, form in ((AUTO_WORK_PER_INSTRUCTION * n0, "recursive"),
+                       (AUTO_WORK_PER_INSTRUCTION * n0 + 1, "unrolled")):
+        stub = type("P", (), {"stats": {"work": work}})()
+        assert choose_by_size(stub, trace(n0))[0] == form
+    stub = type("P", (), {"stats": {"work": 2 * AUTO_MAX_UNROLLED}})()
+    assert choose_by_size(stub, trace(AUTO_MAX_UNROLLED))[0] == "unrolled"
     big = serial_chain(40, seed=1)
     prog = record(big, sd.christoffel, [big.nq], name="t")
     assert prog.stats["work"] > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED

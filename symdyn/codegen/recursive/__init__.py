@@ -45,7 +45,8 @@ from .csource import kernel_prefix, write_c
 from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, RecordingBackend, Ref,
                       decode, encode, evaluate, record)
 
-__all__ = ["AUTO_MAX_UNROLLED", "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
+__all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
+           "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
            "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME",
            "RESULT0", "WORK", "Kernel", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
@@ -79,6 +80,18 @@ RECURSIVE_FRAME = "root"
 # recursive work on every model measured, so it would exceed the bound).
 AUTO_MAX_UNROLLED = 40000
 AUTO_WORK_RATIO = 5
+# Below AUTO_MAX_UNROLLED the recursive form is still taken where the unrolled graph has at
+# least AUTO_COMPARE_MIN instructions and the recorded program does at most
+# AUTO_WORK_PER_INSTRUCTION operations per unrolled instruction: kernels in a loop run at about
+# the speed of straight-line code, which from ~15k instructions no longer stays in the
+# instruction cache. Fitted on reports/scaling.md (f0a9052: 72 model x algorithm pairs with both
+# forms measured): it turns 7 slower picks into faster ones (aba serial_chain(40, seed=1)
+# 0.75 -> 0.41x Pinocchio, serial_chain(20) 0.54 -> 0.42, random_tree(40) 0.52 -> 0.42,
+# coriolis_matrix random_tree(40) 0.80 -> 0.63, christoffel random_tree(20) 0.05 -> 0.03,
+# rnea serial_chain(80) 0.42 -> 0.37) and no faster pick into a slower one; at 1.5 it would
+# (crba serial_chain(40): 0.47 unrolled vs 0.58 recursive, work ratio 1.48).
+AUTO_COMPARE_MIN = 15000
+AUTO_WORK_PER_INSTRUCTION = 1.4
 
 
 def check_form(form: str) -> str:
@@ -116,13 +129,18 @@ def choose_form(model, algorithm: str, form: str = "auto", *,
 
 def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:
     """``form="auto"``: the unrolled form while its graph has at most ``AUTO_MAX_UNROLLED``
-    instructions, else the recursive one; ``trace_unrolled()`` (returning the casadi.Function)
+    instructions, else the recursive one; the recursive one also from ``AUTO_COMPARE_MIN``
+    instructions on where the recorded work is at most ``AUTO_WORK_PER_INSTRUCTION`` per
+    unrolled instruction; ``trace_unrolled()`` (returning the casadi.Function)
     is called only when the recorded program's work leaves the unrolled form in question."""
     work = program.stats["work"]
     if work > AUTO_WORK_RATIO * AUTO_MAX_UNROLLED:
         return "recursive", (f"auto: {work} operations per call recorded > "
                              f"{AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED}")
     n = trace_unrolled().n_instructions()
-    if n <= AUTO_MAX_UNROLLED:
-        return "unrolled", f"auto: unrolled graph {n} <= {AUTO_MAX_UNROLLED} instructions"
-    return "recursive", f"auto: unrolled graph {n} > {AUTO_MAX_UNROLLED} instructions"
+    if n > AUTO_MAX_UNROLLED:
+        return "recursive", f"auto: unrolled graph {n} > {AUTO_MAX_UNROLLED} instructions"
+    if n >= AUTO_COMPARE_MIN and work <= AUTO_WORK_PER_INSTRUCTION * n:
+        return "recursive", (f"auto: recorded work {work} <= {AUTO_WORK_PER_INSTRUCTION} x "
+                             f"unrolled graph {n} (>= {AUTO_COMPARE_MIN} instructions)")
+    return "unrolled", f"auto: unrolled graph {n} <= {AUTO_MAX_UNROLLED} instructions"
