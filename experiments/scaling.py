@@ -330,10 +330,10 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         lines += table(hdr, rows) + [""]
     lines += crossover_section(results, families, sizes, algs)
     lines += targets_section(results, families, sizes, algs)
-    lines += ["What limits the misses (written for the committed run at f0a9052; the table "
-              "above regenerates): `aba_derivatives` on `serial_chain(20, seed=1)` is the one "
-              "cell over its bound. The recursive form (its AZA route in ground coordinates, "
-              "O(N n) 6-vector steps) measured 0.84-0.86x; the unrolled LTDL graph (78k SX "
+    lines += ["What limits the misses (written for the committed runs at f0a9052 and 400c509; "
+              "the table above regenerates): `aba_derivatives` on `serial_chain(20, seed=1)` "
+              "is the one cell over its bound. The recursive form (its AZA route in ground "
+              "coordinates, O(N n) 6-vector steps) measured 0.84-0.89x; the unrolled LTDL graph (78k SX "
               "instructions) 1.01x at the -Og that `opt='auto'` gives graphs of that size, "
               "0.72x at -O2 (37 s of gcc) and 0.72x at `-O1 -fexpensive-optimizations "
               "-fschedule-insns2 -fstrict-aliasing -ftree-slp-vectorize` (12 s) - one-off "
