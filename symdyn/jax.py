@@ -22,6 +22,26 @@ are not given in ``options`` are the batched state arguments, in their order; ``
 ``factorization=``, ``frame=``, ``method=``, ``f_ext=``) are fixed at compile time. Results have
 the function's structure (an array, a tuple of arrays) with the batch axis first.
 
+Routes (``route=``; ``.route`` and ``.route_reason`` say which was taken). All three evaluate the
+same generic algorithm source and need no C compiler; all are ``jax.numpy``/``lax`` code, so
+``jit``, ``vmap``, ``jacfwd`` and ``grad`` work on ``.single`` and ``.batch`` alike.
+
+* ``"graph"``: the algorithm traced once with CasADi (the unrolled SX graph of
+  :func:`symdyn.codegen.casadi_function`, CSE applied), lowered to one JAX operation per scalar
+  operation over the batch (:mod:`symdyn.codegen.jax_lowering`). Fastest for small models;
+  XLA's compile time grows with the graph.
+* ``"program"``: the recorded step program of the recursive compiled form (one kernel per step
+  signature) run by ``lax.scan`` + ``lax.switch``: compile time bounded by the kernels, not the
+  model (rnea ... christoffel, the derivatives). Slower per state.
+* ``"trace"``: the algorithm traced with JAX arrays (``vmap`` over ``single``): every function and
+  option, including those with no CasADi form.
+* ``"auto"`` (default): ``"graph"`` while the unrolled graph has at most :data:`GRAPH_MAX`
+  instructions; beyond, ``"program"`` for the algorithms of :data:`PROGRAM_AUTO` and
+  ``"trace"`` for the others (the derivatives' kernels are large); ``"trace"`` for functions
+  without a registered CasADi form (or options it does not take).
+
+Measured in ``reports/jax.md`` (``experiments/bench_jax.py``).
+
 Any JAX array works as input to symdyn's functions directly (``sd.rnea(model, jnp_q, ...)``,
 inside your own ``jax.jit``/``vmap``/``grad``): the backend follows the inputs. This module only
 packages the common case.
@@ -44,8 +64,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from symdyn.backends import BackendError, get_backend
+from symdyn.codegen.jax_lowering import LoweringError
 
-__all__ = ["Compiled", "allow_float32", "compile"]
+__all__ = ["GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled", "allow_float32", "compile"]
+
+ROUTES = ("auto", "trace", "graph", "program")
+# route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
+# recorded program where the algorithm has one. XLA's compile time of the graph grows faster than
+# linearly (2 shared cores: ur5 aba 1.5k instructions 0.9 s, serial_chain(20) crba 3.5k 5 s,
+# aba 6.8k 18 s; the programs 1-7 s at any size); a program recording more than GRAPH_MAX_WORK
+# operations per state is not traced unrolled at all (the unrolled graph has at least ~0.2x
+# the recorded work).
+GRAPH_MAX = 5000
+GRAPH_MAX_WORK = 5 * GRAPH_MAX
+# the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
+# (IDSVA's pair products, the AZA column chunks: 11-DoF floating tree, rnea_derivatives 11 s and
+# aba_derivatives 34 s of XLA), so past GRAPH_MAX they are traced with JAX arrays instead
+PROGRAM_AUTO = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector", "coriolis_matrix",
+                "christoffel")
 
 _QUATERNION_TOL = 1e-6
 _STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); others: length nv
@@ -78,7 +114,8 @@ class Compiled:
     """A jitted, vmapped algorithm of one model: ``f(*batched_states)``; ``f.single(*state)`` for
     one state; ``f.args`` names the batched arguments, ``f.sizes`` their lengths."""
 
-    def __init__(self, model, algorithm, check: bool = True, **options: Any):
+    def __init__(self, model, algorithm, check: bool = True, route: str = "auto",
+                 **options: Any):
         from symdyn.model import Model
         if not isinstance(model, Model):
             raise TypeError(f"expected a symdyn Model, got {type(model).__name__}")
@@ -102,12 +139,17 @@ class Compiled:
         def single(*xs):
             return fn(model, *xs, backend="jax", **opts)
         self._single = single
-        self.single = jax.jit(single)
-        self.batch = jax.jit(jax.vmap(single))
+        self.route, self.route_reason, lowered = _choose_route(self, route)
+        if lowered is None:
+            self.single = jax.jit(single)
+            self.batch = jax.jit(jax.vmap(single))
+        else:
+            self.single, self.batch = lowered
 
     def __repr__(self) -> str:
         return (f"<symdyn.jax.Compiled {self.name}({', '.join(self.args)}) of model "
-                f"{self.model.name!r}, nq={self.model.nq}, nv={self.model.nv}>")
+                f"{self.model.name!r}, nq={self.model.nq}, nv={self.model.nv}, "
+                f"route={self.route!r}>")
 
     def __call__(self, *xs):
         if len(xs) != len(self.args):
@@ -127,6 +169,8 @@ class Compiled:
                 raise TypeError(f"{arg} must be a (batch, {n}) array of real numbers, "
                                 f"got dtype {arr.dtype}")
             x = jnp.asarray(arr, dtype=get_backend("jax")._float())
+        else:
+            x = get_backend("jax")._check_float(x, arg)     # float32 only when opted in
         if x.ndim != 2 or x.shape[1] != n:
             raise ValueError(f"{arg} must have shape (batch, {n}), got {tuple(x.shape)}")
         if self.check and not isinstance(x, jax.core.Tracer):
@@ -153,7 +197,128 @@ class Compiled:
                                      f"{norm[s]:.6g}")
 
 
-def compile(model, algorithm, *, check: bool = True, **options: Any) -> Compiled:  # noqa: A001
-    """A jitted, vmapped ``algorithm`` of ``model`` over batches of states (leading batch axis);
-    ``.single`` evaluates one state. See the module docstring."""
-    return Compiled(model, algorithm, check=check, **options)
+def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noqa: A001
+            **options: Any) -> Compiled:
+    """A jitted, batched ``algorithm`` of ``model`` over batches of states (leading batch axis);
+    ``.single`` evaluates one state. ``route``: ``"auto"``, ``"trace"``, ``"graph"`` or
+    ``"program"`` (see the module docstring; ``.route`` and ``.route_reason`` say which ran)."""
+    return Compiled(model, algorithm, check=check, route=route, **options)
+
+
+def _reference_shapes(c: Compiled) -> tuple[list[tuple[int, ...]], bool]:
+    """Shapes of the results (NumPy at a random state) and whether they come as a tuple."""
+    rng = np.random.default_rng(0)
+    xs = [c.model.random_q(rng) if a in _STATE else rng.uniform(-1, 1, n)
+          for a, n in zip(c.args, c.sizes)]
+    out = c.fn(c.model, *xs, backend="numpy", **c.options)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    return [np.shape(o) for o in outs], isinstance(out, tuple)
+
+
+def _choose_route(c: Compiled, route: str):
+    """``(route, reason, (single, batch) or None for the traced route)``."""
+    if route not in ROUTES:
+        raise ValueError(f"unknown route {route!r}; choose one of {', '.join(ROUTES)}")
+    if route == "trace":
+        return "trace", "asked for", None
+    from symdyn.codegen import recursive
+    from symdyn.codegen.functions import ALGORITHMS
+    spec = ALGORITHMS.get(c.name)
+    if spec is None or spec.function is not c.fn or spec.input_names != c.args:
+        if route != "auto":
+            raise ValueError(f"route={route!r} needs one of symdyn's registered algorithms "
+                             f"with its state arguments ({', '.join(sorted(ALGORITHMS))}); "
+                             f"{c.name!r} runs with route='trace'")
+        return "trace", f"{c.name!r} is not a registered algorithm with these arguments", None
+    recordable = c.name in recursive.RECURSIVE_ALGORITHMS
+    try:
+        recursive.choose_form(c.model, c.name, "recursive", options=c.options)
+    except ValueError:
+        recordable = False
+    if route == "program" and not recordable:
+        raise ValueError(f"route='program' is not available for {c.name!r} with options "
+                         f"{c.options}; it exists for {', '.join(recursive.RECURSIVE_ALGORITHMS)}")
+    try:
+        shapes, as_tuple = _reference_shapes(c)
+
+        def wrap(route, reason, lowered_from):
+            return _wrap(route, reason, lowered_from, shapes, as_tuple, c.args, c.sizes)
+        program = None
+        if route == "program" or (route == "auto" and recordable and c.name in PROGRAM_AUTO):
+            program = _record(c)
+            if route == "auto" and program.stats["work"] > GRAPH_MAX_WORK:
+                return wrap("program", f"auto: {program.stats['work']} operations per call "
+                            f"recorded > {GRAPH_MAX_WORK}", program)
+            if route == "program":
+                return wrap("program", "asked for", program)
+        from symdyn.codegen.functions import casadi_function
+        f = casadi_function(c.model, c.name, layout="numpy", **c.options)
+        n = f.n_instructions()
+        if route == "auto" and program is None and n > GRAPH_MAX:
+            return "trace", f"auto: unrolled graph {n} > {GRAPH_MAX} instructions", None
+        if route == "auto" and program is not None and n > GRAPH_MAX:
+            return wrap("program", f"auto: unrolled graph {n} > {GRAPH_MAX} instructions",
+                        program)
+        return wrap("graph", "asked for" if route == "graph" else
+                    f"auto: unrolled graph {n} instructions", f)
+    except LoweringError as e:
+        if route != "auto":
+            raise BackendError(str(e)) from None
+        return "trace", f"auto: {e}", None
+    except (TypeError, ValueError, NotImplementedError, BackendError) as e:
+        # options the CasADi / recording backends do not take (the traced route may)
+        if route != "auto":
+            raise
+        return "trace", f"auto: no CasADi form with these options ({type(e).__name__}: {e})", None
+
+
+def _record(c: Compiled):
+    from symdyn.codegen import recursive
+    from symdyn.codegen.functions import algorithm_spec, exact_rotations
+    from symdyn.codegen.generate import _recursive_options
+    spec = algorithm_spec(c.name)
+    # fuse=1: one kernel per step signature. Fused runs (what the C loop gains from) are more
+    # kernel variants, and XLA's compile time follows the kernels' total size (g1 crba 5244 ->
+    # 1458 SX instructions, christoffel 9569 -> 3905)
+    return recursive.record(exact_rotations(c.model), spec.function,
+                            list(spec.input_sizes(c.model)), name=c.name, fuse=1,
+                            **_recursive_options(c.name, c.options))
+
+
+def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
+    """Jitted ``(single, batch)`` of a lowered graph or program: inputs as float arrays of the
+    backend's dtype (float32 refused unless opted in) and of the expected shapes."""
+    from symdyn.codegen import jax_lowering
+    backend = get_backend("jax")
+
+    def inputs(xs, batched: bool):
+        if len(xs) != len(args):
+            raise TypeError(f"takes {len(args)} arguments ({', '.join(args)}), got {len(xs)}")
+        out = []
+        for x, a, n in zip(xs, args, sizes):
+            x = backend._check_float(x if isinstance(x, (jax.Array, jax.core.Tracer))
+                                     else jnp.asarray(np.asarray(x, float)), a)
+            want = (x.shape[0], n) if batched and x.ndim == 2 else (n,)
+            if x.shape != want:
+                raise ValueError(f"{a} must have shape {'(batch, %d)' % n if batched else want}, "
+                                 f"got {tuple(x.shape)}")
+            out.append(x)
+        return out
+
+    if route == "graph":
+        fn = jax_lowering.graph_function(lowered_from, shapes)
+        fb = jax_lowering.graph_batch(lowered_from, shapes)
+    else:
+        fb = jax_lowering.program_function(lowered_from, shapes)
+
+        def fn(*xs):
+            return tuple(o[0] for o in fb(*(x[None] for x in xs)))
+
+    def single(*xs):
+        out = fn(*inputs(xs, False))
+        return out if as_tuple else out[0]
+
+    def batch(*xs):
+        out = fb(*inputs(xs, True))
+        return out if as_tuple else out[0]
+    return route, reason, (jax.jit(single), jax.jit(batch))

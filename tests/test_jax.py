@@ -142,15 +142,16 @@ COMPILED = ("rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_deriv
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["floating", "branched"])
 def test_compiled_batches_equal_numpy(kind):
-    """jit + vmap of every dynamics algorithm (floating tree; a branched tree for three of them:
-    each compile takes seconds)."""
+    """jit + vmap of every dynamics algorithm, traced with JAX arrays (floating tree), and three
+    of them by the default route (branched tree: the lowered graph; each compile takes seconds).
+    The graph and program routes on the whole tree matrix: tests/test_jax_routes.py."""
     model = TREES[kind]
     rng = np.random.default_rng(5)
     n = 4
     Q = np.stack([model.random_q(rng) for _ in range(n)])
     V = [rng.uniform(-3, 3, (n, model.nv)) for _ in range(3)]
     for name in COMPILED if kind == "floating" else ("rnea", "christoffel", "aba_derivatives"):
-        f = sjax.compile(model, name)
+        f = sjax.compile(model, name, route="trace" if kind == "floating" else "auto")
         batch = [Q if a == "q" else V[k] for k, a in enumerate(f.args)]
         out = f(*batch)
         ref_fn = getattr(sd, name)

@@ -1,0 +1,163 @@
+"""symdyn.jax.compile's routes: the CasADi graph and the recorded program lowered to JAX.
+
+* route="graph" and route="program" give NumPy's results state by state on the shared tree
+  matrix (revolute, prismatic, helical, spherical, floating, planar joints), batched and single.
+* route="auto" takes the graph for small graphs, the program past GRAPH_MAX for the algorithms of
+  PROGRAM_AUTO, the traced route for the others and for unregistered functions.
+* Both routes are differentiable: jacfwd of rnea equals IDSVA (coordinates of a tree without
+  quaternions), grad of a batched sum goes through the program's scan.
+* The graph cut into bands of a few dependency levels (graph_batch's fusion boundaries) gives the
+  same numbers as one band; an operation without a lowering is a LoweringError, and "auto" then
+  traces.
+* Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
+  shapes.
+"""
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jax.config.update("jax_enable_x64", True)
+
+import symdyn as sd  # noqa: E402
+import symdyn.jax as sjax  # noqa: E402
+from symdyn.backends import BackendError  # noqa: E402
+from symdyn.codegen import jax_lowering  # noqa: E402
+from symdyn.codegen.functions import casadi_function  # noqa: E402
+from symdyn.models import serial_chain  # noqa: E402
+from test_matrix import TREES  # noqa: E402
+
+TOL = 1e-10
+
+
+def close(a, b, what=""):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
+    scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
+    err = float(np.abs(a - b).max()) if b.size else 0.0
+    assert err <= TOL * scale, f"{what}: max |diff| {err:.3e} (scale {scale:.3g})"
+
+
+def batch_of(model, f, n=3, seed=4):
+    rng = np.random.default_rng(seed)
+    return [np.stack([model.random_q(rng) for _ in range(n)]) if a == "q"
+            else rng.uniform(-2, 2, (n, size)) for a, size in zip(f.args, f.sizes)]
+
+
+def check_against_numpy(model, f, xs, what, single=True):
+    out = f(*xs)
+    fn = getattr(sd, f.name)
+    for s in range(xs[0].shape[0]):
+        ref = fn(model, *(x[s] for x in xs), **f.options)
+        for g, r in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ref)):
+            close(g[s], r, f"{what} state {s}")
+    if not single:                        # .single is another XLA compile (seconds for large graphs)
+        return
+    single = f.single(*(x[1] for x in xs))
+    for g, r in zip(jax.tree_util.tree_leaves(single), jax.tree_util.tree_leaves(out)):
+        close(g, r[1], f"{what} single")
+
+
+@pytest.mark.parametrize("kind", tuple(TREES))
+def test_graph_and_program_routes_equal_numpy(kind):
+    model = TREES[kind]
+    pairs = [("rnea", "graph"), ("rnea", "program")]
+    if kind in ("floating", "planar"):          # each XLA compile takes seconds
+        pairs += [("coriolis_matrix", "graph"), ("crba", "program")]
+    for name, route in pairs:
+        f = sjax.compile(model, name, route=route)
+        assert f.route == route and f.route_reason == "asked for"
+        check_against_numpy(model, f, batch_of(model, f), f"{kind} {name} {route}",
+                            single=name == "rnea")
+
+
+@pytest.mark.slow
+def test_every_recordable_algorithm_as_a_program():
+    model = TREES["floating"]
+    for name in ("aba", "christoffel"):
+        f = sjax.compile(model, name, route="program")
+        check_against_numpy(model, f, batch_of(model, f, n=2), f"floating {name} program",
+                            single=False)
+
+
+def test_auto_route_choice(monkeypatch):
+    model = TREES["branched"]
+    assert sjax.compile(model, "rnea").route == "graph"
+    monkeypatch.setattr(sjax, "GRAPH_MAX", 100)                # every graph is "too large"
+    f = sjax.compile(model, "rnea")
+    assert f.route == "program" and "> 100 instructions" in f.route_reason
+    assert "route='program'" in repr(f)
+    check_against_numpy(model, f, batch_of(model, f), "auto program rnea")
+    g = sjax.compile(model, "rnea_derivatives")            # not in PROGRAM_AUTO: traced
+    assert g.route == "trace" and "> 100 instructions" in g.route_reason
+
+    def my_tau(model, q, qd, qdd, *, backend=None):
+        return sd.rnea(model, q, qd, qdd, backend=backend)
+    assert sjax.compile(model, my_tau).route == "trace"          # not a registered algorithm
+
+
+def test_jacfwd_through_graph_and_program_equals_idsva():
+    model = TREES["helical"]                                     # q in coordinates
+    rng = np.random.default_rng(3)
+    q, qd, qdd = model.random_q(rng), rng.uniform(-2, 2, model.nv), rng.uniform(-2, 2, model.nv)
+    dq_ref, dqd_ref = sd.rnea_derivatives(model, q, qd, qdd)
+    for route in ("graph", "program"):
+        f = sjax.compile(model, "rnea", route=route)
+        dq, dqd = jax.jacfwd(f.single, argnums=(0, 1))(jnp.asarray(q), jnp.asarray(qd),
+                                                       jnp.asarray(qdd))
+        close(dq, dq_ref, f"{route} d tau / dq")
+        close(dqd, dqd_ref, f"{route} d tau / dqd")
+    # reverse mode through the program's scan: d/dqd_s of sum_s w_s . tau_s = dtau/dqd_s^T w_s
+    f = sjax.compile(model, "rnea", route="program")
+    Q = np.stack([model.random_q(rng) for _ in range(2)])
+    QD, QDD, W = (rng.uniform(-1, 1, (2, model.nv)) for _ in range(3))
+    grad = jax.grad(lambda v: jnp.sum(W * f.batch(jnp.asarray(Q), v, jnp.asarray(QDD))))(
+        jnp.asarray(QD))
+    for s in range(2):
+        close(grad[s], sd.rnea_derivatives(model, Q[s], QD[s], QDD[s])[1].T @ W[s],
+              f"grad state {s}")
+
+
+def test_banded_graph_equals_one_band():
+    model = TREES["branched"]
+    f = casadi_function(model, "crba", layout="numpy")
+    xs = [jnp.asarray(x) for x in batch_of(model, sjax.compile(model, "crba", route="trace"))]
+    shape = [(model.nv, model.nv)]
+    one = jax.jit(jax_lowering.graph_batch(f, shape, band=10 ** 6))(*xs)
+    for band in (1, 7):
+        many = jax.jit(jax_lowering.graph_batch(f, shape, band=band))(*xs)
+        close(many[0], one[0], f"band {band}")
+    ref = [sd.crba(model, *(x[s] for x in xs)) for s in range(xs[0].shape[0])]
+    close(one[0], np.stack(ref), "crba graph")
+
+
+def test_unlowerable_operation():
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("f", [x], [ca.erf(x[0]) + x[1]])
+    with pytest.raises(jax_lowering.LoweringError, match="OP_ERF"):
+        jax_lowering.SXLowering(f)
+    g = ca.Function("g", [x], [ca.sin(x[0]) * x[1], x[0] / x[1]])
+    vals = jax_lowering.graph_function(g, [(), ()])(jnp.asarray([0.5, 2.0]))
+    close(vals[0], np.sin(0.5) * 2.0)
+    close(vals[1], 0.25)
+
+
+def test_route_errors():
+    model = serial_chain(3, seed=1)
+    with pytest.raises(ValueError, match="unknown route 'fast'"):
+        sjax.compile(model, "rnea", route="fast")
+    with pytest.raises(ValueError, match="route='program' is not available"):
+        sjax.compile(model, "aba_derivatives", route="program", method="dmm")
+    with pytest.raises(ValueError, match="registered algorithms"):
+        sjax.compile(model, lambda model, q, *, backend=None: q, route="graph")
+    f = sjax.compile(model, "rnea", route="graph")
+    q = np.zeros(3)
+    with pytest.raises(BackendError, match="float32"):
+        f.single(jnp.asarray(q, jnp.float32), q, q)
+    with pytest.raises(ValueError, match=r"qd must have shape \(3,\)"):
+        f.single(q, np.zeros(4), q)
+    with pytest.raises(ValueError, match=r"shape \(batch, 3\)"):
+        f(np.zeros((2, 3)), np.zeros((2, 2)), np.zeros((2, 3)))
