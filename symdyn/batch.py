@@ -21,7 +21,7 @@ a batched kernel on a worker:
   compiler: :class:`~symdyn.codegen.BuildError`) and each worker process loads it from the build
   cache, built again only when its cache is not shared with the client (another machine) -
   workers then need a C compiler too. ``build_options`` go to ``build``.
-* ``engine="jax"``: :func:`symdyn.jax.compile` (jit + vmap), traced and compiled once per worker
+* ``engine="jax"``: :func:`symdyn.jax.compile` (jitted, its ``route="auto"``), built once per worker
   process; the client's precision settings (``jax_enable_x64``, ``symdyn.jax.allow_float32``)
   are applied in the workers.
 

@@ -66,7 +66,8 @@ import numpy as np
 from symdyn.backends import BackendError, get_backend
 from symdyn.codegen.jax_lowering import LoweringError
 
-__all__ = ["GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled", "allow_float32", "compile"]
+__all__ = ["GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled", "allow_float32",
+           "compile"]
 
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the

@@ -54,7 +54,7 @@ def check_against_numpy(model, f, xs, what, single=True):
         ref = fn(model, *(x[s] for x in xs), **f.options)
         for g, r in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ref)):
             close(g[s], r, f"{what} state {s}")
-    if not single:                        # .single is another XLA compile (seconds for large graphs)
+    if not single:                  # .single is another XLA compile (seconds for large graphs)
         return
     single = f.single(*(x[1] for x in xs))
     for g, r in zip(jax.tree_util.tree_leaves(single), jax.tree_util.tree_leaves(out)):
@@ -134,15 +134,20 @@ def test_banded_graph_equals_one_band():
     close(one[0], np.stack(ref), "crba graph")
 
 
-def test_unlowerable_operation():
+def test_lowering_of_single_operations():
     x = ca.SX.sym("x", 2)
     f = ca.Function("f", [x], [ca.erf(x[0]) + x[1]])
     with pytest.raises(jax_lowering.LoweringError, match="OP_ERF"):
         jax_lowering.SXLowering(f)
-    g = ca.Function("g", [x], [ca.sin(x[0]) * x[1], x[0] / x[1]])
-    vals = jax_lowering.graph_function(g, [(), ()])(jnp.asarray([0.5, 2.0]))
-    close(vals[0], np.sin(0.5) * 2.0)
-    close(vals[1], 0.25)
+    g = ca.Function("g", [x], [ca.sin(x[0]) * x[1], x[0] / x[1],
+                               ca.if_else(x[0] < 0.5, 2 * x[0], ca.atan2(x[1], x[0]))])
+    lowered = jax_lowering.graph_function(g, [(), (), ()])
+    for x0 in (0.25, 0.75):                    # both sides of the if_else, values and gradients
+        point = jnp.asarray([x0, 2.0])
+        for got, want in zip(lowered(point), g(np.asarray(point))):
+            close(got, float(want))
+        jac = ca.Function("j", [x], [ca.jacobian(g(x)[2], x)])(np.asarray(point))
+        close(jax.grad(lambda p: lowered(p)[2])(point), np.asarray(jac).ravel())
 
 
 def test_route_errors():
