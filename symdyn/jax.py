@@ -62,13 +62,12 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from symdyn.backends import BackendError, get_backend
 from symdyn.codegen.jax_lowering import LoweringError
 
-__all__ = ["CHUNK", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled",
-           "allow_float32", "compile"]
+__all__ = ["GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled", "allow_float32",
+           "compile"]
 
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
@@ -78,12 +77,6 @@ ROUTES = ("auto", "trace", "graph", "program")
 # operations per state is not traced unrolled at all (the unrolled graph has at least ~0.2x
 # the recorded work).
 GRAPH_MAX = 5000
-# batches of more states run as lax.map over chunks of about this many, so that the graph
-# route's intermediate rows stay in the caches (ur5, 1e5 states, us a state unchunked -> chunks
-# of 6250: christoffel 1.16 -> 0.61, coriolis_matrix 0.64 -> 0.36, crba 0.15 -> 0.10; a batch
-# without a divisor in [CHUNK / 2, CHUNK] is padded, and copying the results out of the padded
-# batch costs part of that back: christoffel 1.1 at 100003 states)
-CHUNK = 8192
 GRAPH_MAX_WORK = 5 * GRAPH_MAX
 # the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
 # (IDSVA's pair products, the AZA column chunks: 11-DoF floating tree, rnea_derivatives 11 s and
@@ -334,35 +327,7 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
         return out if as_tuple else out[0]
 
     def batch(*xs):
-        out = _chunked(fb)(*inputs(xs, True))
+        out = fb(*inputs(xs, True))
         return out if as_tuple else out[0]
     return route, reason, (jax.jit(single), jax.jit(batch))
 
-
-def _chunk(B: int) -> int:
-    """States per chunk of a batch of ``B``: B up to :data:`CHUNK`, else a divisor of B in
-    [CHUNK / 2, CHUNK] where there is one (no padding), else CHUNK."""
-    if B <= CHUNK:
-        return B
-    for d in range(CHUNK, CHUNK // 2 - 1, -1):
-        if B % d == 0:
-            return d
-    return CHUNK
-
-
-def _chunked(fb: Callable) -> Callable:
-    """``fb`` over a large batch as ``lax.map`` over chunks of :func:`_chunk` states (the last
-    padded with copies of the last state, dropped from the results)."""
-    def run(*xs):
-        B = xs[0].shape[0]
-        ch = _chunk(B)
-        if ch >= B:
-            return fb(*xs)
-        k = -(-B // ch)
-        pad = k * ch - B
-        if pad:
-            xs = tuple(jnp.concatenate([x, jnp.broadcast_to(x[-1:], (pad,) + x.shape[1:])])
-                       for x in xs)
-        outs = lax.map(lambda c: fb(*c), tuple(x.reshape((k, ch) + x.shape[1:]) for x in xs))
-        return tuple(o.reshape((k * ch,) + o.shape[2:])[:B] for o in outs)
-    return run

@@ -9,7 +9,6 @@
 * The graph cut into bands of a few dependency levels (graph_batch's fusion boundaries) gives the
   same numbers as one band; an operation without a lowering is a LoweringError, and "auto" then
   traces.
-* Batches larger than CHUNK run as lax.map over chunks (padded where the size has no divisor).
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
@@ -98,17 +97,6 @@ def test_auto_route_choice(monkeypatch):
     def my_tau(model, q, qd, qdd, *, backend=None):
         return sd.rnea(model, q, qd, qdd, backend=backend)
     assert sjax.compile(model, my_tau).route == "trace"          # not a registered algorithm
-
-
-@pytest.mark.parametrize("route", ["graph", "program"])
-def test_large_batches_run_in_chunks(monkeypatch, route):
-    monkeypatch.setattr(sjax, "CHUNK", 4)       # 8 states: 2 chunks of 4; 7: 2 of 4, one padded
-    model = TREES["floating"]
-    f = sjax.compile(model, "rnea", route=route)
-    for n in (8, 7):
-        assert sjax._chunk(n) == 4
-        check_against_numpy(model, f, batch_of(model, f, n=n, seed=n), f"{route} {n} states",
-                            single=False)
 
 
 def test_jacfwd_through_graph_and_program_equals_idsva():
