@@ -255,6 +255,18 @@ def _discussion(ratios, g1_total) -> list[str]:
         "the fusions that use them (the graph is cut into conditionals so that it stays "
         "bounded: `symdyn.codegen.jax_lowering.graph_batch`) and a fixed cost per call "
         f"(dispatch, conditionals: at 100 states JAX/C is {_range([r[3] for r in small])}).",
+        "- Large batches: from 1000 to 10000 states the graph route's time a state falls "
+        f"(JAX/C {_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 10_000])} at 1e4), "
+        "at 1e5 states it rises again "
+        f"({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}): the rows "
+        "XLA keeps between its fusions no longer fit in the caches (largest for the nv^3 "
+        "Christoffel entries). Running such batches as `lax.map` over chunks of ~8k states was "
+        "measured and not kept: 17 % faster at 1e5 states, 2-3x slower at 1e4.",
+        "- The auto rule's limit (`GRAPH_MAX` = 5000 graph instructions) is set by compile time, "
+        "not speed: Panda's christoffel graph (6304 instructions, ~6 s of XLA) runs ~5x faster "
+        "than its program (2.2 against 10-12 us a state at 1e3-1e4 states, measured apart), but "
+        "G1's rnea and crba graphs of the same size (6314, 6563) would take the humanoid past "
+        "the 30 s compile budget; `route=\"graph\"` forces it.",
         "- Program route (the models past `symdyn.jax.GRAPH_MAX` instructions): one scan step "
         "per step call of the recorded program, each gathering its arguments, switching to its "
         "kernel and writing its rows back; these per-step array operations over the whole "
