@@ -28,18 +28,8 @@ from symdyn.backends import BackendError  # noqa: E402
 from symdyn.codegen import jax_lowering  # noqa: E402
 from symdyn.codegen.functions import casadi_function  # noqa: E402
 from symdyn.models import serial_chain  # noqa: E402
+from test_jax import close  # noqa: E402  (same tolerance as the traced route's tests)
 from test_matrix import TREES  # noqa: E402
-
-TOL = 1e-10
-
-
-def close(a, b, what=""):
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    assert a.shape == b.shape, f"{what}: shapes {a.shape} vs {b.shape}"
-    scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
-    err = float(np.abs(a - b).max()) if b.size else 0.0
-    assert err <= TOL * scale, f"{what}: max |diff| {err:.3e} (scale {scale:.3g})"
-
 
 def batch_of(model, f, n=3, seed=4):
     rng = np.random.default_rng(seed)
@@ -53,12 +43,12 @@ def check_against_numpy(model, f, xs, what, single=True):
     for s in range(xs[0].shape[0]):
         ref = fn(model, *(x[s] for x in xs), **f.options)
         for g, r in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(ref)):
-            close(g[s], r, f"{what} state {s}")
+            close(g[s], r, what=f"{what} state {s}")
     if not single:                  # .single is another XLA compile (seconds for large graphs)
         return
     single = f.single(*(x[1] for x in xs))
     for g, r in zip(jax.tree_util.tree_leaves(single), jax.tree_util.tree_leaves(out)):
-        close(g, r[1], f"{what} single")
+        close(g, r[1], what=f"{what} single")
 
 
 @pytest.mark.parametrize("kind", tuple(TREES))
@@ -108,8 +98,8 @@ def test_jacfwd_through_graph_and_program_equals_idsva():
         f = sjax.compile(model, "rnea", route=route)
         dq, dqd = jax.jacfwd(f.single, argnums=(0, 1))(jnp.asarray(q), jnp.asarray(qd),
                                                        jnp.asarray(qdd))
-        close(dq, dq_ref, f"{route} d tau / dq")
-        close(dqd, dqd_ref, f"{route} d tau / dqd")
+        close(dq, dq_ref, what=f"{route} d tau / dq")
+        close(dqd, dqd_ref, what=f"{route} d tau / dqd")
     # reverse mode through the program's scan: d/dqd_s of sum_s w_s . tau_s = dtau/dqd_s^T w_s
     f = sjax.compile(model, "rnea", route="program")
     Q = np.stack([model.random_q(rng) for _ in range(2)])
@@ -118,7 +108,7 @@ def test_jacfwd_through_graph_and_program_equals_idsva():
         jnp.asarray(QD))
     for s in range(2):
         close(grad[s], sd.rnea_derivatives(model, Q[s], QD[s], QDD[s])[1].T @ W[s],
-              f"grad state {s}")
+              what=f"grad state {s}")
 
 
 def test_banded_graph_equals_one_band():
@@ -129,9 +119,9 @@ def test_banded_graph_equals_one_band():
     one = jax.jit(jax_lowering.graph_batch(f, shape, band=10 ** 6))(*xs)
     for band in (1, 7):
         many = jax.jit(jax_lowering.graph_batch(f, shape, band=band))(*xs)
-        close(many[0], one[0], f"band {band}")
+        close(many[0], one[0], what=f"band {band}")
     ref = [sd.crba(model, *(x[s] for x in xs)) for s in range(xs[0].shape[0])]
-    close(one[0], np.stack(ref), "crba graph")
+    close(one[0], np.stack(ref), what="crba graph")
 
 
 def test_lowering_of_single_operations():
