@@ -362,7 +362,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     n_rows_in = max((len(r) for _, r in reads), default=0) or 1
     # one write slot per contiguous run of rows (slot j as long as the longest j-th run): a
     # dynamic_update_slice of the slot's rows, read-modify-write beyond the run, which XLA does
-    # in place on the scan's carry (a scatter of all rows copies the carry every step)
+    # in place on the scan's carry
     n_slots = max((len(bl) for bl in blocks), default=0)
     slot_len = [max([bl[j][1] for bl in blocks if len(bl) > j]) for j in range(n_slots)]
     scratch = total                              # slots of fewer runs write nothing here
