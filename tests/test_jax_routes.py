@@ -51,6 +51,33 @@ def check_against_numpy(model, f, xs, what, single=True):
         close(g, r[1], what=f"{what} single")
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_program_rows_never_overwrite_a_live_value(seed):
+    """The program's workspace allocator (first fit over P-row windows): replaying random step
+    sequences, every version a step reads (and every result source at the end) is still in its
+    row, and no step writes past the workspace."""
+    rng = np.random.default_rng(seed)
+    P, n_inputs = int(rng.integers(2, 9)), int(rng.integers(2, 6))
+    steps, top = [], n_inputs
+    for _ in range(200):
+        read = rng.choice(top, size=int(rng.integers(0, min(top, 6) + 1)), replace=False).tolist()
+        m = int(rng.integers(1, P + 1))
+        steps.append((read, top, m))
+        top += m
+    kept = rng.choice(np.arange(1, top), size=10, replace=False)
+    row, total = jax_lowering._rows(steps, top, n_inputs, P, kept)
+    held = np.full(total, -1)                  # the version in each row
+    held[:n_inputs] = np.arange(n_inputs)
+    for read, first, m in steps:
+        assert all(held[row[v]] == v for v in read)
+        r = row[first]
+        assert r + P <= total and all(row[first + i] == r + i for i in range(m))
+        held[r:r + P] = -1                     # the padding rows carry values nothing reads
+        held[r:r + m] = np.arange(first, first + m)
+    assert all(held[row[v]] == v for v in kept.tolist() + [0])
+    assert total < top + P                     # dead rows were reused
+
+
 @pytest.mark.parametrize("kind", tuple(TREES))
 def test_graph_and_program_routes_equal_numpy(kind):
     model = TREES[kind]

@@ -16,8 +16,10 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   per step signature, one instruction per step call) becomes a ``lax.scan`` over the
   instructions with a ``lax.switch`` over the kernels: the workspace is one ``(rows, batch)``
   array carried by the scan; an instruction's argument rows are gathered from it (or read from
-  the constant table), its kernel runs in the switch, and its result rows are written back with
-  in-place ``dynamic_update_slice`` s. The compiled code holds each kernel once, so XLA's
+  the constant table), its kernel runs in the switch, and its results are written back with one
+  in-place ``dynamic_update_slice`` into rows a first-fit allocator keeps free for them
+  (:func:`_rows`); the results are gathered from the final rows at the end, already in the
+  ``(batch, ...)`` layout. The compiled code holds each kernel once, so XLA's
   compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
   the model's size.
 
@@ -298,82 +300,137 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
     return fn
 
 
+def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs: int, P: int,
+          kept: np.ndarray) -> tuple[np.ndarray, int]:
+    """Rows of the program's workspace for its versions: ``(row of each version, rows)``.
+
+    ``steps``: per scan step the versions it reads, the first version it writes and how many
+    (``m <= P``). Version 0 (zero) and the inputs ``1 ... n_inputs - 1`` take rows 0 ...; a step
+    writes ``P`` rows from the lowest row ``r`` where ``P`` rows are free after its reads (rows
+    of versions no later step reads and not in ``kept``, the results' sources): its versions
+    take ``r ... r + m - 1``, the rest of the ``P`` rows get values nothing reads. Linear scan,
+    first fit: the workspace holds what is live (plus ``P``), not every value written."""
+    last = np.full(n_versions, -1, np.int64)      # the last step reading each version
+    for s, (read, _, _) in enumerate(steps):
+        last[read] = s
+    last[:n_inputs] = np.maximum(last[:n_inputs], 0)
+    last[0] = len(steps)
+    last[kept.astype(np.int64)] = len(steps)
+    row = np.zeros(n_versions, np.int64)
+    row[:n_inputs] = np.arange(n_inputs)
+    free_at: dict[int, list[int]] = {}            # step -> rows whose versions die after it
+    for v in range(n_inputs):
+        free_at.setdefault(int(last[v]), []).append(v)
+    live = np.zeros(max(2 * n_inputs, 64), bool)
+    live[:n_inputs] = True
+    end = n_inputs + P
+    for s, (_, first, m) in enumerate(steps):
+        live[free_at.pop(s, [])] = False          # read by this step's gather, then free
+        c = np.concatenate([[0], np.cumsum(live)])
+        fits = np.flatnonzero(c[P:] - c[:-P] == 0) if live.size >= P else np.empty(0, int)
+        r = int(fits[0]) if fits.size else live.size
+        if r + P > live.size:
+            live = np.concatenate([live, np.zeros(max(r + P - live.size, live.size), bool)])
+        end = max(end, r + P)
+        vs = np.arange(first, first + m)
+        row[vs] = np.arange(r, r + m)
+        live[r:r + m] = True
+        for v in vs.tolist():
+            if last[v] < s:                        # never read: free at once
+                live[row[v]] = False
+            else:
+                free_at.setdefault(int(last[v]), []).append(int(row[v]))
+    return row, end
+
+
 def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     """``fn(*xs)`` running the recorded program ``prog`` on inputs of shape ``(batch, n_i)``;
     returns a tuple of arrays of shape ``(batch,) + shapes[o]``. One ``lax.scan`` step per
     program instruction, a ``lax.switch`` over its kernel (see the module docstring)."""
     from .recursive.program import decode
 
-    W = prog.workspace
-    starts, total = [], W
-    for *_, shape in prog.outputs:
-        starts.append(total)
-        total += int(np.prod(shape))
-
-    def row(a: int) -> tuple[bool, int]:           # (in the constant table, row)
+    # Every value the program writes is a version of its own (SSA; the recorded program reuses
+    # dead blocks, which here would need masked writes), an instruction's results consecutive
+    # versions. Rows of the scan's workspace are then given to versions by _rows: a step writes
+    # one dynamic_update_slice of the switch's P result rows into P free rows.
+    ZERO = 0                                     # a version never written: reads of unset values
+    version: dict[tuple[int, int], int] = {}     # (base, offset) -> its current version
+    top = 1
+    for a, n in prog.inputs:
         base, off = decode(a)
-        return (True, off) if base == 1 else (False, off if base == 0 else starts[base - 2] + off)
-
-    calls = []                                   # (kernel, argument rows, rows written)
-    for k, args, outs in prog.instructions:
-        kern = prog.kernels[k]
-        at = [row(a) for a in args]
-        written: list[int] = []
-        for a, n in zip(outs, kern.out_sizes):
-            c, r = row(a)
-            if c:
-                raise LoweringError("a program instruction writes into the constant table")
-            written.extend(range(r, r + n))
-        calls.append((k, at, written))
-    # A switch's branches return one shape: P rows. A call writing more is split into parts of
-    # P rows, one scan step each (XLA drops what a part does not return), so that the common
-    # small calls do not carry the padding of the largest (P: the 90th percentile of the
-    # number of rows written). Measured, this bounds memory but did not change the time a state
-    # (panda christoffel 14-16 us, g1 crba 16-35 us either way): the per-step gathers and
-    # conditionals dominate.
-    P = max(1, int(np.ceil(np.percentile([len(w) for *_, w in calls], 90)))) if calls else 1
-    branches_of: dict[tuple, int] = {}
-    lowered: list[tuple[SXLowering, tuple[bool, ...], int]] = []
+        version.update({(base, off + i): top + i for i in range(n)})
+        top += n
+    n_inputs = top
     lowerings: dict[int, SXLowering] = {}
-    index, reads, blocks = [], [], []
-    for k, at, written in calls:
+    calls = []                                   # (kernel, constant offsets, read, first, n)
+    for k, args, outs in prog.instructions:
         kern = prog.kernels[k]
         if k not in lowerings:
             lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}")
-        rows_in: list[int] = []                  # the rows of the workspace arguments, in order
-        for (c, r), n in zip(at, lowerings[k].in_sizes):
-            if not c:
-                rows_in.extend(range(r, r + n))
-        for part in range(max(1, -(-len(written) // P))):
-            sig = (k, tuple(c for c, _ in at), part)
+        at: list[int | None] = []                # offset in the constant table, None: workspace
+        read: list[int] = []
+        for a, n in zip(args, lowerings[k].in_sizes):
+            base, off = decode(a)
+            if base == 1:
+                at.append(off)
+            else:
+                at.append(None)
+                read.extend(version.get((base, off + i), ZERO) for i in range(n))
+        first = top
+        for a, n in zip(outs, kern.out_sizes):
+            base, off = decode(a)
+            if base == 1:
+                raise LoweringError("a program instruction writes into the constant table")
+            version.update({(base, off + i): top + i for i in range(n)})
+            top += n
+        calls.append((k, at, read, first, top - first))
+    # A switch's branches return one shape: P rows. A call writing more is split into parts of
+    # P rows, one scan step each (XLA drops what a part does not return), so that the common
+    # small calls do not carry the padding of the largest (P: the 90th percentile of the
+    # number of rows written).
+    P = max(1, int(np.ceil(np.percentile([n for *_, n in calls], 90)))) if calls else 1
+    steps = [(read, first + part * P, min(P, n - part * P))
+             for k, at, read, first, n in calls for part in range(max(1, -(-n // P)))]
+    # each result gathered from the final versions at the end: version, sign and constant per
+    # entry (entries neither written nor copied are zero: version ZERO, sign 0)
+    results = []
+    for o, (entries, codes, signs, shape) in enumerate(prog.outputs):
+        n = int(np.prod(shape))
+        src = np.array([version.get((o + 2, i), ZERO) for i in range(n)], np.int64)
+        sign = (src != ZERO).astype(float)
+        cval = np.zeros(n)
+        for e, a, sg in zip(np.asarray(entries).tolist(), np.asarray(codes).tolist(),
+                            np.asarray(signs).tolist()):
+            base, off = decode(a)
+            if base == 1:
+                src[e], sign[e], cval[e] = ZERO, 0.0, sg * prog.constants[off]
+            else:
+                src[e], sign[e], cval[e] = version.get((base, off), ZERO), float(sg), 0.0
+        results.append((src, sign, cval))
+    kept = np.concatenate([r[0] for r in results]) if results else np.zeros(0, np.int64)
+    row, total = _rows(steps, top, n_inputs, P, kept)
+    branches_of: dict[tuple, int] = {}
+    lowered: list[tuple[SXLowering, tuple[bool, ...], int]] = []
+    index, consts, reads, starts = [], [], [], []
+    step = iter(steps)
+    for k, at, read, first, n in calls:
+        mask = tuple(a is not None for a in at)
+        for part in range(max(1, -(-n // P))):
+            sig = (k, mask, part)
             if sig not in branches_of:
                 branches_of[sig] = len(lowered)
-                lowered.append((lowerings[k], sig[1], part))
+                lowered.append((lowerings[k], mask, part))
             index.append(branches_of[sig])
-            reads.append(([r for _, r in at], rows_in))
-            bl: list[list[int]] = []             # contiguous runs [row, n, offset in the part]
-            for off, t in enumerate(written[part * P:(part + 1) * P]):
-                if bl and bl[-1][0] + bl[-1][1] == t:
-                    bl[-1][1] += 1
-                else:
-                    bl.append([t, 1, off])
-            blocks.append(bl)
-    n_read = max((len(r) for r, _ in reads), default=0) or 1
-    n_rows_in = max((len(r) for _, r in reads), default=0) or 1
-    # one write slot per contiguous run of rows (slot j as long as the longest j-th run): a
-    # dynamic_update_slice of the slot's rows, read-modify-write beyond the run, which XLA does
-    # in place on the scan's carry
-    n_slots = max((len(bl) for bl in blocks), default=0)
-    slot_len = [max([bl[j][1] for bl in blocks if len(bl) > j]) for j in range(n_slots)]
-    scratch = total                              # slots of fewer runs write nothing here
-    total += max(slot_len, default=0)
-    read_tab = np.array([r + [0] * (n_read - len(r)) for r, _ in reads], np.int32)
+            consts.append([a or 0 for a in at])
+            reads.append(row[read].tolist())
+            starts.append(int(row[next(step)[1]]))
+    n_args = max((len(c) for c in consts), default=0) or 1
+    n_rows_in = max((len(r) for r in reads), default=0) or 1
+    const_tab = np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32)
     # the workspace rows an instruction reads, gathered before the switch: the switch then
     # carries only them (passing the whole workspace into a conditional copies it every step)
-    gather_tab = np.array([r + [0] * (n_rows_in - len(r)) for _, r in reads], np.int32)
-    slot_tab = np.array([[v for j in range(n_slots)
-                          for v in (bl[j] if j < len(bl) else [scratch, 0, 0])] for bl in blocks],
-                        np.int32).reshape(len(blocks), n_slots, 3)
+    gather_tab = np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32)
+    start_tab = np.array(starts, np.int32)
     index_tab = np.array(index, np.int32)
     constants = np.asarray(prog.constants, float)
 
@@ -390,54 +447,47 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
             vals = [e for out in low(xs) for e in out][part * P:(part + 1) * P]
             # a tuple of rows, stacked after the switch: stacked inside, XLA would fuse the
             # kernel into the concatenation and recompute shared subexpressions per entry
+            # (the padding rows are zeros: they land in free rows)
             return tuple(jnp.broadcast_to(jnp.asarray(v, X.dtype), (B,))
                          for v in vals + [0.0] * (P - len(vals)))
         return run
 
     branches = [branch(*b) for b in lowered]
     outputs = []
-    for (entries, codes, signs, shape), start, s in zip(prog.outputs, starts, shapes):
-        at = [row(a) for a in np.asarray(codes).tolist()]
-        outputs.append((np.asarray(entries, np.int64), np.array([c for c, _ in at], bool),
-                        np.array([r for _, r in at], np.int64), np.asarray(signs, float),
-                        start, int(np.prod(shape)), tuple(s)))
+    for (src, sign, cval), shape in zip(results, shapes):
+        used, idx = np.unique(row[src], return_inverse=True)
+        outputs.append((used, idx.reshape(-1), sign, cval, tuple(shape)))
 
     def fn(*xs):
         dtype = jnp.result_type(*xs)
         B = xs[0].shape[0]
         C = jnp.asarray(constants, dtype)
         S = jnp.zeros((total, B), dtype)
-        for (a, n), x in zip(prog.inputs, xs):
-            r = decode(a)[1]
-            S = S.at[r:r + n].set(x.T)
+        at_row = 1                               # inputs: versions (and rows) 1 ... n_inputs - 1
+        for (_, n), x in zip(prog.inputs, xs):
+            S = S.at[at_row:at_row + n].set(x.T)
+            at_row += n
 
         def step(S, t):
-            i, at, rows_in, slots = t
+            i, at, rows_in, r = t
             V = jnp.stack(lax.switch(i, branches, S[rows_in], C, at))
-            zero = jnp.zeros((), slots.dtype)
-            for j, m in enumerate(slot_len):
-                r, n, o = slots[j, 0], slots[j, 1], slots[j, 2]
-                new = V[jnp.minimum(o + jnp.arange(m, dtype=o.dtype), P - 1)]
-                if m > 1:
-                    old = lax.dynamic_slice(S, (r, zero), (m, B))
-                    new = jnp.where((jnp.arange(m) < n)[:, None], new, old)
-                elif n_slots:
-                    new = jnp.where(n > 0, new, lax.dynamic_slice(S, (r, zero), (1, B)))
-                S = lax.dynamic_update_slice(S, new, (r, zero))
-            return S, None
+            return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
 
         if branches:
-            S, _ = lax.scan(step, S, (jnp.asarray(index_tab), jnp.asarray(read_tab),
-                                      jnp.asarray(gather_tab), jnp.asarray(slot_tab)))
-        results = []
-        for entries, const, rows, signs, start, n, s in outputs:
-            R = S[start:start + n]
-            if entries.size:
-                vals = jnp.where(const[:, None], C[np.where(const, rows, 0)][:, None],
-                                 S[np.where(const, 0, rows)]) * signs[:, None]
-                R = R.at[entries].set(vals)
-            results.append(R.T.reshape((B,) + s))
-        return tuple(results)
+            S, _ = lax.scan(step, S, (jnp.asarray(index_tab), jnp.asarray(const_tab),
+                                      jnp.asarray(gather_tab), jnp.asarray(start_tab)))
+        outs = []
+        for used, idx, sign, cval, s in outputs:
+            # the rows a result uses, transposed to (batch, rows) before the gather: gathered
+            # from the (rows, batch) workspace, every entry of a state would be a strided read
+            R = lax.optimization_barrier(S[used].T)
+            out = R[:, idx]
+            if np.any(sign != 1.0):
+                out = out * jnp.asarray(sign, dtype)
+            if np.any(cval != 0.0):
+                out = out + jnp.asarray(cval, dtype)
+            outs.append(out.reshape((B,) + s))
+        return tuple(outs)
 
     fn.n_branches = len(branches)                       # type: ignore[attr-defined]
     fn.n_calls = len(prog.instructions)                 # type: ignore[attr-defined]
