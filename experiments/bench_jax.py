@@ -124,6 +124,11 @@ def _joint_names(urdf_path, model):
     return names or [n for n, _ in moving]
 
 
+def _graph_size(model, alg) -> int:
+    from symdyn.codegen.functions import casadi_function
+    return casadi_function(model, alg, layout="numpy").n_instructions()
+
+
 def throughput(args, report):
     import jax
 
@@ -153,6 +158,11 @@ def throughput(args, report):
         for alg in ALGS:
             f = sjax.compile(model, alg)
             ft = sjax.compile(model, alg, route="trace") if model.nv <= TRACED_MAX_NV else None
+            # the graph forced beside the program where it is at most twice the auto limit
+            # (what route="graph" would give a user willing to wait for XLA)
+            fg = None
+            if f.route == "program" and _graph_size(model, alg) <= 2 * sjax.GRAPH_MAX:
+                fg = sjax.compile(model, alg, route="graph")
             t0 = time.perf_counter()
             fa = None
             if adam is not None and alg in adam:
@@ -172,7 +182,7 @@ def throughput(args, report):
                 def run_c():
                     c.batch(*X)
                 fns = [runner(f), run_c]
-                for extra in (ft, fa):
+                for extra in (ft, fa, fg):
                     if extra is not None:
                         fns.append(runner(extra))
                 ts = interleaved(fns, repeat=5 if n <= 10_000 else 3, target=0.05,
@@ -187,12 +197,15 @@ def throughput(args, report):
                 if fa is not None:
                     ta = median(ts[k]) / n
                     ra = float(np.median([a / b for a, b in zip(ts[k], ts[0])]))
+                    k += 1
+                tg = median(ts[k]) / n if fg is not None else float("nan")
                 rj = float(np.median([a / b for a, b in zip(ts[0], ts[1])]))
                 rows.append([robot, model.nv, alg, f.route, f"{n:.0e}", us(tj), us(tc),
                              us(tt) if ft is not None else "-", us(ta) if fa is not None else "-",
-                             f"{rj:.2f}", f"{rt:.2f}" if ft is not None else "-",
+                             us(tg) if fg is not None else "-", f"{rj:.2f}",
+                             f"{rt:.2f}" if ft is not None else "-",
                              f"{ra:.2f}" if fa is not None else "-"])
-                ratio_rows.append((robot, alg, n, rj, ra, f.route, rt))
+                ratio_rows.append((robot, alg, n, rj, ra, f.route, rt, tj, tg))
                 log("  ".join(str(x) for x in rows[-1]))
                 del X, Xj
                 gc.collect()
@@ -249,6 +262,9 @@ def _discussion(ratios, g1_total) -> list[str]:
                    f"{_range([r[3] for r in big])} from 1000 states on; against the traced "
                    f"route {_range([r[6] for r in mine])} faster (trace/JAX).")
     small = [r for r in ratios if r[2] == 100 and r[5] == "graph"]
+    pairs = [r for r in ratios if np.isfinite(r[8])]
+    forced = ", ".join(sorted({f"{r[0]} {r[1]}" for r in pairs})) or "none"
+    gain = [r[7] / r[8] for r in pairs]
     out += [
         "- Graph route: XLA fuses the lowered scalar graph into loops over contiguous batch rows; "
         "what remains against the C batch is XLA's recomputation of shared subexpressions in "
@@ -263,15 +279,16 @@ def _discussion(ratios, g1_total) -> list[str]:
         "Christoffel entries). Running such batches as `lax.map` over chunks of ~8k states was "
         "measured and not kept: 17 % faster at 1e5 states, 2-3x slower at 1e4.",
         "- The auto rule's limit (`GRAPH_MAX` = 5000 graph instructions) is set by compile time, "
-        "not speed: Panda's christoffel graph (6304 instructions, ~6 s of XLA) runs ~5x faster "
-        "than its program (2.2 against 10-12 us a state at 1e3-1e4 states, measured apart), but "
-        "G1's rnea and crba graphs of the same size (6314, 6563) would take the humanoid past "
-        "the 30 s compile budget; `route=\"graph\"` forces it.",
+        "not speed: where the graph was forced beside the program (`graph us`; "
+        f"{forced}), it ran {_range(gain)} faster than the program, but G1's rnea and crba "
+        "graphs (6314, 6563 instructions, ~7 s of XLA each) would take the humanoid past the "
+        "30 s compile budget; `route=\"graph\"` forces it.",
         "- Program route (the models past `symdyn.jax.GRAPH_MAX` instructions): one scan step "
-        "per step call of the recorded program, each gathering its arguments, switching to its "
-        "kernel and writing its rows back; these per-step array operations over the whole "
-        "batch, not the arithmetic, set its time, so it is the slowest per state, and is used "
-        "for what it bounds: XLA's compile time (below).",
+        "per step call of the recorded program (about a hundred to a thousand on G1), each "
+        "gathering its argument rows (padded to the largest call's), switching to its kernel "
+        "and writing its P result rows into free rows of the workspace; these per-step array "
+        "operations over the whole batch, not the arithmetic, set its time, so it is the "
+        "slowest per state, and is used for what it bounds: XLA's compile time (below).",
         f"- Compile time: the 35-DoF humanoid's five algorithms take {g1_total:.1f} s here "
         "(target <= 30 s); the traced route, the only one before, took 51 s for rnea + crba + "
         "aba alone (this report of 2026-11-23; coriolis_matrix and christoffel were not "
@@ -325,10 +342,12 @@ def main():
               "dynamics with accelerations, no Coriolis matrix and no Christoffel symbols: its "
               "`rnea` column is `mass_matrix @ qdd + bias_force` (two calls), and it always "
               "carries a floating base (a 6 + n mass matrix even for fixed-base arms, with an "
-              f"identity base pose). G1 runs batches of {' and '.join(map(str, G1_SIZES))} states.",
+              f"identity base pose). `graph us`: `route=\"graph\"` forced, beside the program "
+              "route where the graph has at most twice `symdyn.jax.GRAPH_MAX` instructions. "
+              f"G1 runs batches of {' and '.join(map(str, G1_SIZES))} states.",
               ""]
     lines += table(["robot", "nv", "algorithm", "route", "batch", "JAX us", "C us", "trace us",
-                    "ADAM us", "JAX/C", "trace/JAX", "ADAM/JAX"], rows)
+                    "ADAM us", "graph us", "JAX/C", "trace/JAX", "ADAM/JAX"], rows)
     lines += ["", f"Within 3x of the C batch: {len(within)} of {len(ratios)} measurements "
               f"({', '.join(_within_summary(ratios))}). Faster than ADAM: "
               f"{sum(1 for r in faster if r[4] > 1)} of {len(faster)} measurements where ADAM has "
