@@ -4,13 +4,14 @@ Per-state time of the jitted, batched symdyn algorithms (``symdyn.jax.compile``,
 ``route="auto"``: the lowered CasADi graph for small models, the recorded program past
 ``symdyn.jax.GRAPH_MAX`` instructions; rnea, crba, coriolis_matrix, christoffel, aba) over batches
 of 1e2..1e5 states, measured side by side (one run, interleaved rounds, medians) with the
-compiled C batch (``symdyn.codegen.build(...).<alg>.batch``, one thread), with the traced route
+compiled C batch (``symdyn.codegen.build(...).<alg>.batch``, one thread; the process pinned to one
+core, ``--cores``), with the traced route
 (``route="trace"``: the algorithm on JAX arrays under ``vmap``) and with ADAM's JAX backend
 (``adam-robotics``, jit + vmap, on the same URDF) where ADAM has the quantity. Then the compile
 time (symdyn's setup + JAX trace + XLA) of every listed algorithm versus model size: serial
 chains and a 35-DoF humanoid (Unitree G1, floating base).
 
-    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--out-dir DIR]
+    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N] [--out-dir DIR]
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
 refuses in one line when JAX sees none; the C batch stays on the CPU.
@@ -18,6 +19,8 @@ refuses in one line when JAX sees none; the C batch stays on the CPU.
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import os
 import re
 import time
 
@@ -213,6 +216,15 @@ def throughput(args, report):
     return rows, ratio_rows
 
 
+def _compile_times_on(cores, args):
+    """compile_times in a fresh process on ``cores`` (the machine's: compiling, XLA emits fusions
+    in parallel, as it does for a user; the throughput runs pinned)."""
+    os.sched_setaffinity(0, cores)
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    return compile_times(args)
+
+
 def compile_times(args):
     import jax
 
@@ -305,10 +317,26 @@ def _within_summary(ratios) -> list[str]:
     return out
 
 
+def _pin(n: int) -> list[int]:
+    """Restrict this process (and the threads it starts later: XLA's) to its first ``n`` cores
+    before JAX starts; returns them."""
+    if n < 1:
+        raise SystemExit(f"bench_jax.py: error: --cores must be >= 1, got {n}")
+    avail = sorted(os.sched_getaffinity(0))
+    cores = avail[:n]
+    os.sched_setaffinity(0, cores)
+    return cores
+
+
 def main():
     p = parser(__doc__)
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--cores", type=int, default=1, metavar="N",
+                   help="CPU cores the process may use (default 1: XLA spreads large fusions "
+                        "over the cores it sees, the C batch runs on one thread)")
     args = p.parse_args()
+    all_cores = sorted(os.sched_getaffinity(0))
+    cores = _pin(args.cores)
     import jax
     jax.config.update("jax_enable_x64", True)
     if args.device == "gpu":
@@ -320,13 +348,18 @@ def main():
     t_start = time.perf_counter()
     notes: list[str] = []
     rows, ratios = throughput(args, notes)
-    crows, g1_total = compile_times(args)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        crows, g1_total = pool.apply(_compile_times_on, (all_cores, args))
     cmd = "python experiments/bench_jax.py" + (" --quick" if args.quick else "") + \
-        (" --device gpu" if args.device == "gpu" else "")
+        (" --device gpu" if args.device == "gpu" else "") + \
+        (f" --cores {args.cores}" if args.cores != 1 else "")
     from symdyn import __version__  # noqa: F401
     lines = header("JAX backend: throughput and jit compile time", cmd, t_start,
                    f"JAX {jax.__version__} on {jax.devices(args.device)[0]} (float64, "
-                   "`jax_enable_x64`).")
+                   f"`jax_enable_x64`). The process is pinned to {len(cores)} CPU core"
+                   f"{'s' if len(cores) > 1 else ''} (`--cores`, cores {cores}): XLA would "
+                   "otherwise spread large fusions over all the cores it sees, while the C batch "
+                   "runs on one thread.")
     within = [r for r in ratios if r[3] <= 3.0]
     faster = [r for r in ratios if np.isfinite(r[4])]
     lines += ["## Per-state time over batches (medians, side by side)", "",
@@ -357,7 +390,9 @@ def main():
               "Seconds of symdyn's setup (route choice; CasADi tracing or recording of the "
               "program) + JAX's trace and lowering + XLA's compile of the batched function of "
               "each algorithm (batch shape 16; one XLA compile per shape), with the route taken "
-              "(g: graph, p: program, t: trace).", ""]
+              f"(g: graph, p: program, t: trace). Measured in a separate process on all "
+              f"{len(all_cores)} cores of the machine (XLA emits fusions in parallel when it "
+              "compiles, as it does for a user).", ""]
     lines += table(["model", "nv", *ALGS, "total s"], crows)
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "
