@@ -282,7 +282,12 @@ def _discussion(ratios, g1_total) -> list[str]:
         "what remains against the C batch is XLA's recomputation of shared subexpressions in "
         "the fusions that use them (the graph is cut into conditionals so that it stays "
         "bounded: `symdyn.codegen.jax_lowering.graph_batch`) and a fixed cost per call "
-        f"(dispatch, conditionals: at 100 states JAX/C is {_range([r[3] for r in small])}).",
+        f"(dispatch, conditionals: at 100 states JAX/C is {_range([r[3] for r in small])}). "
+        "Unpinned, that fixed cost is larger: XLA's CPU client hands each call to a worker "
+        "thread, and on another core the hand-off costs more than a small batch's arithmetic "
+        "(symdyn.jax's docstring: ur5 rnea at 100 states, 0.41 us a state on one core against "
+        "1.1-1.3 on two); from 1e4 states on, XLA's splitting of large fusions over two cores "
+        "gains some of what pinning costs.",
         "- Large batches: from 1000 to 10000 states the graph route's time a state falls "
         f"(JAX/C {_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 10_000])} at 1e4), "
         "at 1e5 states it rises again "
