@@ -411,8 +411,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     row, total = _rows(steps, top, n_inputs, P, kept)
     branches_of: dict[tuple, int] = {}
     lowered: list[tuple[SXLowering, tuple[bool, ...], int]] = []
-    index, consts, reads, starts = [], [], [], []
-    step = iter(steps)
+    index, consts, reads = [], [], []
     for k, at, read, first, n in calls:
         mask = tuple(a is not None for a in at)
         for part in range(max(1, -(-n // P))):
@@ -423,14 +422,13 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
             index.append(branches_of[sig])
             consts.append([a or 0 for a in at])
             reads.append(row[read].tolist())
-            starts.append(int(row[next(step)[1]]))
     n_args = max((len(c) for c in consts), default=0) or 1
     n_rows_in = max((len(r) for r in reads), default=0) or 1
     const_tab = np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32)
     # the workspace rows an instruction reads, gathered before the switch: the switch then
     # carries only them (passing the whole workspace into a conditional copies it every step)
     gather_tab = np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32)
-    start_tab = np.array(starts, np.int32)
+    start_tab = np.array([row[first] for _, first, _ in steps], np.int32)
     index_tab = np.array(index, np.int32)
     constants = np.asarray(prog.constants, float)
 
