@@ -294,7 +294,8 @@ def _discussion(ratios, g1_total) -> list[str]:
         f"({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}): the rows "
         "XLA keeps between its fusions no longer fit in the caches (largest for the nv^3 "
         "Christoffel entries). Running such batches as `lax.map` over chunks of ~8k states was "
-        "measured and not kept: 17 % faster at 1e5 states, 2-3x slower at 1e4.",
+        "measured (unpinned, measured apart) and not kept: 17 % faster at 1e5 states, 2-3x "
+        "slower at 1e4.",
         "- The auto rule's limit (`GRAPH_MAX` = 5000 graph instructions) is set by compile time, "
         "not speed: where the graph was forced beside the program (`graph us`; "
         f"{forced}), it ran {_range(gain)} faster than the program, but G1's rnea and crba "
