@@ -3,7 +3,8 @@
 * route="graph" and route="program" give NumPy's results state by state on the shared tree
   matrix (revolute, prismatic, helical, spherical, floating, planar joints), batched and single.
 * route="auto" takes the graph for small graphs, the program past GRAPH_MAX for the algorithms of
-  PROGRAM_AUTO, the traced route for the others and for unregistered functions.
+  PROGRAM_AUTO, the traced route for the others and for unregistered functions; the program
+  folds the model's constants 0 and +-1 while its kernels stay within FOLD_MAX.
 * Both routes are differentiable: jacfwd of rnea equals IDSVA (coordinates of a tree without
   quaternions), grad of a batched sum goes through the program's scan.
 * The graph cut into bands of a few dependency levels (graph_batch's fusion boundaries) gives the
@@ -114,6 +115,24 @@ def test_auto_route_choice(monkeypatch):
     def my_tau(model, q, qd, qdd, *, backend=None):
         return sd.rnea(model, q, qd, qdd, backend=backend)
     assert sjax.compile(model, my_tau).route == "trace"          # not a registered algorithm
+
+
+def test_program_folds_constants_within_its_budget(monkeypatch):
+    """route="program" folds the model's constants 0 and +-1 into its kernels (UR5: identity
+    tree rotations, zero offsets) while the folded kernels stay within FOLD_MAX instructions,
+    and reads them from the constant table beyond; both give NumPy's numbers."""
+    from symdyn.codegen.functions import exact_rotations
+    model = exact_rotations(sd.load_robot("ur5"))
+    works = {}
+    for fold_max, folded in ((sjax.FOLD_MAX, True), (0, False)):
+        monkeypatch.setattr(sjax, "FOLD_MAX", fold_max)
+        f = sjax.compile(model, "rnea", route="program")
+        stats = sjax._record(f).stats
+        assert stats["fold"] is folded
+        works[folded] = stats["work"]
+        check_against_numpy(model, f, batch_of(model, f), f"ur5 rnea program fold={folded}",
+                            single=folded)
+    assert works[True] < 0.7 * works[False]
 
 
 def test_jacfwd_through_graph_and_program_equals_idsva():

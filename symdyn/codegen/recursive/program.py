@@ -320,11 +320,12 @@ class Recorder:
     """Records one algorithm into a :class:`Program` (see the module docstring)."""
 
     def __init__(self, name: str, cse: bool = True, fuse: int | None = None,
-                 fuse_exact: bool = False):
+                 fuse_exact: bool = False, fold: bool = False):
         self.name = name
         self.cse = cse
         self.fuse = FUSE if fuse is None else fuse
         self.fuse_exact = fuse_exact
+        self.fold = fold
         self.backend = RecordingBackend(self)
         self.kernels: list[Kernel] = []
         self._by_key: dict[Any, int] = {}
@@ -352,6 +353,18 @@ class Recorder:
         self._c_owner.extend([start] * len(values))
         self._c_values.extend(values)
         return CONST_BIT + start
+
+    def _folded(self, ref: Ref) -> Ref:
+        """``ref`` with its table entries that are exactly 0, 1 or -1 as literals (``fold``)."""
+        table = ref.addr >= CONST_BIT
+        if not self.fold or not table.any():
+            return ref
+        addr, lit, sign = ref.addr.copy(), ref.lit.copy(), ref.sign.copy()
+        for idx in zip(*np.nonzero(table)):
+            v = self._c_values[int(addr[idx]) - CONST_BIT] * int(sign[idx])
+            if v in (0.0, 1.0, -1.0):
+                addr[idx], lit[idx], sign[idx] = -1, v + 0.0, 1
+        return Ref(addr, lit, sign)
 
     def _owner(self, addr: int) -> int:
         if addr >= CONST_BIT:
@@ -384,20 +397,21 @@ class Recorder:
             diag = [] if a is None else list(np.diag(np.asarray(a, dtype=float)))
             base = self._alloc_const([*E.reshape(-1), *r, *pi, float(m),
                                       *np.asarray(c, dtype=float).reshape(3), *sym6, *diag])
-            Xtree.append(Transform(Ref((base + np.arange(9)).reshape(3, 3)),
-                                   Ref((base + 9 + np.arange(3)).reshape(3, 1))))
-            I.append(_inertia_ref(base + 12, Ii))
+            f = self._folded
+            Xtree.append(Transform(f(Ref((base + np.arange(9)).reshape(3, 3))),
+                                   f(Ref((base + 9 + np.arange(3)).reshape(3, 1)))))
+            I.append(f(_inertia_ref(base + 12, Ii)))
             o = base + 22
             sym = np.array([[0, 1, 2], [1, 3, 4], [2, 4, 5]])
-            params.append((Ref([[o]]), Ref((o + 1 + np.arange(3)).reshape(3, 1)),
-                           Ref(o + 4 + sym)))
+            params.append((f(Ref([[o]])), f(Ref((o + 1 + np.arange(3)).reshape(3, 1))),
+                           f(Ref(o + 4 + sym))))
             if a is None:
                 arm.append(None)
             else:
                 k = len(diag)
                 addr = np.full((k, k), -1)
                 addr[np.arange(k), np.arange(k)] = o + 10 + np.arange(k)
-                arm.append(Ref(addr))
+                arm.append(f(Ref(addr)))
         a_grav = Ref.literal(np.asarray(num.a_grav, dtype=float).reshape(6, 1))
         self._consts[id(model)] = ModelConstants(tuple(Xtree), tuple(I), a_grav, tuple(params),
                                                  tuple(arm))
@@ -766,14 +780,17 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
            cse: bool = True, fuse: int | None = None, fuse_exact: bool = False,
-           **options) -> Program:
+           fold: bool = False, **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
     :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call; ``fuse_exact``:
     fuse only runs of exactly ``fuse`` calls of kernels with at least ``FUSE_EXACT_MIN_RUNS``
     of them, the rest stay single: one fused variant per frequent kernel instead of one per
-    run length)."""
-    rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact)
+    run length; ``fold``: the model's constants that are exactly 0, 1 or -1 (identity tree
+    rotations, zero offsets, zero products of inertia) become literals of the kernels instead of
+    table entries: kernels specialize on them, so fewer operations run and more kernels are
+    traced)."""
+    rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact, fold=fold)
     refs, inputs = [], []
     for n in input_sizes:
         ref, start = rec.input(n)
@@ -796,7 +813,8 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
                                         for k in prog.used),
                   "work": sum(rec.kernels[k].function.n_instructions()
                               for k, _, _ in prog.instructions),
-                  "workspace": prog.workspace, "n_constants": int(prog.constants.size)}
+                  "workspace": prog.workspace, "n_constants": int(prog.constants.size),
+                  "fold": bool(fold)}
     return prog
 
 
