@@ -293,20 +293,28 @@ def _discussion(ratios, g1_total) -> list[str]:
         "at 1e5 states it rises again "
         f"({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}): the rows "
         "XLA keeps between its fusions no longer fit in the caches (largest for the nv^3 "
-        "Christoffel entries). Running such batches as `lax.map` over chunks of ~8k states was "
-        "measured (unpinned, measured apart) and not kept: 17 % faster at 1e5 states, 2-3x "
-        "slower at 1e4.",
+        "Christoffel entries). Running such batches as `lax.map` over chunks was measured apart "
+        "and not kept: chunks of ~8k states (unpinned) 17 % faster at 1e5 states, 2-3x slower "
+        "at 1e4; pinned, chunks of 512-4096 states (ur5 christoffel, inputs and results "
+        "transposed once outside the loop or not) 1.4-2x slower at 1e4 and at 1e5.",
         "- The auto rule's limit (`GRAPH_MAX` = 5000 graph instructions) is set by compile time, "
         "not speed: where the graph was forced beside the program (`graph us`; "
         f"{forced}), it ran {_range(gain)} faster than the program, but G1's rnea and crba "
-        "graphs (6314, 6563 instructions, ~7 s of XLA each) would take the humanoid past the "
-        "30 s compile budget; `route=\"graph\"` forces it.",
+        "graphs (6314, 6563 instructions, ~7 s of XLA each against ~4 s for their programs) "
+        "would take the humanoid past the 30 s compile budget; `route=\"graph\"` forces it.",
         "- Program route (the models past `symdyn.jax.GRAPH_MAX` instructions): one scan step "
         "per step call of the recorded program (about a hundred to a thousand on G1), each "
         "gathering its argument rows (padded to the largest call's), switching to its kernel "
-        "and writing its P result rows into free rows of the workspace; these per-step array "
-        "operations over the whole batch, not the arithmetic, set its time, so it is the "
-        "slowest per state, and is used for what it bounds: XLA's compile time (below).",
+        "and writing its P result rows into free rows of the workspace. Its time is that array "
+        "traffic over the batch plus the kernels' operations (measured apart, one core, 1000 "
+        "states: a scan of G1 crba's shapes doing only the gathers and writes, 317 steps, "
+        "takes 2.0-2.8 us a state, about 40 % of the program's). The kernels serve every body "
+        "of a kind, its tree transform and inertia read from a table; where the model's "
+        "constants 0 and +-1 are folded into them instead (`symdyn.jax.FOLD_MAX`: the folded "
+        "kernels of G1's rnea and crba stay within it, aba's, coriolis_matrix's and "
+        "christoffel's do not) G1 rnea runs 1.4-1.8x and crba 1.1-1.25x faster than from the "
+        "table (measured apart, interleaved, 100 and 1000 states). It stays the slowest route "
+        "per state and is used for what it bounds: XLA's compile time (below).",
         f"- Compile time: the 35-DoF humanoid's five algorithms take {g1_total:.1f} s here "
         "(target <= 30 s); the traced route, the only one before, took 51 s for rnea + crba + "
         "aba alone (this report of 2026-11-23; coriolis_matrix and christoffel were not "
