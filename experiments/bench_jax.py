@@ -11,10 +11,13 @@ core, ``--cores``), with the traced route
 time (symdyn's setup + JAX trace + XLA) of every listed algorithm versus model size: serial
 chains and a 35-DoF humanoid (Unitree G1, floating base).
 
-    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N] [--out-dir DIR]
+    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N] [--retain-memory]
+                                    [--out-dir DIR]
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
-refuses in one line when JAX sees none; the C batch stays on the CPU.
+refuses in one line when JAX sees none; the C batch stays on the CPU. ``--retain-memory`` calls
+``symdyn.jax.retain_freed_memory()`` first (glibc reuses the buffers XLA allocates for every call;
+the C batch's results come from the same allocator) and writes reports/jax_retained.md.
 """
 from __future__ import annotations
 
@@ -261,7 +264,7 @@ def _range(vals) -> str:
     return f"{min(vals):.1f}-{max(vals):.1f}x" if vals else "-"
 
 
-def _discussion(ratios, g1_total) -> list[str]:
+def _discussion(ratios, g1_total, retained: bool) -> list[str]:
     """What the tables say about the targets, from this run's numbers."""
     out = ["## Discussion", ""]
     for route in ("graph", "program"):
@@ -306,7 +309,8 @@ def _discussion(ratios, g1_total) -> list[str]:
         "per step call of the recorded program (about a hundred to a thousand on G1), each "
         "gathering its argument rows (padded to the largest call's), switching to its kernel "
         "and writing its P result rows into free rows of the workspace. Its time is that array "
-        "traffic over the batch plus the kernels' operations (measured apart, one core, 1000 "
+        "traffic over the batch plus the kernels' operations, and for large results the "
+        "allocation of fresh buffers (next point) (measured apart, one core, 1000 "
         "states: a scan of G1 crba's shapes doing only the gathers and writes, 317 steps, "
         "takes 2.0-2.8 us a state, about 40 % of the program's). The kernels serve every body "
         "of a kind, its tree transform and inertia read from a table; where the model's "
@@ -315,6 +319,16 @@ def _discussion(ratios, g1_total) -> list[str]:
         "christoffel's do not) G1 rnea runs 1.4-1.8x and crba 1.1-1.25x faster than from the "
         "table (measured apart, interleaved, 100 and 1000 states). It stays the slowest route "
         "per state and is used for what it bounds: XLA's compile time (below).",
+        "- Memory: XLA allocates its result and temporary buffers afresh for every call; glibc "
+        "maps the blocks above its mmap threshold (at most 32 MiB) anew each time, and touching "
+        "the fresh pages costs more than the arithmetic where results are large (measured "
+        "apart, one core, glibc's defaults: G1 christoffel, 42875 entries a state, at 100 "
+        "states ~200 us a state, of which the program's scan ~30). "
+        + ("This run called `symdyn.jax.retain_freed_memory()` first, so glibc reuses those "
+           "buffers (and the C batch's results); reports/jax.md is the same run with glibc's "
+           "defaults." if retained else
+           "`symdyn.jax.retain_freed_memory()` makes glibc reuse them (G1 christoffel ~70 us a "
+           "state); reports/jax_retained.md is this run after that call."),
         f"- Compile time: the 35-DoF humanoid's five algorithms take {g1_total:.1f} s here "
         "(target <= 30 s); the traced route, the only one before, took 51 s for rnea + crba + "
         "aba alone (this report of 2026-11-23; coriolis_matrix and christoffel were not "
@@ -348,9 +362,15 @@ def main():
     p.add_argument("--cores", type=int, default=1, metavar="N",
                    help="CPU cores the process may use (default 1: XLA spreads large fusions "
                         "over the cores it sees, the C batch runs on one thread)")
+    p.add_argument("--retain-memory", action="store_true",
+                   help="call symdyn.jax.retain_freed_memory() first; writes jax_retained.md")
     args = p.parse_args()
     all_cores = sorted(os.sched_getaffinity(0))
     cores = _pin(args.cores)
+    if args.retain_memory:
+        import symdyn.jax
+        if not symdyn.jax.retain_freed_memory():
+            raise SystemExit("bench_jax.py: error: --retain-memory needs glibc's malloc")
     import jax
     jax.config.update("jax_enable_x64", True)
     if args.device == "gpu":
@@ -366,14 +386,23 @@ def main():
         crows, g1_total = pool.apply(_compile_times_on, (all_cores, args))
     cmd = "python experiments/bench_jax.py" + (" --quick" if args.quick else "") + \
         (" --device gpu" if args.device == "gpu" else "") + \
-        (f" --cores {args.cores}" if args.cores != 1 else "")
+        (f" --cores {args.cores}" if args.cores != 1 else "") + \
+        (" --retain-memory" if args.retain_memory else "")
     from symdyn import __version__  # noqa: F401
     lines = header("JAX backend: throughput and jit compile time", cmd, t_start,
                    f"JAX {jax.__version__} on {jax.devices(args.device)[0]} (float64, "
                    f"`jax_enable_x64`). The process is pinned to {len(cores)} CPU core"
                    f"{'s' if len(cores) > 1 else ''} (`--cores`, cores {cores}): XLA would "
                    "otherwise spread large fusions over all the cores it sees, while the C batch "
-                   "runs on one thread.")
+                   "runs on one thread. " + (
+                       "Memory: `symdyn.jax.retain_freed_memory()` was called first (glibc's malloc "
+                       "serves blocks below 1 GiB from its heap and keeps what is freed: XLA's "
+                       "per-call buffers and the C batch's results are reused, not mapped "
+                       "afresh); reports/jax.md has the same run with glibc's defaults."
+                       if args.retain_memory else
+                       "Memory: glibc's defaults (what a process gets unless it changes them); "
+                       "reports/jax_retained.md has the same run after "
+                       "`symdyn.jax.retain_freed_memory()`."))
     within = [r for r in ratios if r[3] <= 3.0]
     faster = [r for r in ratios if np.isfinite(r[4])]
     lines += ["## Per-state time over batches (medians, side by side)", "",
@@ -411,11 +440,13 @@ def main():
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "
               f"{'met' if g1_ok else 'missed'}.", ""]
-    lines += _discussion(ratios, g1_total)
+    lines += _discussion(ratios, g1_total, args.retain_memory)
     if args.device == "cpu":
         lines += ["No GPU figures were taken in this run (CPU only); `--device gpu` runs the same "
                   "script on a GPU machine.", ""]
-    path = out_dir(args) / ("jax.md" if args.device == "cpu" else "jax_gpu.md")
+    name = "jax" + ("" if args.device == "cpu" else "_gpu") + \
+        ("_retained" if args.retain_memory else "")
+    path = out_dir(args) / f"{name}.md"
     path.write_text("\n".join(lines) + "\n")
     log(f"wrote {path}")
 

@@ -185,6 +185,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "Issue 16: JAX backend, jitted and vmapped per-state throughput vs the compiled C batch and "
                "ADAM's JAX backend; jit compile times vs model size",
                ("jax.md",), minutes=(15.0, 3.0)),
+    Experiment("jax_retained", "bench_jax.py",
+               "Issue 16: the JAX benchmark after symdyn.jax.retain_freed_memory() (glibc reuses "
+               "the buffers XLA allocates for every call)",
+               ("jax_retained.md",), full_args=("--retain-memory",),
+               quick_args=("--quick", "--retain-memory"), minutes=(15.0, 3.0)),
     Experiment("closed_forms", "closed_forms.py",
                "Issue 14 item 4: structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "

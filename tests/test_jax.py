@@ -13,6 +13,9 @@
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import casadi as ca
 import numpy as np
 import pytest
@@ -339,3 +342,40 @@ def test_float32_is_refused_unless_opted_in():
             sjax.compile(model, "crba")
     finally:
         jax.config.update("jax_enable_x64", True)
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _mapped_bytes() -> int:
+    """glibc's bytes in blocks mapped on their own (mallinfo2().hblkhd)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.mallinfo2.restype = _Mallinfo2
+    return int(libc.mallinfo2().hblkhd)
+
+
+def test_retain_freed_memory_serves_large_blocks_from_the_heap():
+    """retain_freed_memory: a 40 MB block comes from malloc's heap, not a mapping of its own
+    (XLA's per-call buffers are then reused); retain=False restores glibc's 128 KiB threshold,
+    and the same block is mapped again."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name or not hasattr(ctypes.CDLL(libc_name), "mallinfo2"):
+        pytest.skip("needs glibc >= 2.33 (mallinfo2)")
+    n = 5_000_000                                       # 40 MB of float64
+    try:
+        assert sjax.retain_freed_memory() is True
+        before = _mapped_bytes()
+        block = np.ones(n)
+        assert _mapped_bytes() - before < n * 8 // 2
+        del block
+    finally:
+        assert sjax.retain_freed_memory(False) is True
+    before = _mapped_bytes()
+    block = np.ones(n)
+    assert _mapped_bytes() - before >= n * 8
+    del block
+    with pytest.raises(ValueError, match="threshold"):
+        sjax.retain_freed_memory(threshold=0)
