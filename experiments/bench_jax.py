@@ -327,8 +327,9 @@ def _discussion(ratios, g1_total, retained: bool) -> list[str]:
         + ("This run called `symdyn.jax.retain_freed_memory()` first, so glibc reuses those "
            "buffers (and the C batch's results); reports/jax.md is the same run with glibc's "
            "defaults." if retained else
-           "`symdyn.jax.retain_freed_memory()` makes glibc reuse them (G1 christoffel ~70 us a "
-           "state); reports/jax_retained.md is this run after that call."),
+           "`symdyn.jax.retain_freed_memory()` makes glibc reuse them (G1 christoffel, fresh "
+           "process: ~225 -> ~72-89 us a state); reports/jax_retained.md is this run after "
+           "that call."),
         f"- Compile time: the 35-DoF humanoid's five algorithms take {g1_total:.1f} s here "
         "(target <= 30 s); the traced route, the only one before, took 51 s for rnea + crba + "
         "aba alone (this report of 2026-11-23; coriolis_matrix and christoffel were not "
@@ -396,9 +397,10 @@ def main():
                    "otherwise spread large fusions over all the cores it sees, while the C batch "
                    "runs on one thread. " + (
                        "Memory: `symdyn.jax.retain_freed_memory()` was called first (glibc's malloc "
-                       "serves blocks below 1 GiB from its heap and keeps what is freed: XLA's "
-                       "per-call buffers and the C batch's results are reused, not mapped "
-                       "afresh); reports/jax.md has the same run with glibc's defaults."
+                       "serves blocks below 1 GiB from its main heap for every thread and keeps "
+                       "what is freed: XLA's per-call buffers and the C batch's results are "
+                       "reused, not mapped afresh); reports/jax.md has the same run with glibc's "
+                       "defaults."
                        if args.retain_memory else
                        "Memory: glibc's defaults (what a process gets unless it changes them); "
                        "reports/jax_retained.md has the same run after "

@@ -60,13 +60,14 @@ small batches in a loop gains from running on one core (``taskset -c 0 python ..
 (XLA splits large fusions over the cores it sees).
 
 Large results on a CPU. XLA allocates its result and temporary buffers afresh for every call;
-glibc maps blocks above its mmap threshold (at most 32 MiB) anew each time, and the page faults
-of touching them cost more than the computation when the results are large: G1 christoffel
-(42875 entries a state) at 100 states, ~200 us a state of which the scan is ~30;
-:func:`retain_freed_memory` (once, process-wide) makes glibc reuse them: ~70 us. UR5 christoffel
-at 1e4 states 0.89 -> 0.32 us a state (C batch 0.14, unchanged), crba at 1e5 0.24 -> 0.17
-(measured one core, interleaved with the C batch; ``MALLOC_MMAP_THRESHOLD_`` and
-``MALLOC_TRIM_THRESHOLD_`` in the environment do the same from the process's start).
+glibc maps blocks above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks
+above 64 MiB from a worker thread's arena always) anew each time, and the page faults of
+touching them cost more than the computation when the results are large: G1 christoffel (42875
+entries a state), fresh process, one core: ~225 us a state at 100 and at 1000 states, of which
+the program's scan is ~30; after :func:`retain_freed_memory` (once, process-wide) glibc reuses
+them: ~89 and ~72 (thresholds alone: 89 and 202). UR5 christoffel at 1e4 states 0.89 -> 0.32
+us a state, the C batch 0.14 either way (interleaved). reports/jax_retained.md has the
+benchmark after the call.
 
 Precision. JAX computes in float32 unless ``jax.config.update("jax_enable_x64", True)`` was called
 before creating arrays. symdyn does not change that global setting on import; it refuses float32
@@ -119,16 +120,19 @@ def allow_float32(allow: bool = True) -> None:
     get_backend("jax").allow_float32(allow)
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3         # glibc's mallopt parameters
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8   # glibc's mallopt parameters
 _GLIBC_DEFAULT_THRESHOLD = 128 * 1024
 
 
 def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
     """Let glibc's ``malloc`` serve blocks below ``threshold`` bytes from its heap and keep what
-    is freed (``mallopt`` of ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD``), so that the buffers
-    XLA allocates for every call are reused instead of mapped afresh (see "Large results" in
-    the module docstring). Process-wide: the process keeps its peak memory. ``retain=False``
-    sets both thresholds back to glibc's initial 128 KiB (its dynamic threshold stays off).
+    is freed (``mallopt`` of ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD``), for every thread
+    from the main heap (``M_ARENA_MAX`` = 1: a thread's own arena maps blocks above 64 MiB
+    whatever the threshold, and XLA allocates on its worker threads), so that the buffers XLA
+    allocates for every call are reused instead of mapped afresh (see "Large results" in the
+    module docstring). Process-wide: the process keeps its peak memory, and threads allocating
+    at once share one arena. ``retain=False`` sets both thresholds back to glibc's initial
+    128 KiB (its dynamic threshold stays off) and the arena limit to its default.
     Returns ``False``, changing nothing, where the C library is not glibc."""
     import ctypes
     import ctypes.util
@@ -144,7 +148,8 @@ def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
         raise ValueError(f"threshold must be in [1, 2**31 - 1] bytes, got {threshold}")
     value = int(threshold) if retain else _GLIBC_DEFAULT_THRESHOLD
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, value)) and bool(mallopt(_M_TRIM_THRESHOLD, value))
+    return all([bool(mallopt(_M_MMAP_THRESHOLD, value)), bool(mallopt(_M_TRIM_THRESHOLD, value)),
+                bool(mallopt(_M_ARENA_MAX, 1 if retain else 0))])
 
 
 def _resolve(algorithm) -> tuple[str, Callable]:
