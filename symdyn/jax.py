@@ -139,6 +139,8 @@ def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
     Returns ``False``, changing nothing, where the C library is not glibc."""
     import ctypes
     import ctypes.util
+    if threshold < 1 or threshold > 2 ** 31 - 1:
+        raise ValueError(f"threshold must be in [1, 2**31 - 1] bytes, got {threshold}")
     if not ctypes.util.find_library("c"):
         return False
     try:
@@ -147,8 +149,6 @@ def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
         libc.gnu_get_libc_version                       # glibc only
     except (OSError, AttributeError):
         return False
-    if threshold < 1 or threshold > 2 ** 31 - 1:
-        raise ValueError(f"threshold must be in [1, 2**31 - 1] bytes, got {threshold}")
     value = int(threshold) if retain else _GLIBC_DEFAULT_THRESHOLD
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return all([bool(mallopt(_M_MMAP_THRESHOLD, value)), bool(mallopt(_M_TRIM_THRESHOLD, value)),
