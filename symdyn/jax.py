@@ -109,9 +109,10 @@ PROGRAM_AUTO = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector", "c
 # route="program": the model's constants that are exactly 0 or +-1 (identity tree rotations,
 # zero offsets and products of inertia) folded into the kernels, which then specialize on them,
 # while the folded kernels hold at most FOLD_MAX SX instructions in all; beyond, the constants
-# are read from the table. G1 (interleaved, 1000 states, one core): rnea 1.6x and crba 1.2x
-# faster a state folded, their kernels 2275 -> 4719 and 1458 -> 3894 instructions; XLA compiles
-# each kernel once, ~1 s per 1000 instructions on 2 cores (aba: 7106 -> 13823, not folded)
+# are read from the table. G1 (interleaved, one core, 100 / 1000 states): rnea 1.39x / 1.81x
+# and crba 1.10x / 1.25x faster a state folded, their kernels 2275 -> 4696 and 1458 -> 3871
+# instructions; XLA compiles each kernel once, ~1 s per 1000 instructions on 2 cores (aba:
+# 7106 -> 13800, not folded)
 FOLD_MAX = GRAPH_MAX
 
 _QUATERNION_TOL = 1e-6
