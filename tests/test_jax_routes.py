@@ -170,6 +170,37 @@ def test_banded_graph_equals_one_band():
     close(one[0], np.stack(ref), what="crba graph")
 
 
+def _elementwise_hlo_operations(f, min_cone, monkeypatch) -> int:
+    """Arithmetic operations in XLA's optimized code of ``graph_batch(f)`` for 2048 states
+    (compiled, not run) with shared values of cones of ``min_cone`` operations kept."""
+    import re
+    monkeypatch.setattr(jax_lowering, "SHARED_MIN", min_cone)
+    shapes = [tuple(f.size_out(i)) for i in range(f.n_out())]
+    xs = [jnp.zeros((2048, f.size1_in(i))) for i in range(f.n_in())]
+    text = jax.jit(jax_lowering.graph_batch(f, shapes)).lower(*xs).compile().as_text()
+    return len(re.findall(r"= f64\[2048\]\S* (?:multiply|add|subtract|divide|negate)\(", text))
+
+
+def test_shared_values_are_computed_once(monkeypatch):
+    """XLA duplicates cheap producers into each fusion using them; the lowering keeps the shared
+    values of larger cones (a division by a one XLA cannot fold), so the optimized code holds
+    about the graph's own operations, not a multiple of them, and gives the same numbers."""
+    model = sd.load_robot("ur5")
+    f = casadi_function(model, "coriolis_matrix", layout="numpy")
+    low = jax_lowering.SXLowering(f)
+    assert low.shared(2048) and all(low.code[k][0] >= 0 for k in low.shared(2048))
+    assert len(low.shared(10)) < len(low.shared(2048))    # small batches: larger cones only
+    kept = _elementwise_hlo_operations(f, jax_lowering.SHARED_MIN, monkeypatch)
+    recomputed = _elementwise_hlo_operations(f, 10 ** 9, monkeypatch)
+    assert kept <= 1.5 * f.n_instructions() < recomputed, (kept, f.n_instructions(), recomputed)
+    monkeypatch.setattr(jax_lowering, "SHARED_MIN", 4)
+    monkeypatch.setattr(jax_lowering, "SHARED_WORK", 0)    # every batch as a large one
+    c = sjax.compile(model, "coriolis_matrix", route="graph")
+    Q, QD = batch_of(model, c)
+    for got, s in zip(c(Q, QD)[2], range(len(Q))):
+        close(got, sd.coriolis_matrix(model, Q[s], QD[s])[2], what=f"C state {s}")
+
+
 def test_lowering_of_single_operations():
     x = ca.SX.sym("x", 2)
     f = ca.Function("f", [x], [ca.erf(x[0]) + x[1]])
