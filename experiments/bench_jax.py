@@ -38,6 +38,8 @@ TRACED_MAX_NV = 10       # the traced route is measured beside on the small robo
 # compile of coriolis_matrix / christoffel takes minutes at nv = 35)
 OUT_BYTES = 4e8          # cap a batch so that its results stay below ~400 MB
 G1_SIZES = (100, 1000)   # g1 per-state times are 1-400 us: larger batches add minutes, no news
+COMPILE_BATCH = 4096     # compile times for this batch shape: the lowering keeps shared values
+# on large batches (symdyn.codegen.jax_lowering.SHARED_WORK), so the code depends on the shape
 
 
 def _args(model, names, n, rng):
@@ -244,7 +246,7 @@ def compile_times(args):
         for alg in ALGS:
             t0 = time.perf_counter()
             f = sjax.compile(model, alg)                       # route choice, CasADi / recording
-            shapes = [jax.ShapeDtypeStruct((16, n), np.float64) for n in f.sizes]
+            shapes = [jax.ShapeDtypeStruct((COMPILE_BATCH, n), np.float64) for n in f.sizes]
             t1 = time.perf_counter()
             lowered = f.batch.lower(*shapes)                   # JAX trace + lowering
             t2 = time.perf_counter()
@@ -434,7 +436,9 @@ def main():
     lines += ["## Compile time versus model size", "",
               "Seconds of symdyn's setup (route choice; CasADi tracing or recording of the "
               "program) + JAX's trace and lowering + XLA's compile of the batched function of "
-              "each algorithm (batch shape 16; one XLA compile per shape), with the route taken "
+              f"each algorithm (batch shape {COMPILE_BATCH}; one XLA compile per shape: the graph "
+              "route keeps shared values on large batches, a different code from small ones), "
+              "with the route taken "
               f"(g: graph, p: program, t: trace). Measured in a separate process on all "
               f"{len(all_cores)} cores of the machine (XLA emits fusions in parallel when it "
               "compiles, as it does for a user).", ""]
