@@ -93,12 +93,14 @@ __all__ = ["FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", 
 
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
-# recorded program where the algorithm has one. XLA's compile time of the graph grows faster than
-# linearly (2 shared cores: ur5 aba 1.5k instructions 0.9 s, serial_chain(20) crba 3.5k 5 s,
-# aba 6.8k 18 s; the programs 1-7 s at any size); a program recording more than GRAPH_MAX_WORK
-# operations per state is not traced unrolled at all (the unrolled graph has at least ~0.2x
-# the recorded work).
-GRAPH_MAX = 5000
+# recorded program where the algorithm has one. The limit is set by XLA's compile time (batch of
+# 4096 states, 2 shared cores, with the graph's shared values kept: panda coriolis_matrix 3.5k
+# instructions 3.5 s, panda christoffel 6.3k 6.0 s, g1 rnea 6.3k 5.8 s, g1 crba 6.6k 4.6 s,
+# serial_chain(10) aba 8.2k 7.1 s, christoffel 16k 9.5 s, serial_chain(20) aba 17k 18 s; the
+# programs 3.5-7.5 s at any size): up to GRAPH_MAX a graph compiles in about a program's time
+# and runs 1.1-3x faster. A program recording more than GRAPH_MAX_WORK operations per state is
+# not traced unrolled at all (the unrolled graph has at least ~0.2x the recorded work).
+GRAPH_MAX = 7000
 GRAPH_MAX_WORK = 5 * GRAPH_MAX
 # the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
 # (IDSVA's pair products, the AZA column chunks: 11-DoF floating tree, rnea_derivatives 11 s and
@@ -113,7 +115,7 @@ PROGRAM_AUTO = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector", "c
 # and crba 1.10x / 1.25x faster a state folded, their kernels 2275 -> 4696 and 1458 -> 3871
 # instructions; XLA compiles each kernel once, ~1 s per 1000 instructions on 2 cores (aba:
 # 7106 -> 13800, not folded)
-FOLD_MAX = GRAPH_MAX
+FOLD_MAX = 5000
 
 _QUATERNION_TOL = 1e-6
 _STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); others: length nv
