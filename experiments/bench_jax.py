@@ -308,9 +308,12 @@ def _discussion(ratios, g1_total, retained: bool) -> list[str]:
         "at 1e4; pinned, chunks of 512-4096 states (ur5 christoffel, inputs and results "
         "transposed once outside the loop or not) 1.4-2x slower at 1e4 and at 1e5.",
         f"- The auto rule's limit (`GRAPH_MAX` = {sjax.GRAPH_MAX} graph instructions) is set by "
-        "compile time, not speed: up to it a graph (its shared values kept) compiles in about "
-        "a program's time (G1 rnea 6314 and crba 6563 instructions: 4-6 s, table below), "
-        "beyond it XLA's time grows past the programs' (symdyn.jax's comment at GRAPH_MAX: "
+        "compile time, not speed: graphs (their shared values kept) to ~7000 instructions "
+        "compile in about a program's time (G1 rnea 6314 and crba 6563 instructions: 5.7 and "
+        "4.6 s of XLA against ~4 s for their programs), but with both as graphs G1's five "
+        "algorithms took 30.7 s (a run of this script at ba2af3a with `GRAPH_MAX` = 7000: "
+        "G1 rnea 1.9-2.4x and crba 2.4-3.1x of the C batch), past the 30 s budget; larger "
+        "graphs take longer than any program (symdyn.jax's comment at GRAPH_MAX: "
         "serial_chain(20) aba, 17k instructions, 18 s). Where the graph was forced beside the "
         f"program (`graph us`; {forced}) it ran {_range(gain)} faster than the program; "
         "`route=\"graph\"` forces it.",

@@ -97,10 +97,14 @@ ROUTES = ("auto", "trace", "graph", "program")
 # 4096 states, 2 shared cores, with the graph's shared values kept: panda coriolis_matrix 3.5k
 # instructions 3.5 s, panda christoffel 6.3k 6.0 s, g1 rnea 6.3k 5.8 s, g1 crba 6.6k 4.6 s,
 # serial_chain(10) aba 8.2k 7.1 s, christoffel 16k 9.5 s, serial_chain(20) aba 17k 18 s; the
-# programs 3.5-7.5 s at any size): up to GRAPH_MAX a graph compiles in about a program's time
-# and runs 1.1-3x faster. A program recording more than GRAPH_MAX_WORK operations per state is
-# not traced unrolled at all (the unrolled graph has at least ~0.2x the recorded work).
-GRAPH_MAX = 7000
+# programs 3.5-7.5 s at any size). Graphs to ~7000 instructions compile in about a program's
+# time and run faster (G1 rnea 1.9-2.4x, crba 2.4-3.1x of the C batch against 2.6-3.2x and
+# 7.9-9.7x as programs), but with G1's rnea and crba as graphs its five algorithms took 30.7 s
+# to compile (reports/jax.md's setup, 2026-11-25), past the 30 s budget: the limit stays below
+# them, and route="graph" takes them. A program recording more than GRAPH_MAX_WORK operations
+# per state is not traced unrolled at all (the unrolled graph has at least ~0.2x the recorded
+# work).
+GRAPH_MAX = 5000
 GRAPH_MAX_WORK = 5 * GRAPH_MAX
 # the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
 # (IDSVA's pair products, the AZA column chunks: 11-DoF floating tree, rnea_derivatives 11 s and
