@@ -67,10 +67,11 @@ entries a state), fresh process, one core: ~225 us a state at 100 and at 1000 st
 the program's scan is ~30; after :func:`retain_freed_memory` (once, process-wide) glibc reuses
 them: ~89 and ~72 (thresholds alone: 89 and 202). UR5 christoffel at 1e4 states 0.89 -> 0.32
 us a state, the C batch 0.14 either way (interleaved). reports/jax_retained.md has the
-benchmark after the call: from 1e4 states on it gains (1e5 states: UR5 within 1.4-2.1x of the C
-batch, 3.5-7.8x with glibc's defaults), while its 100-state cells ran slower than in the default
-run (UR5 2.8-3.9x against 2.4-2.8x; G1 aba 4.7x -> 21x, which a separate check did not
-reproduce: 10.3 -> 11.3 us a state): a call for processes that evaluate large batches.
+benchmark after the call: from 1e4 states on it gains (run of 2026-11-25 at b78d600, 1e5 states:
+UR5 within 1.8-2.5x of the C batch, 4.4-8.0x with glibc's defaults), while its 100-state cells
+ran slower than in the default run (UR5 2.8-3.8x against 2.5-2.9x; G1 aba 4.7x -> 18x, in two
+runs, which a separate check of G1 aba alone did not reproduce: 10.3 -> 11.3 us a state): a
+call for processes that evaluate large batches.
 
 Precision. JAX computes in float32 unless ``jax.config.update("jax_enable_x64", True)`` was called
 before creating arrays. symdyn does not change that global setting on import; it refuses float32
