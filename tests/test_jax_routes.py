@@ -8,12 +8,15 @@
 * Both routes are differentiable: jacfwd of rnea equals IDSVA (coordinates of a tree without
   quaternions), grad of a batched sum goes through the program's scan.
 * The graph cut into bands of a few dependency levels (graph_batch's fusion boundaries) gives the
-  same numbers as one band; an operation without a lowering is a LoweringError, and "auto" then
-  traces.
+  same numbers as one band; its shared values are kept on large batches, so XLA's optimized code
+  holds about the graph's operations, not the multiple its fusion would recompute; an
+  operation without a lowering is a LoweringError, and "auto" then traces.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
 from __future__ import annotations
+
+import re
 
 import casadi as ca
 import numpy as np
@@ -173,7 +176,6 @@ def test_banded_graph_equals_one_band():
 def _elementwise_hlo_operations(f, min_cone, monkeypatch) -> int:
     """Arithmetic operations in XLA's optimized code of ``graph_batch(f)`` for 2048 states
     (compiled, not run) with shared values of cones of ``min_cone`` operations kept."""
-    import re
     monkeypatch.setattr(jax_lowering, "SHARED_MIN", min_cone)
     shapes = [tuple(f.size_out(i)) for i in range(f.n_out())]
     xs = [jnp.zeros((2048, f.size1_in(i))) for i in range(f.n_in())]
