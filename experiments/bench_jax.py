@@ -11,13 +11,16 @@ core, ``--cores``), with the traced route
 time (symdyn's setup + JAX trace + XLA) of every listed algorithm versus model size: serial
 chains and a 35-DoF humanoid (Unitree G1, floating base).
 
-    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N] [--retain-memory]
-                                    [--out-dir DIR]
+    python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N]
+                                    [--retain-memory | --huge-pages] [--out-dir DIR]
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
 refuses in one line when JAX sees none; the C batch stays on the CPU. ``--retain-memory`` calls
 ``symdyn.jax.retain_freed_memory()`` first (glibc reuses the buffers XLA allocates for every call;
 the C batch's results come from the same allocator) and writes reports/jax_retained.md.
+``--huge-pages`` runs the script again with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc >=
+2.35 then asks for transparent huge pages for the blocks it maps, as NumPy does for its large
+arrays) and writes reports/jax_hugepages.md.
 """
 from __future__ import annotations
 
@@ -266,7 +269,7 @@ def _range(vals) -> str:
     return f"{min(vals):.1f}-{max(vals):.1f}x" if vals else "-"
 
 
-def _discussion(ratios, g1_total, retained: bool) -> list[str]:
+def _discussion(ratios, g1_total, memory: str) -> list[str]:
     """What the tables say about the targets, from this run's numbers."""
     import symdyn.jax as sjax
     out = ["## Discussion", ""]
@@ -300,13 +303,14 @@ def _discussion(ratios, g1_total, retained: bool) -> list[str]:
         "gains some of what pinning costs.",
         "- Large batches: from 1000 to 10000 states the graph route's time a state falls "
         f"(JAX/C {_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 10_000])} at 1e4), "
-        "at 1e5 states it rises again "
-        f"({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}): the rows "
-        "XLA keeps between its fusions no longer fit in the caches (largest for the nv^3 "
-        "Christoffel entries). Running such batches as `lax.map` over chunks was measured apart "
-        "and not kept: chunks of ~8k states (unpinned) 17 % faster at 1e5 states, 2-3x slower "
-        "at 1e4; pinned, chunks of 512-4096 states (ur5 christoffel, inputs and results "
-        "transposed once outside the loop or not) 1.4-2x slower at 1e4 and at 1e5.",
+        f"at 1e5 states ({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}"
+        ") the batch runs as a loop over chunks of ~4096 states (`symdyn.codegen.jax_lowering."
+        "in_chunks`, from four chunks on; programs: ~1024 states from 4096 on), so that the rows "
+        "XLA keeps between its fusions stay in the caches (measured apart, one core, glibc's "
+        "defaults, 1e5 states, us a state in one pass -> in chunks: ur5 rnea 0.44 -> 0.20, aba "
+        "0.81 -> 0.26, coriolis_matrix 0.68 -> 0.32; panda aba 1.30 -> 0.43; at 1e4 chunks "
+        "gained nothing). What remains there is writing the results into fresh memory (next "
+        "points but one).",
         f"- The auto rule's limit (`GRAPH_MAX` = {sjax.GRAPH_MAX} graph instructions) is set by "
         "compile time, not speed: graphs (their shared values kept) to ~7000 instructions "
         "compile in about a program's time (G1 rnea 6314 and crba 6563 instructions: 5.7 and "
@@ -335,18 +339,63 @@ def _discussion(ratios, g1_total, retained: bool) -> list[str]:
         "maps the blocks above its mmap threshold (at most 32 MiB) anew each time, and touching "
         "the fresh pages costs more than the arithmetic where results are large (measured "
         "apart, one core, glibc's defaults: G1 christoffel, 42875 entries a state, at 100 "
-        "states ~200 us a state, of which the program's scan ~30). "
-        + ("This run called `symdyn.jax.retain_freed_memory()` first, so glibc reuses those "
-           "buffers (and the C batch's results); reports/jax.md is the same run with glibc's "
-           "defaults." if retained else
-           "`symdyn.jax.retain_freed_memory()` makes glibc reuse them (G1 christoffel, fresh "
-           "process: ~225 -> ~72-89 us a state); reports/jax_retained.md is this run after "
-           "that call."),
+        "states ~200 us a state, of which the program's scan ~30). The C batch's results are "
+        "NumPy arrays, for which NumPy asks for transparent huge pages (a 65 MB array written "
+        "once: 3.8 ms, 21 ms without). Two ways around it, each a report of its own: "
+        "`symdyn.jax.retain_freed_memory()` makes glibc reuse the buffers (G1 christoffel, "
+        "fresh process: ~225 -> ~72-89 us a state; reports/jax_retained.md), "
+        "`GLIBC_TUNABLES=glibc.malloc.hugetlb=1` in the environment makes glibc ask for huge "
+        "pages too (179-203 -> 84-89 us a state; reports/jax_hugepages.md). "
+        + _MEMORY_RUN[memory],
         f"- Compile time: the 35-DoF humanoid's five algorithms take {g1_total:.1f} s here "
         "(target <= 30 s); the traced route, the only one before, took 51 s for rnea + crba + "
         "aba alone (this report of 2026-11-23; coriolis_matrix and christoffel were not "
         "compiled, minutes each).", ""]
     return out
+
+
+_MEMORY_RUN = {
+    "default": "This run: glibc's defaults (what a process gets unless it changes them).",
+    "retained": "This run called `symdyn.jax.retain_freed_memory()` first, so glibc reuses "
+                "those buffers (and the C batch's results); reports/jax.md is the same run with "
+                "glibc's defaults.",
+    "hugepages": "This run had `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`: glibc's mapped blocks "
+                 "(XLA's buffers, the C batch's results) on transparent huge pages; reports/"
+                 "jax.md is the same run with glibc's defaults."}
+_MEMORY_HEADER = {
+    "default": "Memory: glibc's defaults (what a process gets unless it changes them); "
+               "reports/jax_retained.md has the same run after "
+               "`symdyn.jax.retain_freed_memory()`, reports/jax_hugepages.md with "
+               "`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`.",
+    "retained": "Memory: `symdyn.jax.retain_freed_memory()` was called first (glibc's malloc "
+                "serves blocks below 1 GiB from its main heap for every thread and keeps what "
+                "is freed: XLA's per-call buffers and the C batch's results are reused, not "
+                "mapped afresh); reports/jax.md has the same run with glibc's defaults.",
+    "hugepages": "Memory: `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc asks for transparent "
+                 "huge pages for the blocks it maps: XLA's per-call buffers fault once per 2 MiB, "
+                 "not per 4 KiB, as NumPy's large arrays do); reports/jax.md has the same run "
+                 "with glibc's defaults."}
+_HUGETLB = "glibc.malloc.hugetlb=1"
+
+
+def _huge_pages() -> None:
+    """Run this script again with glibc's ``hugetlb`` tunable (read at process start only)."""
+    import ctypes
+    import ctypes.util
+    import sys
+    try:
+        version = ctypes.CDLL(ctypes.util.find_library("c")).gnu_get_libc_version
+        version.restype = ctypes.c_char_p
+        major, minor = (int(v) for v in version().decode().split(".")[:2])
+    except (OSError, AttributeError, TypeError, ValueError):
+        raise SystemExit("bench_jax.py: error: --huge-pages needs glibc's malloc") from None
+    if (major, minor) < (2, 35):
+        raise SystemExit(f"bench_jax.py: error: --huge-pages needs glibc >= 2.35 (its "
+                         f"glibc.malloc.hugetlb tunable), this is {major}.{minor}")
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if _HUGETLB not in tunables.split(":"):
+        env = dict(os.environ, GLIBC_TUNABLES=":".join(t for t in (tunables, _HUGETLB) if t))
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
 
 
 def _within_summary(ratios) -> list[str]:
@@ -375,9 +424,17 @@ def main():
     p.add_argument("--cores", type=int, default=1, metavar="N",
                    help="CPU cores the process may use (default 1: XLA spreads large fusions "
                         "over the cores it sees, the C batch runs on one thread)")
-    p.add_argument("--retain-memory", action="store_true",
-                   help="call symdyn.jax.retain_freed_memory() first; writes jax_retained.md")
+    memory = p.add_mutually_exclusive_group()
+    memory.add_argument("--retain-memory", action="store_true",
+                        help="call symdyn.jax.retain_freed_memory() first; writes "
+                             "jax_retained.md")
+    memory.add_argument("--huge-pages", action="store_true",
+                        help="run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1; writes "
+                             "jax_hugepages.md")
     args = p.parse_args()
+    if args.huge_pages:
+        _huge_pages()                              # returns once the tunable is set
+    mode = "retained" if args.retain_memory else "hugepages" if args.huge_pages else "default"
     all_cores = sorted(os.sched_getaffinity(0))
     cores = _pin(args.cores)
     if args.retain_memory:
@@ -400,23 +457,15 @@ def main():
     cmd = "python experiments/bench_jax.py" + (" --quick" if args.quick else "") + \
         (" --device gpu" if args.device == "gpu" else "") + \
         (f" --cores {args.cores}" if args.cores != 1 else "") + \
-        (" --retain-memory" if args.retain_memory else "")
+        (" --retain-memory" if args.retain_memory else "") + \
+        (" --huge-pages" if args.huge_pages else "")
     from symdyn import __version__  # noqa: F401
     lines = header("JAX backend: throughput and jit compile time", cmd, t_start,
                    f"JAX {jax.__version__} on {jax.devices(args.device)[0]} (float64, "
                    f"`jax_enable_x64`). The process is pinned to {len(cores)} CPU core"
                    f"{'s' if len(cores) > 1 else ''} (`--cores`, cores {cores}): XLA would "
                    "otherwise spread large fusions over all the cores it sees, while the C batch "
-                   "runs on one thread. " + (
-                       "Memory: `symdyn.jax.retain_freed_memory()` was called first (glibc's malloc "
-                       "serves blocks below 1 GiB from its main heap for every thread and keeps "
-                       "what is freed: XLA's per-call buffers and the C batch's results are "
-                       "reused, not mapped afresh); reports/jax.md has the same run with glibc's "
-                       "defaults."
-                       if args.retain_memory else
-                       "Memory: glibc's defaults (what a process gets unless it changes them); "
-                       "reports/jax_retained.md has the same run after "
-                       "`symdyn.jax.retain_freed_memory()`."))
+                   "runs on one thread. " + _MEMORY_HEADER[mode])
     within = [r for r in ratios if r[3] <= 3.0]
     faster = [r for r in ratios if np.isfinite(r[4])]
     lines += ["## Per-state time over batches (medians, side by side)", "",
@@ -456,12 +505,12 @@ def main():
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "
               f"{'met' if g1_ok else 'missed'}.", ""]
-    lines += _discussion(ratios, g1_total, args.retain_memory)
+    lines += _discussion(ratios, g1_total, mode)
     if args.device == "cpu":
         lines += ["No GPU figures were taken in this run (CPU only); `--device gpu` runs the same "
                   "script on a GPU machine.", ""]
     name = "jax" + ("" if args.device == "cpu" else "_gpu") + \
-        ("_retained" if args.retain_memory else "")
+        ("" if mode == "default" else f"_{mode}")
     path = out_dir(args) / f"{name}.md"
     path.write_text("\n".join(lines) + "\n")
     log(f"wrote {path}")

@@ -190,6 +190,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "the buffers XLA allocates for every call)",
                ("jax_retained.md",), full_args=("--retain-memory",),
                quick_args=("--quick", "--retain-memory"), minutes=(15.0, 3.0)),
+    Experiment("jax_hugepages", "bench_jax.py",
+               "Issue 16: the JAX benchmark with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc "
+               "maps XLA's per-call buffers on transparent huge pages, as NumPy does its arrays)",
+               ("jax_hugepages.md",), full_args=("--huge-pages",),
+               quick_args=("--quick", "--huge-pages"), minutes=(15.0, 3.0)),
     Experiment("closed_forms", "closed_forms.py",
                "Issue 14 item 4: structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "

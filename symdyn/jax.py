@@ -59,19 +59,28 @@ small batches in a loop gains from running on one core (``taskset -c 0 python ..
 ``os.sched_setaffinity(0, {0})`` before importing JAX); large batches gain a little from more
 (XLA splits large fusions over the cores it sees).
 
-Large results on a CPU. XLA allocates its result and temporary buffers afresh for every call;
-glibc maps blocks above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks
-above 64 MiB from a worker thread's arena always) anew each time, and the page faults of
-touching them cost more than the computation when the results are large: G1 christoffel (42875
-entries a state), fresh process, one core: ~225 us a state at 100 and at 1000 states, of which
-the program's scan is ~30; after :func:`retain_freed_memory` (once, process-wide) glibc reuses
-them: ~89 and ~72 (thresholds alone: 89 and 202). UR5 christoffel at 1e4 states 0.89 -> 0.32
-us a state, the C batch 0.14 either way (interleaved). reports/jax_retained.md has the
-benchmark after the call: from 1e4 states on it gains (run of 2026-11-25 at b78d600, 1e5 states:
-UR5 within 1.8-2.5x of the C batch, 4.4-8.0x with glibc's defaults), while its 100-state cells
-ran slower than in the default run (UR5 2.8-3.8x against 2.5-2.9x; G1 aba 4.7x -> 18x, in two
-runs, which a separate check of G1 aba alone did not reproduce: 10.3 -> 11.3 us a state): a
-call for processes that evaluate large batches.
+Large batches on a CPU. From four chunks on, a batch runs as a loop over chunks of ~4096 states
+(graph route) or ~1024 (program route), each written in place into the results, so that XLA's
+temporaries are those of one chunk and stay in the caches (one core, 1e5 states, us a state:
+UR5 rnea 0.44 -> 0.20, Panda aba 1.30 -> 0.43; G1 crba program at 1e4 states 12.9 -> 9.1).
+
+Large results on a CPU. XLA allocates its result buffers afresh for every call; glibc maps blocks
+above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks above 64 MiB from a
+worker thread's arena always) anew each time, and the page faults of touching them cost more
+than the computation when the results are large: G1 christoffel (42875 entries a state), fresh
+process, one core: ~180-225 us a state at 100 and at 1000 states, of which the program's scan is
+~30. NumPy asks for transparent huge pages for its large arrays (the C batch's results), glibc
+does not unless told. Two remedies, both process-wide:
+
+* ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` in the environment of the process (glibc >= 2.35;
+  read at start-up only; the kernel's transparent_hugepage setting ``madvise`` or ``always``):
+  glibc's mapped blocks on transparent huge pages, one fault per 2 MiB instead of per 4 KiB. G1 christoffel 179 / 203 -> 89 / 84 us a state at 100 / 1000 states;
+  1e5 states: Panda crba 0.49 -> 0.30 (the C batch 0.12), UR5 christoffel 0.95 -> 0.39 (0.21).
+* :func:`retain_freed_memory` (once, from Python): glibc reuses the freed buffers instead of
+  mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72.
+
+reports/jax_hugepages.md and reports/jax_retained.md are the benchmark run each way,
+reports/jax.md with glibc's defaults.
 
 Precision. JAX computes in float32 unless ``jax.config.update("jax_enable_x64", True)`` was called
 before creating arrays. symdyn does not change that global setting on import; it refuses float32
@@ -392,12 +401,14 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
 
     if route == "graph":
         fn = jax_lowering.graph_function(lowered_from, shapes)
-        fb = jax_lowering.graph_batch(lowered_from, shapes)
+        fb = jax_lowering.in_chunks(jax_lowering.graph_batch(lowered_from, shapes), shapes,
+                                    jax_lowering.CHUNK_GRAPH)
     else:
-        fb = jax_lowering.program_function(lowered_from, shapes)
+        program = jax_lowering.program_function(lowered_from, shapes)
+        fb = jax_lowering.in_chunks(program, shapes, jax_lowering.CHUNK_PROGRAM)
 
         def fn(*xs):
-            return tuple(o[0] for o in fb(*(x[None] for x in xs)))
+            return tuple(o[0] for o in program(*(x[None] for x in xs)))
 
     def single(*xs):
         out = fn(*inputs(xs, False))

@@ -11,6 +11,8 @@
   same numbers as one band; its shared values are kept on large batches, so XLA's optimized code
   holds about the graph's operations, not the multiple its fusion would recompute; an
   operation without a lowering is a LoweringError, and "auto" then traces.
+* Large batches run in chunks (a loop over slices, the last overlapping the one before it):
+  the same numbers as one pass, for either route, batched and differentiated.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
@@ -201,6 +203,30 @@ def test_shared_values_are_computed_once(monkeypatch):
     Q, QD = batch_of(model, c)
     for got, s in zip(c(Q, QD)[2], range(len(Q))):
         close(got, sd.coriolis_matrix(model, Q[s], QD[s])[2], what=f"C state {s}")
+
+
+@pytest.mark.parametrize("route", ["graph", "program"])
+def test_large_batches_run_in_chunks(route, monkeypatch):
+    """A batch of at least CHUNKS_MIN chunks runs as a loop over chunks of equal size (13 states
+    in chunks of 3: five chunks, the last one overlapping), giving one pass's numbers, NumPy's;
+    smaller batches run in one pass; reverse mode goes through the loop."""
+    model = TREES["branched"]
+    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
+    f = sjax.compile(model, "rnea", route=route)
+    xs = batch_of(model, f, n=13, seed=7)
+    loops = [f.batch.lower(*(x[:n] for x in xs)).as_text().count("stablehlo.while")
+             for n in (13, 11)]                                     # 11 < CHUNKS_MIN * 3
+    assert loops[0] == loops[1] + 1, loops
+    check_against_numpy(model, f, xs, f"chunked {route} rnea", single=False)
+    one = jax_lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
+                                   [(model.nv,)])
+    W = np.random.default_rng(1).uniform(-1, 1, (13, model.nv))
+
+    def loss(fn, qd):
+        return jnp.sum(W * fn(jnp.asarray(xs[0]), qd, jnp.asarray(xs[2])))
+    grad = jax.grad(lambda qd: loss(f.batch, qd))(jnp.asarray(xs[1]))
+    close(grad, jax.grad(lambda qd: loss(lambda *a: one(*a)[0], qd))(jnp.asarray(xs[1])),
+          what=f"chunked {route} grad")
 
 
 def test_lowering_of_single_operations():

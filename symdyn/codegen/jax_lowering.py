@@ -24,6 +24,11 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
   the model's size.
 
+Large batches run in chunks (:func:`in_chunks`): a loop over slices of a few thousand states
+(graph) or about a thousand (program), each written into the results in place, so that the
+rows kept between fusions, or the program's workspace, stay in the caches and are allocated once
+per chunk size rather than for the whole batch.
+
 Both are plain ``jax.numpy``/``lax`` code: they run under ``jit``, ``vmap``, ``jacfwd`` and
 ``grad`` like the traced route. Conventions of the results are those of the NumPy functions
 (``layout="numpy"`` of :func:`~symdyn.codegen.functions.casadi_function`: every output a dense
@@ -39,7 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["LoweringError", "SXLowering", "graph_batch", "graph_function", "program_function"]
+__all__ = ["CHUNK_GRAPH", "CHUNK_PROGRAM", "LoweringError", "SXLowering", "graph_batch",
+           "graph_function", "in_chunks", "program_function"]
 
 
 class LoweringError(NotImplementedError):
@@ -377,6 +383,45 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
     return fn
 
 
+# in_chunks: states per chunk of the graph route and of the program route, and the number of
+# chunks from which a batch is split. Measured (one core, medians, glibc's defaults): 1e5 states,
+# chunks of ~4000 against one pass, us a state: ur5 rnea 0.44 -> 0.20, aba 0.81 -> 0.26,
+# coriolis_matrix 0.68 -> 0.32, christoffel 1.24 -> 0.95; panda rnea 0.72 -> 0.27, aba 1.30 ->
+# 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50 (chunks of 2000 or 10000 a little
+# slower; at 1e4 states chunks gain nothing on the graph route); programs, chunks of 1000 against
+# one pass: g1 crba 4096 states 9.8 -> 7.5, 1e4 states 12.9 -> 9.1, panda christoffel 1e4
+# 11.3 -> 6.8 (at 1500-3000 states no gain)
+CHUNK_GRAPH = 4096
+CHUNK_PROGRAM = 1024
+CHUNKS_MIN = 4
+
+
+def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
+              min_chunks: int = CHUNKS_MIN) -> Callable:
+    """``fn`` (inputs ``(batch, n_i)``, results ``(batch,) + shapes[o]``, states independent)
+    evaluated over a batch of at least ``min_chunks * chunk`` states in a ``fori_loop`` over
+    ``ceil(batch / chunk)`` slices of equal size, each result slice written in place into the
+    results (the last slice ends at the batch's end and may overlap the one before it: the states
+    in both are computed twice, with the same values). Smaller batches run in one pass."""
+    shapes = [tuple(s) for s in shapes]
+
+    def chunked(*xs):
+        B = xs[0].shape[0]
+        if B < min_chunks * chunk:
+            return fn(*xs)
+        n = -(-B // chunk)
+        size = -(-B // n)
+        dtype = jnp.result_type(*xs)
+
+        def body(i, outs):
+            start = jnp.minimum(i * size, B - size)
+            part = fn(*(lax.dynamic_slice_in_dim(x, start, size) for x in xs))
+            return tuple(lax.dynamic_update_slice_in_dim(o, p, start, 0)
+                         for o, p in zip(outs, part))
+        return lax.fori_loop(0, n, body, tuple(jnp.zeros((B,) + s, dtype) for s in shapes))
+    return chunked
+
+
 def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs: int, P: int,
           kept: np.ndarray) -> tuple[np.ndarray, int]:
     """Rows of the program's workspace for its versions: ``(row of each version, rows)``.
@@ -444,7 +489,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
         kern = prog.kernels[k]
         if k not in lowerings:
             # kernels are small: XLA duplicates little in them, and kept values add fusions
-            # (G1's five programs, 4096 states: 29.2 s to compile kept, 25.9 s not; aba 8 %
+            # (G1's five programs, 4096 states: 29.2 s to compile kept, 26.8 s not; aba 8 %
             # faster kept, crba the same)
             lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}", share=False)
         at: list[int | None] = []                # offset in the constant table, None: workspace
