@@ -207,9 +207,10 @@ def test_shared_values_are_computed_once(monkeypatch):
 
 @pytest.mark.parametrize("route", ["graph", "program"])
 def test_large_batches_run_in_chunks(route, monkeypatch):
-    """A batch of at least CHUNKS_MIN chunks runs as a loop over chunks of equal size (13 states
-    in chunks of 3: five chunks, the last one overlapping), giving one pass's numbers, NumPy's;
-    smaller batches run in one pass; reverse mode goes through the loop."""
+    """On a CPU, a batch of at least CHUNKS_MIN chunks runs as a loop over chunks of equal size
+    (13 states in chunks of 3: five chunks, the last one overlapping), giving one pass's numbers,
+    NumPy's; smaller batches, and batches traced for a GPU, run in one pass; reverse mode goes
+    through the loop."""
     model = TREES["branched"]
     monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
     f = sjax.compile(model, "rnea", route=route)
@@ -217,6 +218,9 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
     loops = [f.batch.lower(*(x[:n] for x in xs)).as_text().count("stablehlo.while")
              for n in (13, 11)]                                     # 11 < CHUNKS_MIN * 3
     assert loops[0] == loops[1] + 1, loops
+    monkeypatch.setattr(jax_lowering, "_on_cpu", lambda: False)     # as if traced for a GPU
+    gpu = sjax.compile(model, "rnea", route=route)
+    assert gpu.batch.lower(*xs).as_text().count("stablehlo.while") == loops[1]
     check_against_numpy(model, f, xs, f"chunked {route} rnea", single=False)
     one = jax_lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
                                    [(model.nv,)])

@@ -24,7 +24,7 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
   the model's size.
 
-Large batches run in chunks (:func:`in_chunks`): a loop over slices of a few thousand states
+Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few thousand states
 (graph) or about a thousand (program), each written into the results in place, so that the
 rows kept between fusions, or the program's workspace, stay in the caches and are allocated once
 per chunk size rather than for the whole batch.
@@ -384,7 +384,7 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
 
 
 # in_chunks: states per chunk of the graph route and of the program route, and the number of
-# chunks from which a batch is split. Measured (one core, medians, glibc's defaults): 1e5 states,
+# chunks from which a batch is split (on a CPU). Measured (one core, medians, glibc's defaults): 1e5 states,
 # chunks of ~4000 against one pass, us a state: ur5 rnea 0.44 -> 0.20, aba 0.81 -> 0.26,
 # coriolis_matrix 0.68 -> 0.32, christoffel 1.24 -> 0.95; panda rnea 0.72 -> 0.27, aba 1.30 ->
 # 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50 (chunks of 2000 or 10000 a little
@@ -396,18 +396,28 @@ CHUNK_PROGRAM = 1024
 CHUNKS_MIN = 4
 
 
+def _on_cpu() -> bool:
+    """Whether code traced now runs on a CPU: JAX's default device (``jax.default_device``) or,
+    unset, its default backend."""
+    device = getattr(jax.config, "jax_default_device", None)
+    if device is None:
+        return jax.default_backend() == "cpu"
+    return (device if isinstance(device, str) else device.platform) == "cpu"
+
+
 def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
               min_chunks: int = CHUNKS_MIN) -> Callable:
     """``fn`` (inputs ``(batch, n_i)``, results ``(batch,) + shapes[o]``, states independent)
     evaluated over a batch of at least ``min_chunks * chunk`` states in a ``fori_loop`` over
     ``ceil(batch / chunk)`` slices of equal size, each result slice written in place into the
     results (the last slice ends at the batch's end and may overlap the one before it: the states
-    in both are computed twice, with the same values). Smaller batches run in one pass."""
+    in both are computed twice, with the same values). Smaller batches, and any batch traced for
+    a GPU (which wants all its states at once), run in one pass."""
     shapes = [tuple(s) for s in shapes]
 
     def chunked(*xs):
         B = xs[0].shape[0]
-        if B < min_chunks * chunk:
+        if B < min_chunks * chunk or not _on_cpu():
             return fn(*xs)
         n = -(-B // chunk)
         size = -(-B // n)
