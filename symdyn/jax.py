@@ -74,10 +74,17 @@ does not unless told. Two remedies, both process-wide:
 
 * ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` in the environment of the process (glibc >= 2.35;
   read at start-up only; the kernel's transparent_hugepage setting ``madvise`` or ``always``):
-  glibc's mapped blocks on transparent huge pages, one fault per 2 MiB instead of per 4 KiB. G1 christoffel 179 / 203 -> 89 / 84 us a state at 100 / 1000 states;
-  1e5 states: Panda crba 0.49 -> 0.30 (the C batch 0.12), UR5 christoffel 0.95 -> 0.39 (0.21).
+  glibc's mapped blocks on transparent huge pages, one fault per 2 MiB instead of per 4 KiB.
+  G1 christoffel 179 / 203 -> 89 / 84 us a state at 100 / 1000 states; 1e5 states: Panda crba
+  0.49 -> 0.30 (the C batch 0.12), UR5 christoffel 0.95 -> 0.39 (0.21). The better of the two:
+  in the benchmark (run of 2026-11-25 at 46bdc4a) it takes every UR5 and Panda cell on the
+  graph route to within 3x of the C batch but Panda crba at 100 states (3.2x), 36 of 49 cells
+  against 29 with glibc's defaults, and small batches run as fast as without it.
 * :func:`retain_freed_memory` (once, from Python): glibc reuses the freed buffers instead of
-  mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72.
+  mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72. In
+  three benchmark runs with it, small batches measured after large ones ran slower (G1 aba at
+  100 states 4x of the C batch -> 14-21x; alone 10-25 % slower): for processes that evaluate
+  large batches only.
 
 reports/jax_hugepages.md and reports/jax_retained.md are the benchmark run each way,
 reports/jax.md with glibc's defaults.
@@ -153,7 +160,9 @@ def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
     module docstring). Process-wide: the process keeps its peak memory, and threads allocating
     at once share one arena. ``retain=False`` sets both thresholds back to glibc's initial
     128 KiB (its dynamic threshold stays off) and the arena limit to its default.
-    Returns ``False``, changing nothing, where the C library is not glibc."""
+    Returns ``False``, changing nothing, where the C library is not glibc. Where the process can
+    be started with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``, that is the better remedy (same
+    section: it does not slow small batches)."""
     import ctypes
     import ctypes.util
     if threshold < 1 or threshold > 2 ** 31 - 1:
