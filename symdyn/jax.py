@@ -52,6 +52,13 @@ Checks. Under ``jit`` the values are tracers and cannot be checked; ``compile`` 
 concrete batches before the call (``check=True``: shapes, NaN/inf, unit quaternions, in NumPy on
 the host; pass ``check=False`` to skip them, e.g. for inputs already on a GPU).
 
+Compile time. ``compile``'s functions, called from Python on a CPU, are compiled by XLA with
+:func:`compiler_options` (XLA's LLVM IR fusion emitters instead of its MLIR ones: 1.5-3x less
+compile time for these long elementwise graphs and programs, the same run time; the comment at
+:data:`COMPILER_OPTIONS` has the figures), one executable per input shapes. Inside your own
+``jax.jit`` they are compiled with your function, with your options (``jax.jit`` accepts
+``compiler_options=`` at the top level: pass ``symdyn.jax.compiler_options()`` there for the same).
+
 Small batches on a CPU. XLA's CPU client runs each call on a worker thread; when that thread
 sits on another core, the hand-off costs more than a small batch's arithmetic (UR5 rnea, 100
 states, 2 cores: 1.1-1.3 us a state unpinned, 0.41 pinned to one core). A process that evaluates
@@ -105,8 +112,9 @@ import numpy as np
 from symdyn.backends import BackendError, get_backend
 from symdyn.codegen.jax_lowering import LoweringError
 
-__all__ = ["FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES", "Compiled",
-           "allow_float32", "compile", "retain_freed_memory"]
+__all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
+           "Compiled", "Jitted", "allow_float32", "compile", "compiler_options",
+           "retain_freed_memory"]
 
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
@@ -140,6 +148,80 @@ FOLD_MAX = 5000
 
 _QUATERNION_TOL = 1e-6
 _STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); others: length nv
+
+
+# XLA options of every function compile() jits. XLA's CPU backend emits its fusions with MLIR
+# fusion emitters by default; its earlier LLVM IR emitters compile symdyn's long elementwise
+# graphs and programs 1.5-3x faster (one core, 4096 states, seconds of XLA: g1 rnea graph 12.0 ->
+# 4.3, crba graph 8.4 -> 4.8, aba program 7.4 -> 4.3, coriolis_matrix program 4.1 -> 1.8) with
+# the same run time (interleaved, 100 and 1000 states: within 5 %). The option is a CPU one
+# (other backends ignore it); a jaxlib that no longer knows it gets no options.
+COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
+_compiler_options: dict[str, Any] | None = None
+
+
+def compiler_options() -> dict[str, Any]:
+    """The XLA options :func:`compile` passes to ``jax.jit``: :data:`COMPILER_OPTIONS` where
+    this jaxlib accepts them (checked once on a trivial function), else none."""
+    global _compiler_options
+    if _compiler_options is None:
+        try:
+            jax.jit(lambda x: x + 1, compiler_options=COMPILER_OPTIONS).lower(1.0).compile()
+            _compiler_options = dict(COMPILER_OPTIONS)
+        except jax.errors.JaxRuntimeError:      # an option this XLA does not know: none
+            _compiler_options = {}
+    return dict(_compiler_options)
+
+
+class Jitted:
+    """``jax.jit(fn)`` whose calls from Python on the CPU run an executable compiled with
+    :func:`compiler_options`, one per input shapes and dtypes. Inside a trace (the caller's own
+    ``jit``, ``vmap``, ``grad``, ``jacfwd``) it is ``jax.jit(fn)``, compiled with the enclosing
+    function (``jax.jit`` takes compiler options only at the top level). ``lower(...)`` is
+    ``jax.jit(fn).lower(...)`` whose ``compile()`` applies the same options."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.jit = jax.jit(fn)
+        self._executables: dict[tuple, Any] = {}
+
+    @staticmethod
+    def _options(xs) -> dict[str, Any]:
+        from symdyn.codegen.jax_lowering import _on_cpu
+        for x in xs:
+            if isinstance(x, jax.core.Tracer) or not hasattr(x, "dtype"):
+                return {}
+            if isinstance(x, jax.Array) and any(d.platform != "cpu" for d in x.devices()):
+                return {}
+        return compiler_options() if _on_cpu() else {}
+
+    def __call__(self, *xs):
+        options = self._options(xs)
+        if not options:
+            return self.jit(*xs)
+        key = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) for x in xs)
+        exe = self._executables.get(key)
+        if exe is None:
+            exe = self._executables[key] = self.jit.lower(*xs).compile(
+                compiler_options=options)
+        return exe(*xs)
+
+    def lower(self, *args, **kwargs) -> "_Lowered":
+        return _Lowered(self.jit.lower(*args, **kwargs), self._options(args))
+
+
+class _Lowered:
+    """A ``jax.stages.Lowered`` whose ``compile()`` applies :func:`compiler_options`."""
+
+    def __init__(self, lowered, options: dict[str, Any]):
+        self._lowered, self._options = lowered, options
+
+    def compile(self, compiler_options: dict[str, Any] | None = None):
+        return self._lowered.compile(compiler_options={**self._options,
+                                                       **(compiler_options or {})} or None)
+
+    def __getattr__(self, name: str):
+        return getattr(self._lowered, name)
 
 
 def allow_float32(allow: bool = True) -> None:
@@ -230,8 +312,8 @@ class Compiled:
         self._single = single
         self.route, self.route_reason, lowered = _choose_route(self, route)
         if lowered is None:
-            self.single = jax.jit(single)
-            self.batch = jax.jit(jax.vmap(single))
+            self.single = Jitted(single)
+            self.batch = Jitted(jax.vmap(single))
         else:
             self.single, self.batch = lowered
 
@@ -426,5 +508,5 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
     def batch(*xs):
         out = fb(*inputs(xs, True))
         return out if as_tuple else out[0]
-    return route, reason, (jax.jit(single), jax.jit(batch))
+    return route, reason, (Jitted(single), Jitted(batch))
 

@@ -13,6 +13,8 @@
   operation without a lowering is a LoweringError, and "auto" then traces.
 * Large batches run in chunks (a loop over slices, the last overlapping the one before it):
   the same numbers as one pass, for either route, batched and differentiated.
+* Top-level calls compile with symdyn.jax.compiler_options() (XLA's options); inside the
+  caller's jit / grad the functions compose; options the jaxlib does not know are dropped.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
@@ -120,6 +122,42 @@ def test_auto_route_choice(monkeypatch):
     def my_tau(model, q, qd, qdd, *, backend=None):
         return sd.rnea(model, q, qd, qdd, backend=backend)
     assert sjax.compile(model, my_tau).route == "trace"          # not a registered algorithm
+
+
+@pytest.mark.parametrize("route", ["graph", "program", "trace"])
+def test_compiler_options_reach_xla_at_the_top_level_only(route, monkeypatch):
+    """Calls from Python compile with symdyn.jax.compiler_options() (shown with an option XLA
+    does not know: the call then fails in XLA), also through .lower().compile(); the same
+    function inside the caller's jit / grad compiles with the enclosing function and works."""
+    model = TREES["branched"]
+    f = sjax.compile(model, "rnea", route=route)
+    xs = batch_of(model, f)
+    assert sjax.compiler_options() == sjax.COMPILER_OPTIONS       # this jaxlib knows them
+    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        f.batch(*xs)
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        f.batch.lower(*xs).compile()
+    nested = jax.jit(lambda q, qd, qdd: f.batch(q, qd, qdd) * 2.0)(*xs)
+    close(nested, 2.0 * np.asarray(jax.jit(f.batch.fn)(*xs)), what=f"{route} nested in jit")
+    grad = jax.grad(lambda qd: jnp.sum(f.single(xs[0][0], qd, xs[2][0])))(jnp.asarray(xs[1][0]))
+    close(grad, np.sum(sd.rnea_derivatives(model, xs[0][0], xs[1][0], xs[2][0])[1], axis=0),
+          what=f"{route} grad")
+    monkeypatch.setattr(sjax, "_compiler_options", None)
+    check_against_numpy(model, f, xs, f"{route} with the options", single=False)
+    assert len(f.batch._executables) == 1                          # compiled once per shape
+    f(*xs)
+    assert len(f.batch._executables) == 1
+
+
+def test_unknown_compiler_options_are_dropped(monkeypatch):
+    """A jaxlib that does not know an option of COMPILER_OPTIONS compiles without options."""
+    monkeypatch.setattr(sjax, "COMPILER_OPTIONS", {"xla_no_such_option": True})
+    monkeypatch.setattr(sjax, "_compiler_options", None)
+    assert sjax.compiler_options() == {}
+    model = TREES["branched"]
+    f = sjax.compile(model, "crba", route="graph")
+    check_against_numpy(model, f, batch_of(model, f), "graph crba without options", single=False)
 
 
 def test_program_folds_constants_within_its_budget(monkeypatch):
