@@ -41,6 +41,7 @@ TRACED_MAX_NV = 10       # the traced route is measured beside on the small robo
 # compile of coriolis_matrix / christoffel takes minutes at nv = 35)
 OUT_BYTES = 4e8          # cap a batch so that its results stay below ~400 MB
 G1_SIZES = (100, 1000)   # g1 per-state times are 1-400 us: larger batches add minutes, no news
+G1_DEFAULT_XLA = "g1, XLA's default options"   # the compile table's row without COMPILER_OPTIONS
 COMPILE_BATCH = 4096     # compile times for this batch shape: the lowering keeps shared values
 # on large batches (symdyn.codegen.jax_lowering.SHARED_WORK), so the code depends on the shape
 
@@ -242,10 +243,14 @@ def compile_times(args):
 
     chains = (5, 10) if args.quick else (5, 10, 20)
     models = [(f"serial:{n}", serial_chain(n, seed=1)) for n in chains]
-    models.append(("g1 (35 DoF, floating)", sd.load_robot("g1")))
-    rows, total = [], 0.0
+    g1 = sd.load_robot("g1")
+    models.append(("g1 (35 DoF, floating)", g1))
+    # beside it, XLA's default options (its MLIR fusion emitters) instead of sjax.COMPILER_OPTIONS
+    models.append((G1_DEFAULT_XLA, g1))
+    rows, total, g1_total = [], 0.0, 0.0
     for label, model in models:
         row, total = [label, model.nv], 0.0
+        sjax._compiler_options = {} if label == G1_DEFAULT_XLA else None
         for alg in ALGS:
             t0 = time.perf_counter()
             f = sjax.compile(model, alg)                       # route choice, CasADi / recording
@@ -261,7 +266,10 @@ def compile_times(args):
                 f"XLA {t3 - t2:.1f} s")
         row.append(f"{total:.1f}")
         rows.append(row)
-    return rows, total
+        if label.startswith("g1 (35"):
+            g1_total = total
+    sjax._compiler_options = None
+    return rows, g1_total
 
 
 def _range(vals) -> str:
@@ -312,15 +320,17 @@ def _discussion(ratios, g1_total, memory: str) -> list[str]:
         "gained nothing). What remains there is writing the results into fresh memory (next "
         "points but one).",
         f"- The auto rule's limit (`GRAPH_MAX` = {sjax.GRAPH_MAX} graph instructions) is set by "
-        "compile time, not speed: graphs (their shared values kept) to ~7000 instructions "
-        "compile in about a program's time (G1 rnea 6314 and crba 6563 instructions: 5.7 and "
-        "4.6 s of XLA against ~4 s for their programs), but with both as graphs G1's five "
-        "algorithms took 30.7 s (a run of this script at ba2af3a with `GRAPH_MAX` = 7000: "
-        "G1 rnea 1.9-2.4x and crba 2.4-3.1x of the C batch), past the 30 s budget; larger "
-        "graphs take longer than any program (symdyn.jax's comment at GRAPH_MAX: "
-        "serial_chain(20) aba, 17k instructions, 18 s). Where the graph was forced beside the "
-        f"program (`graph us`; {forced}) it ran {_range(gain)} faster than the program; "
-        "`route=\"graph\"` forces it.",
+        "compile time, not speed. With XLA's LLVM IR fusion emitters "
+        "(`symdyn.jax.COMPILER_OPTIONS`; the compile table's last row has XLA's defaults) "
+        "graphs (their shared values kept) to ~8500 instructions compile in about a program's "
+        "time (G1 rnea 6314 and crba 6563 instructions: ~3 s of XLA each, G1's programs "
+        "1.7-4.2 s), so G1's rnea and crba and panda's christoffel (6304) now run as graphs "
+        "(with XLA's defaults the limit was 5000: G1's five with rnea and crba as graphs took "
+        "30.7 s, past the budget). Larger graphs take longer than any program (measured apart: "
+        "G1 aba, 16389 instructions, 11.2 s of XLA, G1's five then ~27 s; G1 coriolis_matrix, "
+        "25k, 18.8 s). Where the graph was forced beside the program (`graph us`; "
+        f"{forced}) it ran {_range(gain)} faster than the program; `route=\"graph\"` forces "
+        "it.",
         "- Program route (the models past `symdyn.jax.GRAPH_MAX` instructions): one scan step "
         "per step call of the recorded program (about a hundred to a thousand on G1), each "
         "gathering its argument rows (padded to the largest call's), switching to its kernel "
@@ -333,7 +343,9 @@ def _discussion(ratios, g1_total, memory: str) -> list[str]:
         "constants 0 and +-1 are folded into them instead (`symdyn.jax.FOLD_MAX`: the folded "
         "kernels of G1's rnea and crba stay within it, aba's, coriolis_matrix's and "
         "christoffel's do not) G1 rnea runs 1.4-1.8x and crba 1.1-1.25x faster than from the "
-        "table (measured apart, interleaved, 100 and 1000 states). It stays the slowest route "
+        "table (measured apart, interleaved, 100 and 1000 states; folded, G1's aba, "
+        "coriolis_matrix and christoffel ran 0.89-1.21x as fast and compiled 2.4-4.9x as "
+        "long). It stays the slowest route "
         "per state and is used for what it bounds: XLA's compile time (below).",
         "- Memory: XLA allocates its result and temporary buffers afresh for every call; glibc "
         "maps the blocks above its mmap threshold (at most 32 MiB) anew each time, and touching "
@@ -443,6 +455,7 @@ def main():
             raise SystemExit("bench_jax.py: error: --retain-memory needs glibc's malloc")
     import jax
     jax.config.update("jax_enable_x64", True)
+    import symdyn.jax as sjax
     if args.device == "gpu":
         try:
             jax.devices("gpu")
@@ -500,7 +513,10 @@ def main():
               "with the route taken "
               f"(g: graph, p: program, t: trace). Measured in a separate process on all "
               f"{len(all_cores)} cores of the machine (XLA emits fusions in parallel when it "
-              "compiles, as it does for a user).", ""]
+              "compiles, as it does for a user). XLA's options are `symdyn.jax.compiler_options()` "
+              f"({sjax.compiler_options() or 'none: this jaxlib does not know them'}: its LLVM IR "
+              f"fusion emitters), as `symdyn.jax.compile` uses them; the row \"{G1_DEFAULT_XLA}\" "
+              "compiles the same routes with XLA's defaults (its MLIR fusion emitters).", ""]
     lines += table(["model", "nv", *ALGS, "total s"], crows)
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "

@@ -119,17 +119,17 @@ __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGR
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
 # recorded program where the algorithm has one. The limit is set by XLA's compile time (batch of
-# 4096 states, 2 shared cores, with the graph's shared values kept: panda coriolis_matrix 3.5k
-# instructions 3.5 s, panda christoffel 6.3k 6.0 s, g1 rnea 6.3k 5.8 s, g1 crba 6.6k 4.6 s,
-# serial_chain(10) aba 8.2k 7.1 s, christoffel 16k 9.5 s, serial_chain(20) aba 17k 18 s; the
-# programs 3.5-7.5 s at any size). Graphs to ~7000 instructions compile in about a program's
-# time and run faster (G1 rnea 1.9-2.4x, crba 2.4-3.1x of the C batch against 2.6-3.2x and
-# 7.9-9.7x as programs), but with G1's rnea and crba as graphs its five algorithms took 30.7 s
-# to compile (reports/jax.md's setup, 2026-11-25), past the 30 s budget: the limit stays below
-# them, and route="graph" takes them. A program recording more than GRAPH_MAX_WORK operations
-# per state is not traced unrolled at all (the unrolled graph has at least ~0.2x the recorded
-# work).
-GRAPH_MAX = 5000
+# 4096 states, 2 shared cores, the graph's shared values kept, COMPILER_OPTIONS): graphs to
+# ~8500 instructions compile in a program's time (g1 rnea 6.3k instructions 3.0 s, crba 6.6k
+# 3.1 s, panda christoffel 6.3k 3.3 s, serial_chain(10) aba 8.2k 4.2 s; g1's programs 1.7-4.2 s)
+# and run faster (g1 rnea 1.7-2.4x, crba 2.4-3.3x of the C batch against 2.6-3.2x and 7.9-9.7x
+# as programs, reports/jax.md of 2026-11-25); with them g1's five algorithms compile in 19.7 s
+# (17.3-17.8 s all programs). Larger graphs take longer than any program (g1 aba 16.4k: 11.2 s, its
+# five would take 27.3 s; g1 coriolis_matrix 25k: 18.8 s). Before COMPILER_OPTIONS the limit was
+# 5000 (g1's five with its rnea and crba as graphs: 30.7 s). A program recording more than
+# GRAPH_MAX_WORK operations per state is not traced unrolled at all (the unrolled graph has at
+# least ~0.2x the recorded work).
+GRAPH_MAX = 8500
 GRAPH_MAX_WORK = 5 * GRAPH_MAX
 # the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
 # (IDSVA's pair products, the AZA column chunks: 11-DoF floating tree, rnea_derivatives 11 s and
@@ -142,8 +142,10 @@ PROGRAM_AUTO = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector", "c
 # while the folded kernels hold at most FOLD_MAX SX instructions in all; beyond, the constants
 # are read from the table. G1 (interleaved, one core, 100 / 1000 states): rnea 1.39x / 1.81x
 # and crba 1.10x / 1.25x faster a state folded, their kernels 2275 -> 4696 and 1458 -> 3871
-# instructions; XLA compiles each kernel once, ~1 s per 1000 instructions on 2 cores (aba:
-# 7106 -> 13800, not folded)
+# instructions; XLA compiles each kernel once (aba: 7106 -> 13800 instructions, not folded).
+# Folded, g1's aba, coriolis_matrix and christoffel programs ran no faster (interleaved, one
+# core, 100 / 1000 states: 0.94x / 1.21x, 0.99x / 1.00x, 0.89x / 1.01x) and took 2.4-4.9x as
+# long to compile (COMPILER_OPTIONS applied both ways)
 FOLD_MAX = 5000
 
 _QUATERNION_TOL = 1e-6
