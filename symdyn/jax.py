@@ -89,8 +89,8 @@ does not unless told. Two remedies, both process-wide:
   against 29 with glibc's defaults, and small batches run as fast as without it.
 * :func:`retain_freed_memory` (once, from Python): glibc reuses the freed buffers instead of
   mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72. In
-  three benchmark runs with it, small batches measured after large ones ran slower (G1 aba at
-  100 states 4x of the C batch -> 14-21x; alone 10-25 % slower): for processes that evaluate
+  four benchmark runs with it, small batches measured after large ones ran slower (G1 aba at
+  100 states 4x of the C batch -> 14-21x, G1 crba 20x; alone 10-25 % slower): for processes that evaluate
   large batches only.
 
 reports/jax_hugepages.md and reports/jax_retained.md are the benchmark run each way,

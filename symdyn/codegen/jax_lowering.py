@@ -24,8 +24,8 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
   the model's size.
 
-Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few thousand states
-(graph) or about a thousand (program), each written into the results in place, so that the
+Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few thousand
+states (graph) or about a thousand (program), each written into the results in place, so that the
 rows kept between fusions, or the program's workspace, stay in the caches and are allocated once
 per chunk size rather than for the whole batch.
 
@@ -384,13 +384,13 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
 
 
 # in_chunks: states per chunk of the graph route and of the program route, and the number of
-# chunks from which a batch is split (on a CPU). Measured (one core, medians, glibc's defaults): 1e5 states,
-# chunks of ~4000 against one pass, us a state: ur5 rnea 0.44 -> 0.20, aba 0.81 -> 0.26,
-# coriolis_matrix 0.68 -> 0.32, christoffel 1.24 -> 0.95; panda rnea 0.72 -> 0.27, aba 1.30 ->
-# 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50 (chunks of 2000 or 10000 a little
-# slower; at 1e4 states chunks gain nothing on the graph route); programs, chunks of 1000 against
-# one pass: g1 crba 4096 states 9.8 -> 7.5, 1e4 states 12.9 -> 9.1, panda christoffel 1e4
-# 11.3 -> 6.8 (at 1500-3000 states no gain)
+# chunks from which a batch is split (on a CPU). Measured (one core, medians, glibc's defaults):
+# 1e5 states, chunks of ~4000 against one pass, us a state: ur5 rnea 0.44 -> 0.20, aba 0.81 ->
+# 0.26, coriolis_matrix 0.68 -> 0.32, christoffel 1.24 -> 0.95; panda rnea 0.72 -> 0.27, aba 1.30
+# -> 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50 (chunks of 2000 or 10000 a little slower;
+# at 1e4 states chunks gain nothing on the graph route); programs, chunks of 1000 against one
+# pass: g1 crba 4096 states 9.8 -> 7.5, 1e4 states 12.9 -> 9.1, panda christoffel 1e4 11.3 -> 6.8
+# (at 1500-3000 states no gain)
 CHUNK_GRAPH = 4096
 CHUNK_PROGRAM = 1024
 CHUNKS_MIN = 4
