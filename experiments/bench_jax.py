@@ -11,6 +11,7 @@ core, ``--cores``), with the traced route
 time (symdyn's setup + JAX trace + XLA) of every listed algorithm versus model size: serial
 chains and a 35-DoF humanoid (Unitree G1, floating base).
 
+    pip install -e ".[jax,bench]"      # JAX, and ADAM (adam-robotics) as the second anchor
     python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N]
                                     [--retain-memory | --huge-pages] [--out-dir DIR]
 
