@@ -176,54 +176,27 @@ def compiler_options() -> dict[str, Any]:
 
 
 class Jitted:
-    """``jax.jit(fn)`` whose calls from Python on the CPU run an executable compiled with
-    :func:`compiler_options`, one per input shapes and dtypes. Inside a trace (the caller's own
-    ``jit``, ``vmap``, ``grad``, ``jacfwd``) it is ``jax.jit(fn)``, compiled with the enclosing
-    function (``jax.jit`` takes compiler options only at the top level). ``lower(...)`` is
-    ``jax.jit(fn).lower(...)`` whose ``compile()`` applies the same options."""
+    """``jax.jit(fn)`` whose calls from Python are compiled with :func:`compiler_options` where
+    JAX's default backend is the CPU (they are XLA CPU options): ``jax.jit(fn,
+    compiler_options=...)``, one executable per input shapes, as any jitted function. Inside a
+    trace (the caller's own ``jit``, ``vmap``, ``grad``, ``jacfwd``) it is ``jax.jit(fn)``,
+    compiled with the enclosing function: ``jax.jit`` refuses compiler options on a nested call.
+    ``lower(...)`` lowers the top-level function (its ``compile()`` applies the options)."""
 
     def __init__(self, fn: Callable):
         self.fn = fn
         self.jit = jax.jit(fn)
-        self._executables: dict[tuple, Any] = {}
-
-    @staticmethod
-    def _options(xs) -> dict[str, Any]:
-        from symdyn.codegen.jax_lowering import _on_cpu
-        for x in xs:
-            if isinstance(x, jax.core.Tracer) or not hasattr(x, "dtype"):
-                return {}
-            if isinstance(x, jax.Array) and any(d.platform != "cpu" for d in x.devices()):
-                return {}
-        return compiler_options() if _on_cpu() else {}
+        options = compiler_options() if jax.default_backend() == "cpu" else {}
+        self.top = jax.jit(fn, compiler_options=options) if options else self.jit
 
     def __call__(self, *xs):
-        options = self._options(xs)
-        if not options:
-            return self.jit(*xs)
-        key = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) for x in xs)
-        exe = self._executables.get(key)
-        if exe is None:
-            exe = self._executables[key] = self.jit.lower(*xs).compile(
-                compiler_options=options)
-        return exe(*xs)
+        for x in xs:
+            if isinstance(x, jax.core.Tracer):
+                return self.jit(*xs)
+        return self.top(*xs)
 
-    def lower(self, *args, **kwargs) -> "_Lowered":
-        return _Lowered(self.jit.lower(*args, **kwargs), self._options(args))
-
-
-class _Lowered:
-    """A ``jax.stages.Lowered`` whose ``compile()`` applies :func:`compiler_options`."""
-
-    def __init__(self, lowered, options: dict[str, Any]):
-        self._lowered, self._options = lowered, options
-
-    def compile(self, compiler_options: dict[str, Any] | None = None):
-        return self._lowered.compile(compiler_options={**self._options,
-                                                       **(compiler_options or {})} or None)
-
-    def __getattr__(self, name: str):
-        return getattr(self._lowered, name)
+    def lower(self, *args, **kwargs):
+        return self.top.lower(*args, **kwargs)
 
 
 def allow_float32(allow: bool = True) -> None:
