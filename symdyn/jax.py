@@ -54,10 +54,11 @@ the host; pass ``check=False`` to skip them, e.g. for inputs already on a GPU).
 
 Compile time. ``compile``'s functions, called from Python on a CPU, are compiled by XLA with
 :func:`compiler_options` (XLA's LLVM IR fusion emitters instead of its MLIR ones: 1.5-3x less
-compile time for these long elementwise graphs and programs, the same run time; the comment at
-:data:`COMPILER_OPTIONS` has the figures), one executable per input shapes. Inside your own
-``jax.jit`` they are compiled with your function, with your options (``jax.jit`` accepts
-``compiler_options=`` at the top level: pass ``symdyn.jax.compiler_options()`` there for the same).
+compile time for these long elementwise graphs and programs, about the same run time; the
+comment at :data:`COMPILER_OPTIONS` has the figures), one executable per input shapes. Inside
+your own ``jax.jit`` they are compiled with your function, with your options (``jax.jit``
+accepts ``compiler_options=`` at the top level: pass ``symdyn.jax.compiler_options()`` there
+for the same).
 
 Small batches on a CPU. XLA's CPU client runs each call on a worker thread; when that thread
 sits on another core, the hand-off costs more than a small batch's arithmetic (UR5 rnea, 100
@@ -90,8 +91,8 @@ does not unless told. Two remedies, both process-wide:
 * :func:`retain_freed_memory` (once, from Python): glibc reuses the freed buffers instead of
   mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72. In
   four benchmark runs with it, small batches measured after large ones ran slower (G1 aba at
-  100 states 4x of the C batch -> 14-21x, G1 crba 20x; alone 10-25 % slower): for processes that evaluate
-  large batches only.
+  100 states 4x of the C batch -> 14-21x, G1 crba 20x; alone 10-25 % slower): for processes
+  that evaluate large batches only.
 
 reports/jax_hugepages.md and reports/jax_retained.md are the benchmark run each way,
 reports/jax.md with glibc's defaults.
@@ -156,8 +157,10 @@ _STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); other
 # fusion emitters by default; its earlier LLVM IR emitters compile symdyn's long elementwise
 # graphs and programs 1.5-3x faster (one core, 4096 states, seconds of XLA: g1 rnea graph 12.0 ->
 # 4.3, crba graph 8.4 -> 4.8, aba program 7.4 -> 4.3, coriolis_matrix program 4.1 -> 1.8) with
-# the same run time (interleaved, 100 and 1000 states: within 5 %). The option is a CPU one
-# (other backends ignore it); a jaxlib that no longer knows it gets no options.
+# about the same run time (interleaved, one core, 100 and 1000 states: within 5 % on graphs of
+# ur5, panda and g1 and on g1's programs at 1000 states; g1's rnea and crba programs at 100
+# states 8-10 % slower). The option is a CPU one (other backends ignore it); a jaxlib that no
+# longer knows it gets no options.
 COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 _compiler_options: dict[str, Any] | None = None
 
