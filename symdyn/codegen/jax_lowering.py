@@ -16,11 +16,11 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
 * :func:`program_function`: a recorded :class:`~symdyn.codegen.recursive.Program` (one kernel
   per step signature, one instruction per step call) becomes a ``lax.scan`` over the
   instructions with a ``lax.switch`` over the kernels: the workspace is one ``(rows, batch)``
-  array carried by the scan; an instruction's argument rows are gathered from it (or read from
-  the constant table), its kernel runs in the switch, and its results are written back with one
-  in-place ``dynamic_update_slice`` into rows a first-fit allocator keeps free for them
-  (:func:`_rows`); the results are gathered from the final rows at the end, already in the
-  ``(batch, ...)`` layout. The compiled code holds each kernel once, so XLA's
+  array carried by the scan; the switch's branch of an instruction gathers its argument rows
+  from it (or reads them from the constant table), runs its kernel and returns its result rows
+  stacked, which are written back with one in-place ``dynamic_update_slice`` into rows a
+  first-fit allocator keeps free for them (:func:`_rows`); the results are gathered from the
+  final rows at the end, already in the ``(batch, ...)`` layout. The compiled code holds each kernel once, so XLA's
   compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
   the model's size.
 
@@ -498,10 +498,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     for k, args, outs in prog.instructions:
         kern = prog.kernels[k]
         if k not in lowerings:
-            # kernels are small: XLA duplicates little in them, and kept values add fusions
-            # (G1's five programs, 4096 states: 29.2 s to compile kept, 26.8 s not; aba 8 %
-            # faster kept, crba the same)
-            lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}", share=False)
+            # shared values kept (see _shared), so that the branch can stack its result rows
+            # itself (see branch)
+            lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}")
         at: list[int | None] = []                # offset in the constant table, None: workspace
         read: list[int] = []
         for a, n in zip(args, lowerings[k].in_sizes):
@@ -560,16 +559,25 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     n_args = max((len(c) for c in consts), default=0) or 1
     n_rows_in = max((len(r) for r in reads), default=0) or 1
     const_tab = np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32)
-    # the workspace rows an instruction reads, gathered before the switch: the switch then
-    # carries only them (passing the whole workspace into a conditional copies it every step)
+    # the workspace rows an instruction reads, padded to the longest: its branch gathers only
+    # its own (a branch that reads the workspace does not copy it; one that returned it would)
     gather_tab = np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32)
     start_tab = np.array([row[first] for _, first, _ in steps], np.int32)
     index_tab = np.array(index, np.int32)
     constants = np.asarray(prog.constants, float)
 
     def branch(low: SXLowering, mask, part: int):
-        def run(X, C, at):
-            B = X.shape[1]
+        n_read = sum(n for n, const in zip(low.in_sizes, mask) if not const)
+        # Measured against gathering the longest row list before the switch and stacking a
+        # tuple of rows after it (one core, us a state at 100 / 1000 states): g1 aba 17.6 /
+        # 13.0 -> 14.7 / 10.6, coriolis_matrix 30.0 / 32.2 -> 22.3 / 20.3, crba 13.6 / 9.2 ->
+        # 9.1 / 7.0. Stacked inside without kept values XLA fuses the kernel into the
+        # concatenation, recomputing shared subexpressions per row (coriolis_matrix 1000
+        # states: 35.3).
+
+        def run(S, C, at, rows_in):
+            B = S.shape[1]
+            X = S[rows_in[:n_read]]
             xs, k = [], 0
             for j, (n, const) in enumerate(zip(low.in_sizes, mask)):
                 if const:
@@ -578,11 +586,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
                     xs.append(X[k:k + n])
                     k += n
             vals = [e for out in low(xs) for e in out][part * P:(part + 1) * P]
-            # a tuple of rows, stacked after the switch: stacked inside, XLA would fuse the
-            # kernel into the concatenation and recompute shared subexpressions per entry
             # (the padding rows are zeros: they land in free rows)
-            return tuple(jnp.broadcast_to(jnp.asarray(v, X.dtype), (B,))
-                         for v in vals + [0.0] * (P - len(vals)))
+            return jnp.stack([jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
+                              for v in vals + [0.0] * (P - len(vals))])
         return run
 
     branches = [branch(*b) for b in lowered]
@@ -603,7 +609,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
 
         def step(S, t):
             i, at, rows_in, r = t
-            V = jnp.stack(lax.switch(i, branches, S[rows_in], C, at))
+            V = lax.switch(i, branches, S, C, at, rows_in)
             return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
 
         if branches:
