@@ -20,9 +20,9 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   from it (or reads them from the constant table), runs its kernel and returns its result rows
   stacked, which are written back with one in-place ``dynamic_update_slice`` into rows a
   first-fit allocator keeps free for them (:func:`_rows`); the results are gathered from the
-  final rows at the end, already in the ``(batch, ...)`` layout. The compiled code holds each kernel once, so XLA's
-  compile time is bounded by the number of distinct kernels (joint kinds x step kinds), not by
-  the model's size.
+  final rows at the end, already in the ``(batch, ...)`` layout. The compiled code holds each
+  kernel once, so XLA's compile time is bounded by the number of distinct kernels (joint kinds
+  x step kinds), not by the model's size.
 
 Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few thousand
 states (graph) or about a thousand (program), each written into the results in place, so that the
@@ -475,6 +475,50 @@ def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs
     return row, end
 
 
+# _split: the cost of a row a scan step stacks and writes (padding included), in kernel
+# operations. Measured (one core, interleaved, us a state at 100 / 1000 states), P at the 90th
+# percentile of the rows a call writes against the median and fixed P: g1 coriolis_matrix (P 24
+# -> 6) 32.0 / 22.9 -> 16.1 / 16.5, crba (17 -> 4) 11.5 / 7.3 -> 6.1 / 5.0, christoffel (24 ->
+# 6) 240 / 251 -> 202 / 237, panda aba (49 -> 7) 5.8 / 2.5 -> 3.4 / 1.7; but g1 aba (50 -> 12)
+# 15.9 / 12.2 -> 18.5 / 14.3, its heavy 50-row kernels repeated in five parts (P 25: 16.9 /
+# 11.7). With 4 rows worth an operation's 4 the choice follows these measurements.
+ROW_COST = 4
+
+
+def _split(calls: Sequence[tuple[SXLowering, int]]) -> int:
+    """P, the rows every scan step of a program writes: the one of the calls' row counts that
+    minimises ``ROW_COST * steps * P`` plus the kernels' operations, where a call writing ``n``
+    rows takes ``ceil(n / P)`` steps and each step evaluates the cone of its ``P`` rows (XLA
+    drops the rest of the kernel)."""
+    if not calls:
+        return 1
+    dense: dict[int, list[int | None]] = {}       # per kernel: SSA value of each result row
+    for low, _ in calls:
+        if id(low) not in dense:
+            rows: list[int | None] = []
+            for o, (numel, _) in enumerate(low.outputs):
+                at: list[int | None] = [None] * numel
+                for oo, nz, v in low.outputs_at:
+                    if oo == o:
+                        at[low.outputs[o][1][nz]] = v
+                rows.extend(at)
+            dense[id(low)] = rows
+    cone: dict[tuple[int, int, int], int] = {}
+
+    def work(low: SXLowering, lo: int, hi: int) -> int:
+        key = (id(low), lo, hi)
+        if key not in cone:
+            targets = [v for v in dense[id(low)][lo:hi] if v is not None]
+            need = low._needed(targets)
+            cone[key] = sum(1 for k, (op, _, _) in enumerate(low.code) if need[k] and op >= 0)
+        return cone[key]
+
+    def cost(P: int) -> int:
+        return sum(ROW_COST * P + work(low, lo, min(n, lo + P))
+                   for low, n in calls for lo in range(0, max(n, 1), P))
+    return min(sorted({max(n, 1) for _, n in calls}), key=cost)
+
+
 def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     """``fn(*xs)`` running the recorded program ``prog`` on inputs of shape ``(batch, n_i)``;
     returns a tuple of arrays of shape ``(batch,) + shapes[o]``. One ``lax.scan`` step per
@@ -520,9 +564,8 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
         calls.append((k, at, read, first, top - first))
     # A switch's branches return one shape: P rows. A call writing more is split into parts of
     # P rows, one scan step each (XLA drops what a part does not return), so that the common
-    # small calls do not carry the padding of the largest (P: the 90th percentile of the
-    # number of rows written).
-    P = max(1, int(np.ceil(np.percentile([n for *_, n in calls], 90)))) if calls else 1
+    # small calls do not carry the padding of the largest (P: see _split).
+    P = _split([(lowerings[k], n) for k, *_, n in calls])
     steps = [(read, first + part * P, min(P, n - part * P))
              for k, at, read, first, n in calls for part in range(max(1, -(-n // P)))]
     # each result gathered from the final versions at the end: version, sign and constant per
