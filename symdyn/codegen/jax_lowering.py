@@ -481,7 +481,8 @@ def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs
 # -> 6) 32.0 / 22.9 -> 16.1 / 16.5, crba (17 -> 4) 11.5 / 7.3 -> 6.1 / 5.0, christoffel (24 ->
 # 6) 240 / 251 -> 202 / 237, panda aba (49 -> 7) 5.8 / 2.5 -> 3.4 / 1.7; but g1 aba (50 -> 12)
 # 15.9 / 12.2 -> 18.5 / 14.3, its heavy 50-row kernels repeated in five parts (P 25: 16.9 /
-# 11.7). With 4 rows worth an operation's 4 the choice follows these measurements.
+# 11.7). A row costed as 4 operations reproduces these choices (g1 aba 50, coriolis_matrix 6,
+# crba 4; christoffel 13).
 ROW_COST = 4
 
 
