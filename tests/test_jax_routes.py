@@ -86,6 +86,24 @@ def test_program_rows_never_overwrite_a_live_value(seed):
     assert total < top + P                     # dead rows were reused
 
 
+def test_program_step_rows_split_cheap_calls_not_heavy_ones():
+    """P, the rows every scan step writes: calls whose rows share much work are not split (each
+    part would repeat it), calls whose rows are cheap apart are, so that the many one-row calls
+    do not carry their padding."""
+    x = ca.SX.sym("x", 2)
+    h = x[0]
+    for _ in range(100):
+        h = ca.sin(h) * x[1] + h
+    heavy = ca.Function("heavy", [x], [ca.vertcat(*[h + i for i in range(8)])])
+    cheap = ca.Function("cheap", [x], [ca.vertcat(*[x[0] * (i + 2) + x[1] for i in range(8)])])
+    one = ca.Function("one", [x], [x[0] * x[1]])
+    low = {f.name(): jax_lowering.SXLowering(f) for f in (heavy, cheap, one)}
+    ones = [(low["one"], 1)] * 10
+    assert jax_lowering._split([(low["heavy"], 8)] + ones) == 8
+    assert jax_lowering._split([(low["cheap"], 8)] + ones) == 1
+    assert jax_lowering._split([]) == 1
+
+
 @pytest.mark.parametrize("kind", tuple(TREES))
 def test_graph_and_program_routes_equal_numpy(kind):
     model = TREES[kind]
