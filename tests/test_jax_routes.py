@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import casadi as ca
 import numpy as np
@@ -257,6 +258,32 @@ def test_shared_values_are_computed_once(monkeypatch):
     Q, QD = batch_of(model, c)
     for got, s in zip(c(Q, QD)[2], range(len(Q))):
         close(got, sd.coriolis_matrix(model, Q[s], QD[s])[2], what=f"C state {s}")
+
+
+def test_shared_values_weighed_by_their_further_users():
+    """On a small batch a shared value is kept where recomputing it for each further user would
+    repeat enough work, (uses - 1) * cone >= SHARED_WORK / batch: a 10-operation chain used by
+    20 products is kept at 100 states, the same chain used twice is not; on a large batch both
+    are (cones of at least SHARED_MIN operations); the values stay the function's."""
+    x = ca.SX.sym("x", 2)
+    few, many = x[0], x[0]
+    for i in range(5):                                   # cones of 10 operations each
+        few = few * x[1] + (i + 1)
+        many = many * x[1] - (i + 2)
+    y = few * x[0] + few * x[1]
+    z = sum(many * (x[0] + j) for j in range(1, 21))
+    f = ca.Function("f", [x], [y, z])
+    low = jax_lowering.SXLowering(f)
+    uses = Counter(a for op, args, _ in low.code if op >= 0 for a in args)
+    [few_k] = [k for k, n in uses.items() if n == 2 and low.code[k][0] >= 0]
+    [many_k] = [k for k, n in uses.items() if n == 20 and low.code[k][0] >= 0]
+    assert jax_lowering.SHARED_WORK // 100 > 2 * 10      # neither cone alone reaches it
+    assert many_k in low.shared(100) and few_k not in low.shared(100)
+    assert {few_k, many_k} <= low.shared(10 ** 4)
+    xs = np.random.default_rng(3).uniform(-1, 1, (100, 2))
+    got = jax.jit(jax_lowering.graph_batch(f, [(1,), (1,)]))(jnp.asarray(xs))
+    want = np.array([[float(v) for v in f(s)] for s in xs])
+    close(np.hstack([np.asarray(g).reshape(100, 1) for g in got]), want, what="y, z")
 
 
 @pytest.mark.parametrize("route", ["graph", "program"])

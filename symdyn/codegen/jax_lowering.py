@@ -91,28 +91,36 @@ _INPUT, _OUTPUT, _CONST = -1, -2, -3
 _TRIG = {ca.OP_SIN, ca.OP_COS, ca.OP_TAN}
 
 
-# _shared: a value used more than once is kept for its users (not recomputed by each) where its
-# cone holds at least max(SHARED_MIN, SHARED_WORK / batch) operations. Each kept value ends a
-# fusion, which costs a fixed time per call (~ SHARED_WORK operations on one state); recomputing
-# a cone costs its operations on every state. Measured, one core, min cone 4 / 64 / none:
-# panda aba 1e4 states 0.54 / - / 1.23 us a state, 100 states 1.32 / 1.38 / 1.88; panda crba
-# 100 states 0.83 / 0.57 / 0.61, christoffel 100 states 4.3 / 4.4 / 3.6, 1e4 states 1.84 / - /
-# 2.15 (freed memory retained)
+# _shared: a value used u > 1 times is kept for its users (not recomputed by each) where its
+# cone c (the operations since the last kept value) holds at least SHARED_MIN operations and the
+# work its recomputation would repeat, (u - 1) * c, at least SHARED_WORK / batch. Each kept value
+# ends a fusion, which costs a fixed time per call (~ SHARED_WORK operations on one state);
+# recomputing a cone costs its operations on every state, once per further user. Measured, one
+# core, min cone 4 / 64 / none: panda aba 1e4 states 0.54 / - / 1.23 us a state, 100 states
+# 1.32 / 1.38 / 1.88; panda crba 100 states 0.83 / 0.57 / 0.61, christoffel 100 states 4.3 / 4.4
+# / 3.6, 1e4 states 1.84 / - / 2.15 (freed memory retained). Weighing the cone by its further
+# users instead of requiring c >= SHARED_WORK / batch alone (same constants; interleaved, one
+# core, us a state, 100 / 1000 states): panda aba 1.43 / 0.71 -> 1.04 / 0.69, christoffel 4.70
+# / 1.91 -> 4.12 / 1.77, g1 rnea 4.39 / 1.87 -> 3.41 / 1.88, g1 crba 5.31 / 2.90 -> 4.93 /
+# 3.02; ur5 and panda rnea, crba, aba, christoffel at 100 states, g1's programs: as fast or
+# faster. From 1600 states on (SHARED_WORK / batch <= SHARED_MIN) the two rules keep the same.
 SHARED_MIN = 4
 SHARED_WORK = 6400
 
 
 def _shared(code: Sequence[tuple[int, tuple, Any]], outputs: Sequence[int],
-            given: Sequence[int], min_cone: int) -> frozenset[int]:
-    """Values to compute once and keep for their users: those used more than once whose cone
-    (the operations since the last kept value) holds at least ``min_cone`` operations.
+            given: Sequence[int], min_work: float) -> frozenset[int]:
+    """Values to compute once and keep for their users: those used ``u > 1`` times whose cone
+    ``c`` (the operations since the last kept value) holds at least :data:`SHARED_MIN`
+    operations and for which ``(u - 1) * c >= min_work`` (the operations recomputing it for
+    each further user would repeat).
 
     XLA's CPU fusion duplicates cheap elementwise producers into every fusion that consumes
     them, and on a CSE'd graph that duplication compounds: panda aba (2747 SX instructions)
     became 46725 elementwise HLO operations, 1.2 us a state at 1e4 states. A value divided by a
     one XLA cannot fold (:func:`_opaque_one`) is the result of a division, which XLA counts as
     expensive and does not duplicate (an ``optimization_barrier`` is removed before fusion):
-    with ``min_cone`` 4 the same graph compiles to 4360 operations (335 of them these
+    with cones of 4 kept the same graph compiles to 4360 operations (335 of them these
     divisions), 0.54 us a state. Smaller cones are cheaper to recompute than to store."""
     uses = [0] * len(code)
     for op, args, _ in code:
@@ -128,7 +136,7 @@ def _shared(code: Sequence[tuple[int, tuple, Any]], outputs: Sequence[int],
         if op < 0 or k in known:
             continue
         cone[k] = 1 + sum(cone[a] for a in args)
-        if uses[k] > 1 and cone[k] >= min_cone:
+        if uses[k] > 1 and cone[k] >= SHARED_MIN and (uses[k] - 1) * cone[k] >= min_work:
             kept.add(k)
             cone[k] = 0
     return frozenset(kept)
@@ -218,11 +226,11 @@ class SXLowering:
     def shared(self, batch: int) -> frozenset[int]:
         """The values kept for their users when evaluating ``batch`` states at once (see
         :func:`_shared`)."""
-        min_cone = max(SHARED_MIN, -(-SHARED_WORK // max(batch, 1)))
-        if min_cone not in self._shared:
-            self._shared[min_cone] = _shared(self.code, [v for *_, v in self.outputs_at],
-                                             self.trig_inputs, min_cone)
-        return self._shared[min_cone]
+        min_work = -(-SHARED_WORK // max(batch, 1))
+        if min_work not in self._shared:
+            self._shared[min_work] = _shared(self.code, [v for *_, v in self.outputs_at],
+                                             self.trig_inputs, min_work)
+        return self._shared[min_work]
 
     def _needed(self, targets: Sequence[int], given: Sequence[int] = ()) -> list[bool]:
         need = [False] * len(self.code)
