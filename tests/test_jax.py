@@ -207,6 +207,16 @@ def test_compile_refuses_bad_calls():
     bad[1, a:a + 4] *= 1.5
     with pytest.raises(ValueError, match=r"q\[1, %d:%d\].*unit quaternion" % (a, a + 4)):
         f(bad, V, V)
+    # the same checks where inputs are not float NumPy arrays of two axes (JAX arrays, lists,
+    # integers, one state)
+    with pytest.raises(ValueError, match=r"q\[1, %d:%d\].*unit quaternion" % (a, a + 4)):
+        f(jnp.asarray(bad), V, V)
+    with pytest.raises(ValueError, match=r"qd\[0\] contains NaN"):
+        f(Q, np.full((2, model.nv), np.nan).tolist(), V)
+    with pytest.raises(ValueError, match=r"q must have shape \(batch, %d\)" % model.nq):
+        f(Q[0], V[0], V[0])
+    with pytest.raises(ValueError, match="different lengths"):
+        f(Q, V.astype(int)[:1], V)
     out = sjax.compile(model, "rnea", check=False)(bad, V, V)           # unchecked: computes
     assert out.shape == (2, model.nv)
     with pytest.raises(ValueError, match="unknown algorithm"):
