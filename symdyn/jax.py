@@ -72,27 +72,34 @@ Large batches on a CPU. From four chunks on, a batch runs as a loop over chunks 
 temporaries are those of one chunk and stay in the caches (one core, 1e5 states, us a state:
 UR5 rnea 0.44 -> 0.20, Panda aba 1.30 -> 0.43; G1 crba program at 1e4 states 12.9 -> 9.1).
 
-Large results on a CPU. XLA allocates its result buffers afresh for every call; glibc maps blocks
-above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks above 64 MiB from a
-worker thread's arena always) anew each time, and the page faults of touching them cost more
-than the computation when the results are large: G1 christoffel (42875 entries a state), fresh
-process, one core: ~180-225 us a state at 100 and at 1000 states, of which the program's scan is
-~30. NumPy asks for transparent huge pages for its large arrays (the C batch's results), glibc
-does not unless told. Two remedies, both process-wide:
+Large results on a CPU. XLA allocates its result and temporary buffers afresh for every call;
+glibc maps blocks above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks
+above 64 MiB from a worker thread's arena always) anew each time, and the page faults of touching
+them cost more than the computation when the results are large: G1 christoffel (42875 entries a
+state), fresh process, one core: ~180-225 us a state at 100 and at 1000 states, of which the
+program's scan is ~30. Like the C batch (``load(..., reuse_results=True)``), ``compile``'s
+functions therefore write a batch's results, from :data:`REUSE_MIN` bytes on, into those of an
+earlier batch of the same size that the caller has dropped (``reuse_results=True``, default; at
+most :data:`REUSE_POOL` sets kept, ``.release()`` drops them): the set is donated to the call
+(``jax.jit(donate_argnums=...)``), so XLA writes into memory already mapped. A set is reused only
+when no reference to its arrays is left but the pool's (CPython reference counts) and none is
+viewed by a NumPy array (JAX then does not donate it). Measured, one core, us a state, fresh ->
+reused: G1 christoffel 171 / 237 -> 89 / 139 at 100 / 1000 states, Panda christoffel 1e4 states
+5.2 -> 3.3, UR5 christoffel 1e5 states 1.14 -> 0.75. The temporaries (the program's workspace,
+the rows kept between fusions) are still fresh for every call; NumPy asks for transparent huge
+pages for its large arrays, glibc does not unless told. Two remedies, both process-wide:
 
 * ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` in the environment of the process (glibc >= 2.35;
   read at start-up only; the kernel's transparent_hugepage setting ``madvise`` or ``always``):
   glibc's mapped blocks on transparent huge pages, one fault per 2 MiB instead of per 4 KiB.
-  G1 christoffel 179 / 203 -> 89 / 84 us a state at 100 / 1000 states; 1e5 states: Panda crba
-  0.49 -> 0.30 (the C batch 0.12), UR5 christoffel 0.95 -> 0.39 (0.21). The better of the two:
-  in the benchmark (run of 2026-11-25 at 46bdc4a) it takes every UR5 and Panda cell on the
-  graph route to within 3x of the C batch but Panda crba at 100 states (3.2x), 36 of 49 cells
-  against 29 with glibc's defaults, and small batches run as fast as without it.
+  Before result reuse: G1 christoffel 179 / 203 -> 89 / 84 us a state at 100 / 1000 states;
+  1e5 states: Panda crba 0.49 -> 0.30 (the C batch 0.12), UR5 christoffel 0.95 -> 0.39 (0.21).
+  Small batches run as fast as without it.
 * :func:`retain_freed_memory` (once, from Python): glibc reuses the freed buffers instead of
-  mapping new ones; the process keeps its peak memory. G1 christoffel ~225 -> ~89 / ~72. In
-  four benchmark runs with it, small batches measured after large ones ran slower (G1 aba at
-  100 states 4x of the C batch -> 14-21x, G1 crba 20x; alone 10-25 % slower): for processes
-  that evaluate large batches only.
+  mapping new ones; the process keeps its peak memory. Before result reuse: G1 christoffel ~225
+  -> ~89 / ~72. In four benchmark runs with it, small batches measured after large ones ran
+  slower (G1 aba at 100 states 4x of the C batch -> 14-21x, G1 crba 20x; alone 10-25 % slower):
+  for processes that evaluate large batches only.
 
 reports/jax_hugepages.md and reports/jax_retained.md are the benchmark run each way,
 reports/jax.md with glibc's defaults.
@@ -105,6 +112,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
+import threading
 from typing import Any, Callable
 
 import jax
@@ -112,6 +121,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from symdyn.backends import BackendError, get_backend
+from symdyn.codegen import jax_lowering
 from symdyn.codegen.jax_lowering import LoweringError
 
 __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
@@ -152,6 +162,18 @@ FOLD_MAX = 5000
 
 _QUATERNION_TOL = 1e-6
 _STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); others: length nv
+# result reuse (see "Large results" in the module docstring): batches whose results take at least
+# REUSE_MIN bytes are written into a result set of the same size that the caller has dropped;
+# at most REUSE_POOL sets are kept per compiled function
+REUSE_MIN = 1 << 20
+REUSE_POOL = 2
+
+
+def _refcounts(arrays) -> tuple[int, ...]:
+    return tuple(sys.getrefcount(a) for a in arrays)
+
+
+_HELD_BY_POOL = _refcounts((object(),))[0]    # an array held only by its pool entry's tuple
 
 
 # XLA options of every function compile() jits. XLA's CPU backend emits its fusions with MLIR
@@ -179,6 +201,12 @@ def compiler_options() -> dict[str, Any]:
     return dict(_compiler_options)
 
 
+def _top_options() -> dict[str, Any]:
+    """``jax.jit`` keywords of a top-level function: :func:`compiler_options` on a CPU."""
+    options = compiler_options() if jax.default_backend() == "cpu" else {}
+    return {"compiler_options": options} if options else {}
+
+
 class Jitted:
     """``jax.jit(fn)`` whose calls from Python are compiled with :func:`compiler_options` where
     JAX's default backend is the CPU (they are XLA CPU options): ``jax.jit(fn,
@@ -190,8 +218,7 @@ class Jitted:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.jit = jax.jit(fn)
-        options = compiler_options() if jax.default_backend() == "cpu" else {}
-        self.top = jax.jit(fn, compiler_options=options) if options else self.jit
+        self.top = jax.jit(fn, **_top_options()) if _top_options() else self.jit
 
     def __call__(self, *xs):
         for x in xs:
@@ -262,10 +289,11 @@ def _resolve(algorithm) -> tuple[str, Callable]:
 
 class Compiled:
     """A jitted, vmapped algorithm of one model: ``f(*batched_states)``; ``f.single(*state)`` for
-    one state; ``f.args`` names the batched arguments, ``f.sizes`` their lengths."""
+    one state; ``f.args`` names the batched arguments, ``f.sizes`` their lengths; ``f.release()``
+    drops the result sets kept for reuse (``reuse_results``, see :func:`compile`)."""
 
     def __init__(self, model, algorithm, check: bool = True, route: str = "auto",
-                 **options: Any):
+                 reuse_results: bool = True, **options: Any):
         from symdyn.model import Model
         if not isinstance(model, Model):
             raise TypeError(f"expected a symdyn Model, got {type(model).__name__}")
@@ -299,6 +327,11 @@ class Compiled:
             self.batch = Jitted(jax.vmap(single))
         else:
             self.single, self.batch = lowered
+        self.reuse_results = bool(reuse_results)
+        self._pool: list[tuple[jax.Array, ...]] = []        # result sets the caller may drop
+        self._pool_lock = threading.Lock()
+        self._state_bytes: int | None = None                # result bytes per state
+        self._reusing: Callable | None = None
 
     def __repr__(self) -> str:
         return (f"<symdyn.jax.Compiled {self.name}({', '.join(self.args)}) of model "
@@ -321,13 +354,65 @@ class Compiled:
             if len({x.shape[0] for x in xs}) > 1:
                 raise ValueError(f"{self.name}: batched arguments of different lengths "
                                  f"{[x.shape[0] for x in xs]}")
-            return self.batch.top(*xs)        # not traced: no tracer among NumPy arrays
+            return self._call(xs)            # not traced: no tracer among NumPy arrays
         xs = tuple(self._batch_input(x, a, n) for x, a, n in zip(xs, self.args, self.sizes))
         sizes = {x.shape[0] for x in xs}
         if len(sizes) > 1:
             raise ValueError(f"{self.name}: batched arguments of different lengths "
                              f"{[x.shape[0] for x in xs]}")
-        return self.batch(*xs)
+        if any(isinstance(x, jax.core.Tracer) for x in xs):
+            return self.batch(*xs)
+        return self._call(xs)
+
+    def _call(self, xs):
+        """The batch of concrete inputs ``xs``; large results written into a dropped set."""
+        B = xs[0].shape[0]
+        if not self.reuse_results or not B:
+            return self.batch.top(*xs)
+        if self._state_bytes is None:
+            shapes = self._result_shapes(xs, 1)
+            self._state_bytes = sum(int(np.prod(o.shape)) * o.dtype.itemsize for o in shapes)
+        if self._state_bytes * B < REUSE_MIN or not jax_lowering._on_cpu():
+            return self.batch.top(*xs)
+        bufs = self._dropped(B)
+        if bufs is None:                 # none to reuse: new ones (zeros: a fill, no compile)
+            bufs = tuple(jnp.zeros(o.shape, o.dtype) for o in self._result_shapes(xs, B))
+        if self._reusing is None:
+            fn, n = self.batch.fn, len(xs)
+            self._reusing = jax.jit(lambda *a: fn(*a[:n]), keep_unused=True,
+                                    donate_argnums=tuple(range(n, n + len(bufs))),
+                                    **_top_options())
+        out = self._reusing(*xs, *bufs)
+        del bufs
+        with self._pool_lock:
+            if len(self._pool) < REUSE_POOL:
+                self._pool.append(tuple(jax.tree_util.tree_leaves(out)))
+        return out
+
+    def _result_shapes(self, xs, B: int) -> list:
+        one = [jax.ShapeDtypeStruct((B, n), x.dtype) for x, n in zip(xs, self.sizes)]
+        return jax.tree_util.tree_leaves(jax.eval_shape(self.batch.fn, *one))
+
+    def _dropped(self, B: int):
+        """A result set of ``B`` states from the pool that the caller has dropped (no reference
+        left but the pool's; not deleted), taken out of the pool; else ``None``, after dropping
+        a set of another size that the caller has dropped too."""
+        with self._pool_lock:
+            for k, arrays in enumerate(self._pool):
+                if (arrays[0].shape[0] == B and _refcounts(arrays) == (_HELD_BY_POOL,) *
+                        len(arrays) and not any(a.is_deleted() for a in arrays)):
+                    return self._pool.pop(k)
+            for k, arrays in enumerate(self._pool):
+                if _refcounts(arrays) == (_HELD_BY_POOL,) * len(arrays):
+                    del self._pool[k]
+                    break
+        return None
+
+    def release(self) -> None:
+        """Drop the result sets kept for reuse (their memory is freed once the caller holds none
+        of their arrays)."""
+        with self._pool_lock:
+            self._pool.clear()
 
     def _batch_input(self, x, arg: str, n: int):
         if not isinstance(x, (jax.Array, jax.core.Tracer)):
@@ -376,11 +461,15 @@ class Compiled:
 
 
 def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noqa: A001
-            **options: Any) -> Compiled:
+            reuse_results: bool = True, **options: Any) -> Compiled:
     """A jitted, batched ``algorithm`` of ``model`` over batches of states (leading batch axis);
     ``.single`` evaluates one state. ``route``: ``"auto"``, ``"trace"``, ``"graph"`` or
-    ``"program"`` (see the module docstring; ``.route`` and ``.route_reason`` say which ran)."""
-    return Compiled(model, algorithm, check=check, route=route, **options)
+    ``"program"`` (see the module docstring; ``.route`` and ``.route_reason`` say which ran).
+    ``reuse_results``: on a CPU, write large results (from :data:`REUSE_MIN` bytes a batch) into
+    those of an earlier batch of the same size that the caller has dropped (see "Large results"
+    in the module docstring)."""
+    return Compiled(model, algorithm, check=check, route=route, reuse_results=reuse_results,
+                    **options)
 
 
 def _reference_shapes(c: Compiled) -> tuple[list[tuple[int, ...]], bool]:

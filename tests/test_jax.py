@@ -389,3 +389,51 @@ def test_retain_freed_memory_serves_large_blocks_from_the_heap():
     del block
     with pytest.raises(ValueError, match="threshold"):
         sjax.retain_freed_memory(threshold=0)
+
+
+def test_large_results_reuse_dropped_ones_never_held_ones(monkeypatch):
+    """reuse_results (CPU): a batch's results are written into an earlier result set of the same
+    size once the caller has dropped all of its arrays (the same memory), never into one the
+    caller still holds (an array, a tuple, or a NumPy view of a dropped array); the values are
+    those of a fresh call; reuse_results=False and results under REUSE_MIN take fresh memory."""
+    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+    model = TREES["floating"]
+    f = sjax.compile(model, "coriolis_matrix")
+    plain = sjax.compile(model, "coriolis_matrix", reuse_results=False)
+    rng = np.random.default_rng(5)
+    batches = [(np.stack([model.random_q(rng) for _ in range(6)]),
+                rng.uniform(-1, 1, (6, model.nv))) for _ in range(5)]
+    want = [[np.asarray(a) for a in plain(*b)] for b in batches]
+
+    def same(got, k):
+        for g, w in zip(got, want[k]):
+            np.testing.assert_array_equal(np.asarray(g), w)
+
+    def memory(res):
+        return [a.unsafe_buffer_pointer() for a in res]
+
+    held = f(*batches[0])                          # held as a tuple
+    first = memory(held)
+    M, Mdot, C = f(*batches[1])                    # held as arrays
+    second = memory((M, Mdot, C))
+    third = f(*batches[2])                         # pool full (REUSE_POOL sets): fresh memory
+    assert not set(memory(third)) & set(first + second)
+    same(held, 0), same((M, Mdot, C), 1), same(third, 2)
+    del held, third
+    again = f(*batches[3])                         # the first set, dropped: its memory
+    assert memory(again) == first
+    same(again, 3), same((M, Mdot, C), 1)
+    view = np.asarray(M)                           # a NumPy view keeps the second set's memory
+    del M, Mdot, C
+    last = f(*batches[4])
+    assert memory(last) != second
+    same(last, 4)
+    np.testing.assert_array_equal(view, want[1][0])
+    # without reuse, and under REUSE_MIN: no pool, every result its own memory
+    assert memory(plain(*batches[0])) and not plain._pool
+    monkeypatch.setattr(sjax, "REUSE_MIN", 10 ** 12)
+    g = sjax.compile(model, "coriolis_matrix")
+    g(*batches[0])
+    assert not g._pool
+    f.release()
+    assert not f._pool
