@@ -133,14 +133,14 @@ ROUTES = ("auto", "trace", "graph", "program")
 # recorded program where the algorithm has one. The limit is set by XLA's compile time (batch of
 # 4096 states, 2 shared cores, the graph's shared values kept, COMPILER_OPTIONS): graphs to
 # ~8500 instructions compile in a program's time (g1 rnea 6.3k instructions 3.0 s, crba 6.6k
-# 3.1 s, panda christoffel 6.3k 3.3 s, serial_chain(10) aba 8.2k 4.2 s; g1's programs 1.7-4.2 s)
-# and run faster (g1 rnea 1.7-2.4x, crba 2.4-3.3x of the C batch against 2.6-3.2x and 7.9-9.7x
-# as programs, reports/jax.md of 2026-11-25); with them g1's five algorithms compile in 19.7 s
-# (17.3-17.8 s all programs). Larger graphs take longer than any program (g1 aba 16.4k: 11.2 s, its
-# five would take 27.3 s; g1 coriolis_matrix 25k: 18.8 s). Before COMPILER_OPTIONS the limit was
-# 5000 (g1's five with its rnea and crba as graphs: 30.7 s). A program recording more than
-# GRAPH_MAX_WORK operations per state is not traced unrolled at all (the unrolled graph has at
-# least ~0.2x the recorded work).
+# 3.1 s, panda christoffel 6.3k 3.3 s, serial_chain(10) aba 8.2k 4.2 s; g1's programs 2.1-4.4 s,
+# reports/jax.md at ab51ce0) and run faster (g1 rnea 1.7-2.4x, crba 2.4-3.3x of the C batch
+# against 2.6-3.2x and 7.9-9.7x as programs, reports/jax.md of 2026-11-25); with them g1's five
+# algorithms compile in 23.1 s (ab51ce0). Larger graphs take longer than any program (g1 aba
+# 16.4k: 11.2 s, which takes its five to about 30 s; g1 coriolis_matrix 25k: 18.8 s). Before
+# COMPILER_OPTIONS the limit was 5000 (g1's five with its rnea and crba as graphs: 30.7 s). A
+# program recording more than GRAPH_MAX_WORK operations per state is not traced unrolled at all
+# (the unrolled graph has at least ~0.2x the recorded work).
 GRAPH_MAX = 8500
 GRAPH_MAX_WORK = 5 * GRAPH_MAX
 # the algorithms route="auto" runs as programs past GRAPH_MAX; the derivatives' kernels are large
