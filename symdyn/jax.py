@@ -376,7 +376,11 @@ class Compiled:
             return self.batch.top(*xs)
         bufs = self._dropped(B)
         if bufs is None:                 # none to reuse: new ones (zeros: a fill, no compile)
-            bufs = tuple(jnp.zeros(o.shape, o.dtype) for o in self._result_shapes(xs, B))
+            # placed like the results they stand for (committed to the inputs' device where
+            # those are: a set committed otherwise would compile the function once more)
+            where = next((x.sharding for x in xs if getattr(x, "committed", False)), None)
+            bufs = tuple(jnp.zeros(o.shape, o.dtype, device=where)
+                         for o in self._result_shapes(xs, B))
         if self._reusing is None:
             fn, n = self.batch.fn, len(xs)
             self._reusing = jax.jit(lambda *a: fn(*a[:n]), keep_unused=True,

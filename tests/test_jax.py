@@ -429,6 +429,12 @@ def test_large_results_reuse_dropped_ones_never_held_ones(monkeypatch):
     assert memory(last) != second
     same(last, 4)
     np.testing.assert_array_equal(view, want[1][0])
+    # one executable whether the set is new or reused, for inputs committed to a device too
+    for inputs in ([jax.device_put(x, jax.devices("cpu")[0]) for x in batches[0]], batches[0]):
+        h = sjax.compile(model, "coriolis_matrix")
+        for _ in range(3):
+            same(h(*inputs), 0)
+        assert h._reusing._cache_size() == 1
     # without reuse, and under REUSE_MIN: no pool, every result its own memory
     assert memory(plain(*batches[0])) and not plain._pool
     monkeypatch.setattr(sjax, "REUSE_MIN", 10 ** 12)
