@@ -383,7 +383,13 @@ class Compiled:
                          for o in self._result_shapes(xs, B))
         if self._reusing is None:
             fn, n = self.batch.fn, len(xs)
-            self._reusing = jax.jit(lambda *a: fn(*a[:n]), keep_unused=True,
+            if getattr(fn, "writes_into", False):       # graph and program: chunks written into
+                def reusing(*a):                         # the set (no zero fill first)
+                    return fn(*a[:n], out=a[n:])
+            else:
+                def reusing(*a):
+                    return fn(*a[:n])
+            self._reusing = jax.jit(reusing, keep_unused=True,
                                     donate_argnums=tuple(range(n, n + len(bufs))),
                                     **_top_options())
         out = self._reusing(*xs, *bufs)
@@ -598,8 +604,10 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
         out = fn(*inputs(xs, False))
         return out if as_tuple else out[0]
 
-    def batch(*xs):
-        out = fb(*inputs(xs, True))
-        return out if as_tuple else out[0]
+    def batch(*xs, out=None):
+        # out: a donated result set to write into (see in_chunks; Compiled._call passes it)
+        res = fb(*inputs(xs, True), out=out)
+        return res if as_tuple else res[0]
+    batch.writes_into = True             # type: ignore[attr-defined]
     return route, reason, (Jitted(single), Jitted(batch))
 

@@ -12,7 +12,8 @@
   holds about the graph's operations, not the multiple its fusion would recompute; an
   operation without a lowering is a LoweringError, and "auto" then traces.
 * Large batches run in chunks (a loop over slices, the last overlapping the one before it):
-  the same numbers as one pass, for either route, batched and differentiated.
+  the same numbers as one pass, for either route, batched and differentiated; written into a
+  reused result set without filling it with zeros first.
 * Top-level calls compile with symdyn.jax.compiler_options() (XLA's options); inside the
   caller's jit / grad the functions compose; options the jaxlib does not know are dropped.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
@@ -312,6 +313,39 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
     grad = jax.grad(lambda qd: loss(f.batch, qd))(jnp.asarray(xs[1]))
     close(grad, jax.grad(lambda qd: loss(lambda *a: one(*a)[0], qd))(jnp.asarray(xs[1])),
           what=f"chunked {route} grad")
+
+
+@pytest.mark.parametrize("route", ["graph", "program"])
+def test_chunked_batches_written_into_reused_results(route, monkeypatch):
+    """A chunked batch whose result set is reused starts its loop from the donated set instead
+    of zeros (no result-sized fill in the function: every entry is overwritten by a chunk, the
+    last overlapping); the values are those of fresh calls, call after call; a set of other
+    shapes is refused."""
+    model = TREES["floating"]
+    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
+    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+    f = sjax.compile(model, "coriolis_matrix", route=route)
+    plain = sjax.compile(model, "coriolis_matrix", route=route, reuse_results=False)
+    batches = [batch_of(model, f, n=13, seed=s) for s in (1, 2, 3)]
+    for k in range(5):                      # the pool's sets dropped and written into again
+        xs = batches[k % 3]
+        got, want = f(*xs), plain(*xs)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        del got
+    assert f._reusing._cache_size() == 1
+    shapes = [tuple(a.shape) for a in plain(*batches[0])]
+    sets = [jnp.full(s, np.nan) for s in shapes]
+    text = str(f._reusing.trace(*batches[0], *sets).jaxpr)
+    fills = [line for line in text.splitlines() if "broadcast_in_dim" in line
+             and any(f"shape={s}" in line.replace(" ", "") for s in
+                     (str(s).replace(" ", "") for s in shapes))]
+    assert not fills, fills                 # the old loop's jnp.zeros of the results
+    chunked = jax_lowering.in_chunks(lambda x: (2 * x,), [(2,)], 3)
+    close(jax.jit(chunked)(jnp.ones((13, 2)), out=(jnp.full((13, 2), np.nan),))[0],
+          np.full((13, 2), 2.0), what="written into a NaN set")
+    with pytest.raises(ValueError, match="shapes"):
+        chunked(jnp.ones((13, 2)), out=(jnp.zeros((13, 3)),))
 
 
 def test_lowering_of_single_operations():

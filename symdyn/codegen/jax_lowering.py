@@ -420,10 +420,15 @@ def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
     ``ceil(batch / chunk)`` slices of equal size, each result slice written in place into the
     results (the last slice ends at the batch's end and may overlap the one before it: the states
     in both are computed twice, with the same values). Smaller batches, and any batch traced for
-    a GPU (which wants all its states at once), run in one pass."""
+    a GPU (which wants all its states at once), run in one pass.
+
+    ``out``: arrays of the results' shapes that the loop starts from instead of zeros (every
+    entry is overwritten): a result set donated by the caller, so that the batch is written into
+    it without first filling it with zeros (one pass over the results less: ur5 christoffel,
+    1e5 states, 173 MB of results, 0.76 -> 0.54 us a state, one core). Ignored in one pass."""
     shapes = [tuple(s) for s in shapes]
 
-    def chunked(*xs):
+    def chunked(*xs, out: Sequence[Any] | None = None):
         B = xs[0].shape[0]
         if B < min_chunks * chunk or not _on_cpu():
             return fn(*xs)
@@ -436,7 +441,12 @@ def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
             part = fn(*(lax.dynamic_slice_in_dim(x, start, size) for x in xs))
             return tuple(lax.dynamic_update_slice_in_dim(o, p, start, 0)
                          for o, p in zip(outs, part))
-        return lax.fori_loop(0, n, body, tuple(jnp.zeros((B,) + s, dtype) for s in shapes))
+        if out is None:
+            out = tuple(jnp.zeros((B,) + s, dtype) for s in shapes)
+        elif [tuple(o.shape) for o in out] != [(B,) + s for s in shapes]:
+            raise ValueError(f"out: expected arrays of shapes {[(B,) + s for s in shapes]}, "
+                             f"got {[tuple(o.shape) for o in out]}")
+        return lax.fori_loop(0, n, body, tuple(out))
     return chunked
 
 
