@@ -67,10 +67,12 @@ small batches in a loop gains from running on one core (``taskset -c 0 python ..
 ``os.sched_setaffinity(0, {0})`` before importing JAX); large batches gain a little from more
 (XLA splits large fusions over the cores it sees).
 
-Large batches on a CPU. From four chunks on, a batch runs as a loop over chunks of ~4096 states
-(graph route) or ~1024 (program route), each written in place into the results, so that XLA's
-temporaries are those of one chunk and stay in the caches (one core, 1e5 states, us a state:
-UR5 rnea 0.44 -> 0.20, Panda aba 1.30 -> 0.43; G1 crba program at 1e4 states 12.9 -> 9.1).
+Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
+a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
+temporaries are those of one chunk and stay in the caches (one core, us a state, one pass ->
+chunks: 1e5 states UR5 rnea 0.44 -> 0.20, Panda aba 1.30 -> 0.43; 1e4 states Panda christoffel
+3.17 -> 2.27, aba 0.82 -> 0.62, UR5 christoffel 0.36 -> 0.43, the one slower; G1 crba program at
+1e4 states 12.9 -> 9.1).
 
 Large results on a CPU. XLA allocates its result and temporary buffers afresh for every call;
 glibc maps blocks above its mmap threshold (raised as blocks are freed, at most 32 MiB; blocks
@@ -85,7 +87,9 @@ most :data:`REUSE_POOL` sets kept, ``.release()`` drops them): the set is donate
 when no reference to its arrays is left but the pool's (CPython reference counts) and none is
 viewed by a NumPy array (JAX then does not donate it). Measured, one core, us a state, fresh ->
 reused: G1 christoffel 171 / 237 -> 89 / 139 at 100 / 1000 states, Panda christoffel 1e4 states
-5.2 -> 3.3, UR5 christoffel 1e5 states 1.14 -> 0.75. The temporaries (the program's workspace,
+5.2 -> 3.3, UR5 christoffel 1e5 states 1.14 -> 0.75; a chunked batch's loop then starts from the
+reused set instead of filling its results with zeros first (UR5 christoffel 1e5 states 0.76 ->
+0.54, Panda crba 0.46 -> 0.38, coriolis_matrix 1.38 -> 1.09). The temporaries (the program's workspace,
 the rows kept between fusions) are still fresh for every call; NumPy asks for transparent huge
 pages for its large arrays, glibc does not unless told. Two remedies, both process-wide:
 
@@ -592,7 +596,7 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
     if route == "graph":
         fn = jax_lowering.graph_function(lowered_from, shapes)
         fb = jax_lowering.in_chunks(jax_lowering.graph_batch(lowered_from, shapes), shapes,
-                                    jax_lowering.CHUNK_GRAPH)
+                                    jax_lowering.CHUNK_GRAPH, jax_lowering.CHUNKS_MIN_GRAPH)
     else:
         program = jax_lowering.program_function(lowered_from, shapes)
         fb = jax_lowering.in_chunks(program, shapes, jax_lowering.CHUNK_PROGRAM)

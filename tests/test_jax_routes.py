@@ -289,20 +289,22 @@ def test_shared_values_weighed_by_their_further_users():
 
 @pytest.mark.parametrize("route", ["graph", "program"])
 def test_large_batches_run_in_chunks(route, monkeypatch):
-    """On a CPU, a batch of at least CHUNKS_MIN chunks runs as a loop over chunks of equal size
-    (13 states in chunks of 3: five chunks, the last one overlapping), giving one pass's numbers,
-    NumPy's; smaller batches, and batches traced for a GPU, run in one pass; reverse mode goes
-    through the loop."""
+    """On a CPU, a batch of at least CHUNKS_MIN (programs) or CHUNKS_MIN_GRAPH chunks runs as a
+    loop over chunks of equal size (13 states in chunks of 3: five chunks, the last one
+    overlapping), giving one pass's numbers, NumPy's; smaller batches, and batches traced for a
+    GPU, run in one pass; reverse mode goes through the loop."""
     model = TREES["branched"]
     monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
+    least = 3 * (jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN)
     f = sjax.compile(model, "rnea", route=route)
     xs = batch_of(model, f, n=13, seed=7)
     loops = [f.batch.lower(*(x[:n] for x in xs)).as_text().count("stablehlo.while")
-             for n in (13, 11)]                                     # 11 < CHUNKS_MIN * 3
-    assert loops[0] == loops[1] + 1, loops
+             for n in (13, least, least - 1)]
+    assert loops[0] == loops[1], loops
+    assert loops[1] == loops[2] + 1, loops
     monkeypatch.setattr(jax_lowering, "_on_cpu", lambda: False)     # as if traced for a GPU
     gpu = sjax.compile(model, "rnea", route=route)
-    assert gpu.batch.lower(*xs).as_text().count("stablehlo.while") == loops[1]
+    assert gpu.batch.lower(*xs).as_text().count("stablehlo.while") == loops[2]
     check_against_numpy(model, f, xs, f"chunked {route} rnea", single=False)
     one = jax_lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
                                    [(model.nv,)])

@@ -24,10 +24,11 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   kernel once, so XLA's compile time is bounded by the number of distinct kernels (joint kinds
   x step kinds), not by the model's size.
 
-Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few thousand
-states (graph) or about a thousand (program), each written into the results in place, so that the
-rows kept between fusions, or the program's workspace, stay in the caches and are allocated once
-per chunk size rather than for the whole batch.
+Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of about a thousand
+states (graph: from two chunks on; program: from four), each written into the results in place
+(a donated result set is the loop's start: no zero fill), so that the rows kept between fusions,
+or the program's workspace, stay in the caches and are allocated once per chunk size rather than
+for the whole batch.
 
 Both are plain ``jax.numpy``/``lax`` code: they run under ``jit``, ``vmap``, ``jacfwd`` and
 ``grad`` like the traced route. Conventions of the results are those of the NumPy functions
@@ -44,8 +45,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["CHUNK_GRAPH", "CHUNK_PROGRAM", "LoweringError", "SXLowering", "graph_batch",
-           "graph_function", "in_chunks", "program_function"]
+__all__ = ["CHUNK_GRAPH", "CHUNK_PROGRAM", "CHUNKS_MIN", "CHUNKS_MIN_GRAPH", "LoweringError",
+           "SXLowering", "graph_batch", "graph_function", "in_chunks", "program_function"]
 
 
 class LoweringError(NotImplementedError):
@@ -395,13 +396,18 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
 # chunks from which a batch is split (on a CPU). Measured (one core, medians, glibc's defaults):
 # 1e5 states, chunks of ~4000 against one pass, us a state: ur5 rnea 0.44 -> 0.20, aba 0.81 ->
 # 0.26, coriolis_matrix 0.68 -> 0.32, christoffel 1.24 -> 0.95; panda rnea 0.72 -> 0.27, aba 1.30
-# -> 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50 (chunks of 2000 or 10000 a little slower;
-# at 1e4 states chunks gain nothing on the graph route); programs, chunks of 1000 against one
+# -> 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50; programs, chunks of 1000 against one
 # pass: g1 crba 4096 states 9.8 -> 7.5, 1e4 states 12.9 -> 9.1, panda christoffel 1e4 11.3 -> 6.8
-# (at 1500-3000 states no gain)
-CHUNK_GRAPH = 4096
+# (at 1500-3000 states no gain). Graphs, since chunks start from the donated result set (no zero
+# fill), 1e4 states in chunks of ~1000 against one pass (interleaved, /tmp/exp4/chunk.py): ur5
+# rnea 0.245 -> 0.216, crba 0.181 -> 0.175, coriolis_matrix 0.401 -> 0.335, aba 0.404 -> 0.316,
+# christoffel 0.355 -> 0.434 (the one slower); panda rnea 0.406 -> 0.318, crba 0.308 -> 0.289,
+# coriolis_matrix 1.01 -> 0.89, christoffel 3.17 -> 2.27, aba 0.82 -> 0.62; at 1e5 states chunks
+# of 1000, 2000 or 4000 within 5 % of each other.
+CHUNK_GRAPH = 1024
 CHUNK_PROGRAM = 1024
-CHUNKS_MIN = 4
+CHUNKS_MIN = 4          # programs
+CHUNKS_MIN_GRAPH = 2
 
 
 def _on_cpu() -> bool:
