@@ -336,6 +336,8 @@ class Compiled:
         self._pool_lock = threading.Lock()
         self._state_bytes: int | None = None                # result bytes per state
         self._reusing: Callable | None = None
+        # NumPy arrays and concrete JAX arrays (not tracers): __call__'s fast path
+        self._plain = (np.ndarray, type(jnp.zeros(0)))
 
     def __repr__(self) -> str:
         return (f"<symdyn.jax.Compiled {self.name}({', '.join(self.args)}) of model "
@@ -347,18 +349,19 @@ class Compiled:
             raise TypeError(f"{self.name} takes {len(self.args)} batched arguments "
                             f"({', '.join(self.args)}), got {len(xs)}")
         dtype = np.dtype(get_backend("jax")._float())
-        if all(type(x) is np.ndarray and x.dtype == dtype and x.ndim == 2 for x in xs):
-            # the common call (float NumPy arrays, as the C batch takes them): only the checks
-            # that can fail (~1 us an argument; the general path below costs ~3)
+        if all(type(x) in self._plain and x.dtype == dtype and x.ndim == 2 for x in xs):
+            # the common calls (float NumPy arrays, as the C batch takes them, or concrete JAX
+            # arrays): only the checks that can fail (~1 us an argument; the general path below
+            # costs ~3)
             for x, a, n in zip(xs, self.args, self.sizes):
                 if x.shape[1] != n:
                     raise ValueError(f"{a} must have shape (batch, {n}), got {x.shape}")
                 if self.check:
-                    self._check_values(x, a)
+                    self._check_values(x if type(x) is np.ndarray else np.asarray(x), a)
             if len({x.shape[0] for x in xs}) > 1:
                 raise ValueError(f"{self.name}: batched arguments of different lengths "
                                  f"{[x.shape[0] for x in xs]}")
-            return self._call(xs)            # not traced: no tracer among NumPy arrays
+            return self._call(xs)            # not traced: no tracer among them
         xs = tuple(self._batch_input(x, a, n) for x, a, n in zip(xs, self.args, self.sizes))
         sizes = {x.shape[0] for x in xs}
         if len(sizes) > 1:

@@ -207,10 +207,18 @@ def test_compile_refuses_bad_calls():
     bad[1, a:a + 4] *= 1.5
     with pytest.raises(ValueError, match=r"q\[1, %d:%d\].*unit quaternion" % (a, a + 4)):
         f(bad, V, V)
-    # the same checks where inputs are not float NumPy arrays of two axes (JAX arrays, lists,
-    # integers, one state)
+    # the same checks for concrete JAX arrays (the same fast path) and where inputs are neither
+    # (lists, integers, one state)
+    J = [jnp.asarray(x) for x in (Q, V, V)]
     with pytest.raises(ValueError, match=r"q\[1, %d:%d\].*unit quaternion" % (a, a + 4)):
         f(jnp.asarray(bad), V, V)
+    with pytest.raises(ValueError, match=r"qdd\[1\] contains NaN"):
+        f(J[0], J[1], J[2].at[1, 0].set(jnp.nan))
+    with pytest.raises(ValueError, match=r"qd must have shape \(batch, %d\)" % model.nv):
+        f(J[0], J[1][:, :-1], J[2])
+    with pytest.raises(ValueError, match="different lengths"):
+        f(J[0], J[1][:1], J[2])
+    np.testing.assert_array_equal(np.asarray(f(*J)), np.asarray(f(Q, V, V)))
     with pytest.raises(ValueError, match=r"qd\[0\] contains NaN"):
         f(Q, np.full((2, model.nv), np.nan).tolist(), V)
     with pytest.raises(ValueError, match=r"q must have shape \(batch, %d\)" % model.nq):
