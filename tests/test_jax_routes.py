@@ -338,11 +338,12 @@ def test_chunked_batches_written_into_reused_results(route, monkeypatch):
     assert f._reusing._cache_size() == 1
     shapes = [tuple(a.shape) for a in plain(*batches[0])]
     sets = [jnp.full(s, np.nan) for s in shapes]
-    text = str(f._reusing.trace(*batches[0], *sets).jaxpr)
-    fills = [line for line in text.splitlines() if "broadcast_in_dim" in line
-             and any(f"shape={s}" in line.replace(" ", "") for s in
-                     (str(s).replace(" ", "") for s in shapes))]
-    assert not fills, fills                 # the old loop's jnp.zeros of the results
+
+    def fills(traced) -> list[str]:         # results-sized broadcasts (jnp.zeros of a result)
+        sized = [f"f64[{','.join(map(str, s))}] = broadcast_in_dim" for s in shapes]
+        return [line for line in str(traced.jaxpr).splitlines() if any(z in line for z in sized)]
+    assert not fills(f._reusing.trace(*batches[0], *sets))
+    assert fills(jax.jit(f.batch.fn).trace(*batches[0]))     # without a set: the zero fill
     chunked = jax_lowering.in_chunks(lambda x: (2 * x,), [(2,)], 3)
     close(jax.jit(chunked)(jnp.ones((13, 2)), out=(jnp.full((13, 2), np.nan),))[0],
           np.full((13, 2), 2.0), what="written into a NaN set")
