@@ -351,6 +351,36 @@ def test_chunked_batches_written_into_reused_results(route, monkeypatch):
         chunked(jnp.ones((13, 2)), out=(jnp.zeros((13, 3)),))
 
 
+def test_program_writes_into_a_set_without_its_zero_entries(monkeypatch):
+    """Given a result set (zeros, or earlier results: what result reuse donates), a program
+    writes only its boxes of entries that are not always zero, in one pass and in chunks: the
+    values of fresh calls call after call, and a set's entries outside the boxes left as they
+    were (so that a NaN set shows which: exactly entries that are zero for every state)."""
+    model = TREES["branched"]                # christoffel: 3 in 4 entries always zero
+    monkeypatch.setattr(jax_lowering, "CHUNK_PROGRAM", 3)
+    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+    f = sjax.compile(model, "christoffel", route="program")
+    plain = sjax.compile(model, "christoffel", route="program", reuse_results=False)
+    for n in (7, 13):                        # one pass (< 4 chunks of 3), chunks (overlapping)
+        batches = [batch_of(model, f, n=n, seed=s) for s in (1, 2, 3)]
+        for k in range(4):
+            xs = batches[k % 3]
+            got = f(*xs)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(plain(*xs)))
+            del got
+        nan = jax.jit(f.batch.fn)(*batches[0], out=(jnp.full((n,) + (model.nv,) * 3, np.nan),))
+        skipped = np.isnan(np.asarray(nan))
+        assert skipped.any() and not skipped.all()
+        zero = np.all([np.asarray(plain(*b)) == 0 for b in batches], axis=0)
+        assert np.all(zero[skipped])
+        close(np.asarray(nan)[~skipped], np.asarray(plain(*batches[0]))[~skipped],
+              what="the entries written")
+    boxes = jax_lowering._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4))
+    assert boxes == [((0, 0, 0), (1, 2, 2)), ((1, 0, 2), (1, 2, 2))]
+    monkeypatch.setattr(jax_lowering, "BOXES_MAX", 1)   # too many boxes: one over the result
+    assert jax_lowering._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4)) == [((0, 0, 0), (2, 2, 4))]
+
+
 def test_lowering_of_single_operations():
     x = ca.SX.sym("x", 2)
     f = ca.Function("f", [x], [ca.erf(x[0]) + x[1]])
