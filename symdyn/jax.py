@@ -48,9 +48,11 @@ Any JAX array works as input to symdyn's functions directly (``sd.rnea(model, jn
 inside your own ``jax.jit``/``vmap``/``grad``): the backend follows the inputs. This module only
 packages the common case.
 
-Checks. Under ``jit`` the values are tracers and cannot be checked; ``compile`` therefore checks
-concrete batches before the call (``check=True``: shapes, NaN/inf, unit quaternions, in NumPy on
-the host; pass ``check=False`` to skip them, e.g. for inputs already on a GPU).
+Checks. Under ``jit`` the values are tracers and cannot be checked; ``compile``'s functions
+therefore check concrete batches (``check=True``: shapes and dtypes when a call is traced, once
+per shape; NaN/inf and unit quaternions in the call itself, one flag that the host reads after
+it, and only where the flag says a value failed the host looks for the argument and the state to
+name; ``check=False`` skips the values).
 
 Compile time. ``compile``'s functions, called from Python on a CPU, are compiled by XLA with
 :func:`compiler_options` (XLA's LLVM IR fusion emitters instead of its MLIR ones: 1.5-3x less
@@ -62,10 +64,12 @@ for the same).
 
 Small batches on a CPU. XLA's CPU client runs each call on a worker thread; when that thread
 sits on another core, the hand-off costs more than a small batch's arithmetic (UR5 rnea, 100
-states, 2 cores: 1.1-1.3 us a state unpinned, 0.41 pinned to one core). A process that evaluates
-small batches in a loop gains from running on one core (``taskset -c 0 python ...``, or
-``os.sched_setaffinity(0, {0})`` before importing JAX); large batches gain a little from more
-(XLA splits large fusions over the cores it sees).
+states, 2 cores: 1.1-1.3 us a state unpinned, 0.41 pinned to one core), and on the same core it
+still costs two thread switches a call. A process that evaluates small batches in a loop gains
+from running its calls on the calling thread (:func:`synchronous_dispatch`, before JAX starts)
+and on one core (``taskset -c 0 python ...``, or ``os.sched_setaffinity(0, {0})`` before
+importing JAX); large batches gain a little from more cores (XLA splits large fusions over the
+cores it sees).
 
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
@@ -132,7 +136,7 @@ from symdyn.codegen.jax_lowering import LoweringError
 
 __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
            "Compiled", "Jitted", "allow_float32", "compile", "compiler_options",
-           "retain_freed_memory"]
+           "retain_freed_memory", "synchronous_dispatch"]
 
 ROUTES = ("auto", "trace", "graph", "program")
 # route="auto": the unrolled graph while it has at most GRAPH_MAX SX instructions, else the
@@ -275,6 +279,25 @@ def retain_freed_memory(retain: bool = True, threshold: int = 1 << 30) -> bool:
                 bool(mallopt(_M_ARENA_MAX, 1 if retain else 0))])
 
 
+def synchronous_dispatch(sync: bool = True) -> None:
+    """Make JAX's CPU client run each compiled call on the calling thread (JAX's option
+    ``jax_cpu_enable_async_dispatch=False``) instead of handing it to a worker thread and
+    waiting for it: the hand-off costs a small batch more than its arithmetic (one core, glibc's
+    defaults, 100 states, JAX/C per call asynchronous -> synchronous, medians in separate
+    processes: ur5 rnea 2.16 -> 1.88, christoffel 2.71 -> 2.31, panda rnea 2.40 -> 1.89, crba
+    3.00 -> 2.72, coriolis_matrix 4.43 -> 3.79, g1 crba 6.47 -> 6.20; see "Small batches on a
+    CPU" in the module docstring). Calls return when their results are computed (what a caller
+    that uses them at once waits for anyway). Process-wide, and read when JAX creates its CPU
+    client: call it before the first JAX array or computation, else a :class:`RuntimeError`
+    says so. ``sync=False`` asks for JAX's default again (before that point too)."""
+    from jax._src import xla_bridge
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError("synchronous_dispatch() must be called before JAX creates its "
+                           "backends (before the first JAX array or computation of the "
+                           "process); JAX's CPU client reads the setting only then")
+    jax.config.update("jax_cpu_enable_async_dispatch", not sync)
+
+
 def _resolve(algorithm) -> tuple[str, Callable]:
     if callable(algorithm):
         return getattr(algorithm, "__name__", "algorithm"), algorithm
@@ -308,7 +331,7 @@ class Compiled:
                                "with model.subs(...) before compiling it with JAX")
         get_backend("jax")._float()           # float32 mode without opt-in: refuse now
         self.name, self.fn = _resolve(algorithm)
-        self.model, self.options, self.check = model, dict(options), bool(check)
+        self.model, self.options, self._check = model, dict(options), bool(check)
         params = list(inspect.signature(self.fn).parameters.values())[1:]
         self.args = tuple(p.name for p in params
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -336,8 +359,9 @@ class Compiled:
         self.reuse_results = bool(reuse_results)
         self._pool: list[tuple[jax.Array, ...]] = []        # result sets the caller may drop
         self._pool_lock = threading.Lock()
-        self._state_bytes: int | None = None                # result bytes per state
+        self._reuse_from = 0           # batch size from which results are reused (0: unknown)
         self._reusing: Callable | None = None
+        self._checked: Callable | None = None
         # NumPy arrays and concrete JAX arrays (not tracers): __call__'s fast path
         self._plain = (np.ndarray, type(jnp.zeros(0)))
 
@@ -350,39 +374,53 @@ class Compiled:
         if len(xs) != len(self.args):
             raise TypeError(f"{self.name} takes {len(self.args)} batched arguments "
                             f"({', '.join(self.args)}), got {len(xs)}")
-        dtype = np.dtype(get_backend("jax")._float())
-        if all(type(x) in self._plain and x.dtype == dtype and x.ndim == 2 for x in xs):
-            # the common calls (float NumPy arrays, as the C batch takes them, or concrete JAX
-            # arrays): only the checks that can fail (~1 us an argument; the general path below
-            # costs ~3)
-            for x, a, n in zip(xs, self.args, self.sizes):
-                if x.shape[1] != n:
-                    raise ValueError(f"{a} must have shape (batch, {n}), got {x.shape}")
-                if self.check:
-                    self._check_values(x if type(x) is np.ndarray else np.asarray(x), a)
-            if len({x.shape[0] for x in xs}) > 1:
-                raise ValueError(f"{self.name}: batched arguments of different lengths "
-                                 f"{[x.shape[0] for x in xs]}")
-            return self._call(xs)            # not traced: no tracer among them
+        if all(type(x) in self._plain for x in xs):
+            # the common calls (NumPy arrays, as the C batch takes them, or concrete JAX
+            # arrays): shapes and dtypes are checked when the call is traced (once per shape,
+            # _validated), values in the call (_flagged). Python here is kept short: host work
+            # between calls slows the next call's XLA code (one core, ur5 rnea, 100 states: 0.7
+            # us of Python before each call lengthened it by ~2 us)
+            try:
+                return self._call(xs)
+            except TypeError:        # e.g. a NumPy array of objects, which jit refuses: name it
+                for x, a, n in zip(xs, self.args, self.sizes):
+                    self._batch_input(x, a, n)
+                raise
         xs = tuple(self._batch_input(x, a, n) for x, a, n in zip(xs, self.args, self.sizes))
-        sizes = {x.shape[0] for x in xs}
-        if len(sizes) > 1:
-            raise ValueError(f"{self.name}: batched arguments of different lengths "
-                             f"{[x.shape[0] for x in xs]}")
+        self._validated(xs)
         if any(isinstance(x, jax.core.Tracer) for x in xs):
             return self.batch(*xs)
         return self._call(xs)
 
+    def _validated(self, xs) -> tuple:
+        """``xs`` as float arrays of the backend's dtype (float32 refused unless opted in), of
+        shapes ``(batch, n)`` and of one batch length; run where they are traced (shapes and
+        dtypes are known then), so that a call pays for it once per shape."""
+        backend = get_backend("jax")
+        out = []
+        for x, a, n in zip(xs, self.args, self.sizes):
+            x = backend._check_float(x, a)
+            if x.ndim != 2 or x.shape[1] != n:
+                raise ValueError(f"{a} must have shape (batch, {n}), got {tuple(x.shape)}")
+            out.append(x)
+        if len({x.shape[0] for x in out}) > 1:
+            raise ValueError(f"{self.name}: batched arguments of different lengths "
+                             f"{[x.shape[0] for x in out]}")
+        return tuple(out)
+
     def _call(self, xs):
         """The batch of concrete inputs ``xs``; large results written into a dropped set."""
-        B = xs[0].shape[0]
-        if not self.reuse_results or not B:
-            return self.batch.top(*xs)
-        if self._state_bytes is None:
-            shapes = self._result_shapes(xs, 1)
-            self._state_bytes = sum(int(np.prod(o.shape)) * o.dtype.itemsize for o in shapes)
-        if self._state_bytes * B < REUSE_MIN or not jax_lowering._on_cpu():
-            return self.batch.top(*xs)
+        shape = xs[0].shape
+        B = shape[0] if shape else 0
+        if B < self._reuse_from:
+            return self._fresh(xs)
+        if self._reuse_from == 0:            # not known yet: the results' bytes a state
+            self._reuse_from = sys.maxsize
+            if self.reuse_results and jax_lowering._on_cpu():
+                shapes = self._result_shapes(xs, 1)
+                state_bytes = sum(int(np.prod(o.shape)) * o.dtype.itemsize for o in shapes)
+                self._reuse_from = max(1, -(-REUSE_MIN // max(state_bytes, 1)))
+            return self._call(xs)
         bufs = self._dropped(B)
         if bufs is None:                 # none to reuse: new ones (zeros: a fill, no compile)
             # placed like the results they stand for (committed to the inputs' device where
@@ -391,22 +429,68 @@ class Compiled:
             bufs = tuple(jnp.zeros(o.shape, o.dtype, device=where)
                          for o in self._result_shapes(xs, B))
         if self._reusing is None:
-            fn, n = self.batch.fn, len(xs)
+            fn, n, flagged = self.batch.fn, len(xs), self._flagged
             if getattr(fn, "writes_into", False):       # graph and program: chunks written into
                 def reusing(*a):                         # the set (no zero fill first)
-                    return fn(*a[:n], out=a[n:])
+                    return flagged(a[:n], lambda xs: fn(*xs, out=a[n:]))
             else:
                 def reusing(*a):
-                    return fn(*a[:n])
+                    return flagged(a[:n], lambda xs: fn(*xs))
             self._reusing = jax.jit(reusing, keep_unused=True,
                                     donate_argnums=tuple(range(n, n + len(bufs))),
                                     **_top_options())
         out = self._reusing(*xs, *bufs)
         del bufs
+        out = self._verified(out, xs)
         with self._pool_lock:
             if len(self._pool) < REUSE_POOL:
                 self._pool.append(tuple(jax.tree_util.tree_leaves(out)))
         return out
+
+    def _flagged(self, xs, fn: Callable):
+        """Traced: ``fn`` of the :meth:`_validated` ``xs``, with ``check`` also the flag of
+        whether their values pass :meth:`_check_values` (no NaN or inf, unit quaternions),
+        computed in the same XLA call instead of in NumPy on the host before it (one core, 100
+        states, JAX/C per call, host checks -> flag, interleaved; asynchronous dispatch: ur5 rnea
+        2.50 -> 2.16, christoffel 2.72 -> 2.71, panda crba 3.18 -> 3.00, coriolis_matrix 4.93 ->
+        4.43, g1 crba 7.05 -> 6.47; synchronous: 2.19 -> 1.88, 2.88 -> 2.31, 2.88 -> 2.72, 4.36
+        -> 3.79, 6.71 -> 6.20)."""
+        xs = self._validated(xs)
+        if not self.check:
+            return fn(xs)
+        ok = jnp.isfinite(sum(jnp.sum(x) for x in xs))   # NaN and inf propagate (or overflow)
+        lo, hi = (1.0 - _QUATERNION_TOL) ** 2, (1.0 + _QUATERNION_TOL) ** 2
+        for x, arg in zip(xs, self.args):
+            if arg in _STATE:
+                for a, _ in self._quaternions:
+                    norm2 = jnp.sum(x[:, a:a + 4] ** 2, axis=1)
+                    ok = ok & jnp.all((norm2 >= lo) & (norm2 <= hi))
+        return fn(xs), ok
+
+    def _verified(self, out, xs):
+        """The results of a call of :meth:`_flagged`; where its flag says that a value failed,
+        :meth:`_check_values`'s error, which names the argument and the state (a sum that
+        overflowed passes)."""
+        if not self.check:
+            return out
+        out, ok = out
+        if not ok.item():
+            for x, a in zip(xs, self.args):
+                self._check_values(np.asarray(x), a)
+        return out
+
+    def _fresh(self, xs):
+        """The batch ``xs`` into new results."""
+        if self._checked is None:
+            fn, flagged = self.batch.fn, self._flagged
+            self._checked = jax.jit(lambda *a: flagged(a, lambda xs: fn(*xs)), **_top_options())
+        return self._verified(self._checked(*xs), xs)
+
+    @property
+    def check(self) -> bool:
+        """Whether concrete batches are checked (NaN, inf, unit quaternions); fixed at compile
+        time."""
+        return self._check
 
     def _result_shapes(self, xs, B: int) -> list:
         one = [jax.ShapeDtypeStruct((B, n), x.dtype) for x, n in zip(xs, self.sizes)]
@@ -451,13 +535,10 @@ class Compiled:
             x = get_backend("jax")._check_float(x, arg)     # float32 only when opted in
         if x.ndim != 2 or x.shape[1] != n:
             raise ValueError(f"{arg} must have shape (batch, {n}), got {tuple(x.shape)}")
-        if self.check and not isinstance(x, jax.core.Tracer):
-            self._check_values(np.asarray(x), arg)
         return x
 
     def _check_values(self, arr: np.ndarray, arg: str) -> None:
-        # few NumPy calls: host work between calls also slows the next call's XLA code (measured,
-        # one core, g1 rnea, one state: 8 us of checks lengthened the call by ~37 us)
+        # on the host, where the call's check (_flagged) failed: names the argument and the state
         if not math.isfinite(arr.sum()):        # NaN and inf propagate (or finite overflow)
             bad = ~np.isfinite(arr)
             if bad.any():

@@ -235,6 +235,74 @@ def test_compile_refuses_bad_calls():
         sjax.compile(planar_chain(2, symbolic_params=True), "crba")
 
 
+def test_compiled_checks_values_in_the_call_and_shapes_once_per_shape():
+    model = TREES["floating"]
+    f = sjax.compile(model, "rnea")
+    rng = np.random.default_rng(3)
+    Q = np.stack([model.random_q(rng) for _ in range(3)])
+    V = rng.uniform(-1, 1, (3, model.nv))
+    ref = np.asarray(f(Q, V, V))
+    # values: a flag computed in the call; a sum that overflows to inf flags the batch, but no
+    # value is NaN or inf, so the host finds nothing to name and the results are returned
+    big = V.copy()
+    big[1:, 0] = 1e308                     # states 1 and 2 may overflow in rnea; 0 may not
+    with np.errstate(all="ignore"):
+        out = np.asarray(f(Q, big, V))
+    assert out.shape == (3, model.nv)
+    np.testing.assert_array_equal(out[0], ref[0])
+    bad = V.copy()
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"qd\[2\] contains NaN or inf at index 1"):
+        f(Q, bad, V)
+    # a failed call leaves the function usable, and the same (jitted) shapes compute
+    np.testing.assert_array_equal(np.asarray(f(Q, V, V)), ref)
+    # dtypes: integers are converted where the call is traced; objects and complex are named
+    np.testing.assert_allclose(np.asarray(f(Q, np.zeros((3, model.nv), int), V)),
+                               np.asarray(f(Q, np.zeros((3, model.nv)), V)))
+    with pytest.raises(TypeError, match=r"qd must be a \(batch, %d\) array of real numbers, "
+                       r"got dtype object" % model.nv):
+        f(Q, V.astype(object), V)
+    with pytest.raises(TypeError, match=r"qdd must be a .* real numbers, got dtype complex"):
+        f(Q, V, V.astype(complex))
+    # shapes: checked when traced, so a wrong shape raises on every call, not only the first
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"qdd must have shape \(batch, %d\)" % model.nv):
+            f(Q, V, np.zeros((3, model.nv + 1)))
+        with pytest.raises(ValueError, match="different lengths"):
+            f(jnp.asarray(Q), jnp.asarray(V[:2]), jnp.asarray(V))
+    # check=False: the values are not looked at, shapes still are
+    g = sjax.compile(model, "rnea", check=False)
+    assert np.isnan(np.asarray(g(Q, np.full_like(V, np.nan), V))).all()
+    with pytest.raises(ValueError, match=r"qd must have shape"):
+        g(Q, V[:, :-1], V)
+    with pytest.raises(AttributeError):
+        f.check = False                       # fixed at compile time
+
+
+def test_synchronous_dispatch_before_jax_starts_only():
+    import subprocess
+    import sys
+    code = ("import symdyn.jax as s, jax\n"
+            "s.synchronous_dispatch()\n"
+            "assert jax.config.values['jax_cpu_enable_async_dispatch'] is False\n"
+            "jax.config.update('jax_enable_x64', True)\n"
+            "import numpy as np, symdyn as sd\n"
+            "m = sd.models.serial_chain(3, seed=1)\n"
+            "f = s.compile(m, 'crba')\n"
+            "Q = np.zeros((4, 3))\n"
+            "assert np.allclose(np.asarray(f(Q)), sd.crba(m, Q[0]))\n"
+            "try:\n"
+            "    s.synchronous_dispatch(False)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'before JAX creates its backends' in str(e), e\n"
+            "else:\n"
+            "    raise SystemExit('no error once JAX has started')\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
 # --- autodiff against the analytical algorithms -----------------------------------------------
 
 def _tangent_jacobians(model, q, qd, qdd):
