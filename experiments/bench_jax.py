@@ -13,6 +13,7 @@ chains and a 35-DoF humanoid (Unitree G1, floating base).
 
     pip install -e ".[jax,bench]"      # JAX, and ADAM (adam-robotics) as the second anchor
     python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N]
+                                    [--dispatch sync|async]
                                     [--retain-memory | --huge-pages] [--out-dir DIR]
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
@@ -21,7 +22,10 @@ refuses in one line when JAX sees none; the C batch stays on the CPU. ``--retain
 the C batch's results come from the same allocator) and writes reports/jax_retained.md.
 ``--huge-pages`` runs the script again with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc >=
 2.35 then asks for transparent huge pages for the blocks it maps, as NumPy does for its large
-arrays) and writes reports/jax_hugepages.md.
+arrays) and writes reports/jax_hugepages.md. ``--dispatch`` (CPU): ``sync`` (default) runs each
+call on the calling thread (``symdyn.jax.synchronous_dispatch()``, the setting for small batches
+on a CPU), ``async`` keeps JAX's default (a worker thread runs each call) and adds ``_async`` to
+the report's name.
 """
 from __future__ import annotations
 
@@ -278,7 +282,7 @@ def _range(vals) -> str:
     return f"{min(vals):.1f}-{max(vals):.1f}x" if vals else "-"
 
 
-def _discussion(ratios, g1_total, memory: str) -> list[str]:
+def _discussion(ratios, g1_total, memory: str, sync: bool) -> list[str]:
     """What the tables say about the targets, from this run's numbers."""
     import symdyn.jax as sjax
     out = ["## Discussion", ""]
@@ -308,11 +312,16 @@ def _discussion(ratios, g1_total, memory: str) -> list[str]:
         "G1 rnea 4.39 -> 3.41 us a state). What remains against the C "
         "batch is the rows XLA stores between fusions and a fixed cost per call "
         f"(dispatch, conditionals: at 100 states JAX/C is {_range([r[3] for r in small])}). "
-        "Unpinned, that fixed cost is larger: XLA's CPU client hands each call to a worker "
-        "thread, and on another core the hand-off costs more than a small batch's arithmetic "
-        "(symdyn.jax's docstring: ur5 rnea at 100 states, 0.41 us a state on one core against "
-        "1.1-1.3 on two); from 1e4 states on, XLA's splitting of large fusions over two cores "
-        "gains some of what pinning costs.",
+        "With JAX's default dispatch, XLA's CPU client hands each call to a worker thread and "
+        "the caller waits for it: two thread switches a call on one core, and unpinned, on "
+        "another core, a hand-off that costs more than a small batch's arithmetic (symdyn.jax's "
+        "docstring: ur5 rnea at 100 states, 0.41 us a state on one core against 1.1-1.3 on "
+        "two; from 1e4 states on, XLA's splitting of large fusions over two cores gains some of "
+        "what pinning costs). " + _DISPATCH_RUN[sync] + " The values are checked in the "
+        "call, one flag the host reads after it, instead of in NumPy before it (host work "
+        "between calls slows the next call's XLA code; measured apart, interleaved, 100 states, "
+        "JAX/C host checks -> flag, synchronous: ur5 rnea 2.19 -> 1.88, christoffel 2.88 -> "
+        "2.31, panda coriolis_matrix 4.36 -> 3.79, g1 crba 6.71 -> 6.20).",
         "- Large batches: from 1000 to 10000 states the graph route's time a state falls "
         f"(JAX/C {_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 10_000])} at 1e4), "
         f"at 1e5 states ({_range([r[3] for r in ratios if r[5] == 'graph' and r[2] == 100_000])}"
@@ -412,6 +421,21 @@ _MEMORY_HEADER = {
                  "not per 4 KiB, as NumPy's large arrays do); reports/jax.md has the same run "
                  "with glibc's defaults."}
 _HUGETLB = "glibc.malloc.hugetlb=1"
+_DISPATCH_RUN = {
+    True: "This run calls `symdyn.jax.synchronous_dispatch()` first: each call runs on the "
+          "calling thread (measured apart, one core, 100 states, JAX/C asynchronous -> "
+          "synchronous, separate processes: ur5 rnea 2.16 -> 1.88, christoffel 2.71 -> 2.31, "
+          "panda rnea 2.40 -> 1.89, crba 3.00 -> 2.72, coriolis_matrix 4.43 -> 3.79, g1 crba "
+          "6.47 -> 6.20).",
+    False: "This run keeps JAX's default dispatch (`--dispatch async`); reports/jax.md calls "
+           "`symdyn.jax.synchronous_dispatch()` first."}
+_SYNC_HEADER = ("Dispatch: `symdyn.jax.synchronous_dispatch()` (`jax_cpu_enable_async_dispatch` "
+                "off: JAX's CPU client runs each call on the calling thread, as the C batch "
+                "runs; with JAX's default a worker thread runs it and the caller waits: "
+                "`--dispatch async`).")
+_ASYNC_HEADER = ("Dispatch: JAX's default (its CPU client hands each call to a worker thread "
+                 "and the caller waits for it); reports/jax.md runs each call on the calling "
+                 "thread (`symdyn.jax.synchronous_dispatch()`).")
 
 
 def _huge_pages() -> None:
@@ -460,6 +484,9 @@ def main():
     p.add_argument("--cores", type=int, default=1, metavar="N",
                    help="CPU cores the process may use (default 1: XLA spreads large fusions "
                         "over the cores it sees, the C batch runs on one thread)")
+    p.add_argument("--dispatch", choices=("sync", "async"), default="sync",
+                   help="sync (default): symdyn.jax.synchronous_dispatch(), each call on the "
+                        "calling thread; async: JAX's default (writes jax_async*.md)")
     memory = p.add_mutually_exclusive_group()
     memory.add_argument("--retain-memory", action="store_true",
                         help="call symdyn.jax.retain_freed_memory() first; writes "
@@ -473,6 +500,10 @@ def main():
     mode = "retained" if args.retain_memory else "hugepages" if args.huge_pages else "default"
     all_cores = sorted(os.sched_getaffinity(0))
     cores = _pin(args.cores)
+    sync = args.dispatch == "sync" and args.device == "cpu"
+    if sync:
+        import symdyn.jax
+        symdyn.jax.synchronous_dispatch()           # before JAX starts its CPU client
     if args.retain_memory:
         import symdyn.jax
         if not symdyn.jax.retain_freed_memory():
@@ -494,6 +525,7 @@ def main():
     cmd = "python experiments/bench_jax.py" + (" --quick" if args.quick else "") + \
         (" --device gpu" if args.device == "gpu" else "") + \
         (f" --cores {args.cores}" if args.cores != 1 else "") + \
+        (" --dispatch async" if args.dispatch == "async" else "") + \
         (" --retain-memory" if args.retain_memory else "") + \
         (" --huge-pages" if args.huge_pages else "")
     from symdyn import __version__  # noqa: F401
@@ -502,13 +534,14 @@ def main():
                    f"`jax_enable_x64`). The process is pinned to {len(cores)} CPU core"
                    f"{'s' if len(cores) > 1 else ''} (`--cores`, cores {cores}): XLA would "
                    "otherwise spread large fusions over all the cores it sees, while the C batch "
-                   "runs on one thread. " + _MEMORY_HEADER[mode])
+                   "runs on one thread. " + (_SYNC_HEADER if sync else _ASYNC_HEADER) + " " +
+                   _MEMORY_HEADER[mode])
     within = [r for r in ratios if r[3] <= 3.0]
     faster = [r for r in ratios if np.isfinite(r[4])]
     lines += ["## Per-state time over batches (medians, side by side)", "",
               "Columns: microseconds per state of the jitted, batched symdyn function "
               "(`symdyn.jax.compile`, default `route=\"auto\"`; `route`: the route it took; "
-              "default checks of NaN and unit quaternions on the host included), of the compiled "
+              "default checks of shapes, NaN and unit quaternions included), of the compiled "
               "C batch (`symdyn.codegen.build(...).alg.batch`, one thread, its own checks "
               "included), of the traced route (`route=\"trace\"`: the algorithm on JAX arrays "
               "under `vmap`, what `compile` did before the graph and program routes; measured on "
@@ -545,11 +578,12 @@ def main():
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "
               f"{'met' if g1_ok else 'missed'}.", ""]
-    lines += _discussion(ratios, g1_total, mode)
+    lines += _discussion(ratios, g1_total, mode, sync)
     if args.device == "cpu":
         lines += ["No GPU figures were taken in this run (CPU only); `--device gpu` runs the same "
                   "script on a GPU machine.", ""]
     name = "jax" + ("" if args.device == "cpu" else "_gpu") + \
+        ("_async" if args.device == "cpu" and not sync else "") + \
         ("" if mode == "default" else f"_{mode}")
     path = out_dir(args) / f"{name}.md"
     path.write_text("\n".join(lines) + "\n")
