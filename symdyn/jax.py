@@ -290,11 +290,18 @@ def synchronous_dispatch(sync: bool = True) -> None:
     that uses them at once waits for anyway). Process-wide, and read when JAX creates its CPU
     client: call it before the first JAX array or computation, else a :class:`RuntimeError`
     says so. ``sync=False`` asks for JAX's default again (before that point too)."""
-    from jax._src import xla_bridge
-    if xla_bridge.backends_are_initialized():
+    try:                                 # JAX's private module: a later JAX may move it
+        from jax._src import xla_bridge
+        started = getattr(xla_bridge, "backends_are_initialized", None)
+    except ImportError:
+        started = None
+    if started is not None and started():
         raise RuntimeError("synchronous_dispatch() must be called before JAX creates its "
                            "backends (before the first JAX array or computation of the "
                            "process); JAX's CPU client reads the setting only then")
+    if "jax_cpu_enable_async_dispatch" not in jax.config.values:
+        raise RuntimeError(f"JAX {jax.__version__} has no option jax_cpu_enable_async_dispatch; "
+                           "its CPU client dispatches as it does by default")
     jax.config.update("jax_cpu_enable_async_dispatch", not sync)
 
 
