@@ -12,7 +12,9 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   grows with the model (N^2 entries for nv x nv results, N^3 for Christoffel symbols) and XLA's
   compile time with it. :func:`graph_batch` adds the fusion boundaries XLA's CPU backend needs
   (see there), and values used more than once are kept for their users rather than recomputed
-  in each fusion (:func:`_shared`; on large batches, where recomputing costs more than storing).
+  in each fusion (:func:`_shared`; on large batches, where recomputing costs more than storing),
+  written a group of rows at a time (:meth:`SXLowering.plan_groups`: XLA's CPU backend runs
+  each fusion as a kernel at a fixed cost, which dominates small batches).
 * :func:`program_function`: a recorded :class:`~symdyn.codegen.recursive.Program` (one kernel
   per step signature, one instruction per step call) becomes a ``lax.scan`` over the
   instructions with a ``lax.switch`` over the kernels: the workspace is one ``(rows, batch)``
@@ -271,6 +273,69 @@ class SXLowering:
                     w[k] = w[k] / one                  # kept, not recomputed (see _shared)
         return [w[t] for t in targets]
 
+    def plan_groups(self, targets: Sequence[int], given: Sequence[int], batch: int,
+                    group: int) -> list[tuple[list[int], list[list[int]]]]:
+        """How :meth:`evaluate_grouped` computes ``targets`` from ``given`` on ``batch`` states:
+        per stage, the values computed (in order) and the kept values (:meth:`shared`) written
+        as one array per group of at most ``group`` (stage of a value: one more than the latest
+        stage of the kept values it is computed from; the values of a group need none of each
+        other).
+
+        XLA's CPU backend runs every fusion as a kernel of its own, at a fixed cost per kernel
+        (its thunk executor: ~0.4 us on the benchmark machine), and a stack of at most 8 rows
+        is one fusion (more operands: one kernel per operand and a copy), so a group is one
+        kernel where its values were ``group``."""
+        free = set(given)
+        need = self._needed(targets, list(free))
+        kept = self.shared(batch) if self.share else frozenset()
+        stage = [0] * len(self.code)
+        by_stage: dict[int, list[int]] = {}
+        for k, (op, args, _) in enumerate(self.code):
+            if not need[k]:
+                continue
+            if op >= 0 and k not in free:
+                stage[k] = max((stage[a] + (a in kept and a not in free) for a in args),
+                               default=0)
+            by_stage.setdefault(stage[k], []).append(k)
+        plan = []
+        for s in sorted(by_stage):
+            members = [k for k in by_stage[s]
+                       if k in kept and k not in free and self.code[k][0] >= 0]
+            plan.append((by_stage[s], [members[lo:lo + group]
+                                       for lo in range(0, len(members), group)]))
+        return plan
+
+    def evaluate_grouped(self, inputs: Sequence[Any],
+                         plan: list[tuple[list[int], list[list[int]]]],
+                         rows: Sequence[int | float], given: dict[int, Any], row: Callable,
+                         group: int) -> list[Any]:
+        """``rows`` (values, or constants) as arrays of ``group`` rows (the last one shorter),
+        in order, computed by :meth:`plan_groups`'s ``plan`` from ``inputs`` and the values
+        ``given``; ``row(v)`` makes a value a row of the batch."""
+        one, _ = _opaque_one(inputs)
+        w: dict[int, Any] = {}
+
+        def kept(values):
+            block = jnp.stack([row(v) for v in values])
+            return block / one if one is not None else block
+        for computed, groups in plan:
+            for k in computed:
+                op, args, fn = self.code[k]
+                if k in given:
+                    w[k] = given[k]
+                elif op == _INPUT:
+                    w[k] = inputs[args[0]][args[1]]
+                elif op == _CONST:
+                    w[k] = fn
+                else:
+                    w[k] = fn(w[args[0]], w[args[1]]) if len(args) == 2 else fn(w[args[0]])
+            for part in groups:
+                block = kept([w[k] for k in part])
+                for i, k in enumerate(part):
+                    w[k] = block[i]
+        values = [w[v] if isinstance(v, int) else v for v in rows]
+        return [kept(values[lo:lo + group]) for lo in range(0, len(values), group)]
+
     def __call__(self, inputs: Sequence[Any],
                  given: dict[int, Any] | None = None) -> list[list[Any]]:
         vals = self.evaluate(inputs, [v for *_, v in self.outputs_at], given)
@@ -310,6 +375,7 @@ def graph_function(f: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
 
 
 BAND = 64     # graph_batch: dependency levels per conditional (see there)
+GROUP = 8     # graph_batch: values written as one array (see SXLowering.plan_groups)
 
 
 def _bands(low: SXLowering, given: Sequence[int], width: int) -> list[tuple[list[int], list[int]]]:
@@ -337,23 +403,36 @@ def _bands(low: SXLowering, given: Sequence[int], width: int) -> list[tuple[list
     return [(sorted(n), sorted(e)) for n, e in zip(needs, exports)]
 
 
-def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> Callable:
+def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
+                group: int | None = None) -> Callable:
     """Like :func:`graph_function` for inputs of shape ``(batch, n_i)``, laid out for XLA: the
     inputs are transposed to rows ``(n_i, batch)``; the sines and cosines of the joint
     coordinates are computed first; the graph then runs on the rows in bands of ``band``
     dependency levels, each inside a ``lax.cond`` (its predicate is true at run time but not
-    foldable), exporting the rows later bands use; the result rows are stacked at the end.
+    foldable), exporting the rows later bands use; the results are gathered from the exported
+    rows at the end.
 
     A conditional is a fusion boundary, and XLA's CPU fusion needs them here: in one
     computation it fuses the graph into the transposing / stacking loops and recomputes
     shared subexpressions per entry (ur5 rnea, 4096 states: 2.2 us a state against 0.19 us),
     duplicates sin/cos into every fusion using them (ur5 coriolis_matrix: 5 joints, 326 sines,
     whose range reduction costs more the larger the angle), and on deep graphs the duplication
-    compounds (serial_chain(20) aba unbanded: 83 s to compile, 35 ms a state)."""
+    compounds (serial_chain(20) aba unbanded: 83 s to compile, 35 ms a state).
+
+    Every value computed once (kept, exported) is written with others into an array of
+    ``group`` rows (default :data:`GROUP`; :meth:`SXLowering.plan_groups`): one kernel where
+    XLA would run one per value. Measured against one value per array (``group=1``;
+    interleaved, one core, us a state, medians of 9 rounds): 100 states ur5 rnea 0.49 -> 0.36,
+    christoffel 0.61 -> 0.39, aba 0.80 -> 0.47; panda rnea 0.49 -> 0.32, crba 0.66 -> 0.41,
+    coriolis_matrix 2.00 -> 1.48, christoffel 4.11 -> 2.44, aba 1.17 -> 0.57; g1 rnea 3.89 ->
+    2.10, crba 5.40 -> 3.76. 1000 states and more: aba 20-30 % faster (panda 1e4 states 0.74 ->
+    0.62), rnea 5-15 %, crba and coriolis_matrix within +-7 %, christoffel at 1000 states 8-20 %
+    slower (panda 1.67 -> 1.88), at 1e4 / 1e5 within +-15 % either way."""
     low = SXLowering(f)
     shapes = [tuple(s) for s in shapes]
     sizes = [int(np.prod(s)) for s in shapes]
     bands = _bands(low, low.trig_inputs, band)
+    group = GROUP if group is None else group
 
     def fn(*xs):
         B = xs[0].shape[0]
@@ -363,35 +442,68 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND) -> 
         def row(v):
             return jnp.broadcast_to(jnp.asarray(v, dtype), (B,))
 
-        def zeros(n):
-            return lambda *_: tuple(jnp.zeros((B,), dtype) for _ in range(n))
-
         x0 = rows[0][0, 0] if rows[0].size else jnp.zeros((), dtype)
         true = (x0 == x0) | jnp.isnan(x0)           # always true, not known to the compiler
-
-        def trig(rows):
-            return tuple(row(v) for v in low.evaluate(rows, low.trig_inputs))
-
-        env = dict(zip(low.trig_inputs,
-                       lax.cond(true, trig, zeros(len(low.trig_inputs)), rows)))
-        for needs, exports in bands:
-            def stage(rows, known, needs=needs, exports=exports):
-                given = {**dict(zip(low.trig_inputs, known[0])), **dict(zip(needs, known[1]))}
-                return tuple(row(v) for v in low.evaluate(rows, exports, given))
-            known = ([env[k] for k in low.trig_inputs], [env[k] for k in needs])
-            env.update(zip(exports, lax.cond(true, stage, zeros(len(exports)), rows, known)))
-        vals = low.evaluate(rows, [v for *_, v in low.outputs_at], env)
-        dense: list[list[Any]] = [[0.0] * n for n in sizes]
-        for (o, nz, _), v in zip(low.outputs_at, vals):
-            dense[o][low.outputs[o][1][nz]] = v
-        out = []
-        for d, n, s in zip(dense, sizes, shapes):
-            block = jnp.stack([row(v) for v in d], axis=1) if n else jnp.zeros((B, 0), dtype)
-            out.append(block.reshape((B,) + s))
-        return tuple(out)
+        held, at = _grouped_bands(low, bands, rows, true, row, B, dtype, group)
+        return _gathered(low, held, at, rows, row, B, dtype, sizes, shapes)
 
     fn.n_instructions = low.n_instructions               # type: ignore[attr-defined]
     return fn
+
+
+def _grouped_bands(low: SXLowering, bands, rows, true, row: Callable, B: int, dtype,
+                   group: int) -> tuple[list[Any], dict[int, tuple[int, int]]]:
+    """:func:`graph_batch`'s bands with their values written in groups
+    (:meth:`SXLowering.plan_groups`): ``(arrays, at)``, the arrays the conditionals return and
+    ``at[value] = (array, row)`` of the trigonometric inputs and of every band's exports."""
+    held: list[Any] = []
+    at: dict[int, tuple[int, int]] = {}
+
+    def run(targets, given):
+        plan = low.plan_groups(targets, given, B, group)
+        used = sorted({at[k][0] for k in given})
+
+        def stage(rows, ins):
+            pos = dict(zip(used, ins))
+            known = {k: pos[at[k][0]][at[k][1]] for k in given}
+            return tuple(low.evaluate_grouped(rows, plan, targets, known, row, group))
+
+        def zeros(*_):
+            return tuple(jnp.zeros((len(targets[lo:lo + group]), B), dtype)
+                         for lo in range(0, len(targets), group))
+        for j, arr in enumerate(lax.cond(true, stage, zeros, rows, tuple(held[i] for i in used))):
+            for i, k in enumerate(targets[j * group:(j + 1) * group]):
+                at[k] = (len(held), i)
+            held.append(arr)
+    run(low.trig_inputs, [])
+    for needs, exports in bands:
+        run(exports, low.trig_inputs + needs)
+    return held, at
+
+
+def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], rows, row,
+              B: int, dtype, sizes: Sequence[int], shapes: Sequence[tuple[int, ...]]) -> tuple:
+    """The results of :func:`graph_batch` from the arrays of :func:`_grouped_bands`: the arrays
+    holding outputs, with rows for the outputs computed from the inputs alone (inputs,
+    constants) and a row of zeros, as one table; each result one gather of its entries' rows
+    and a transposition (one kernel each, where stacking rows costs one per row)."""
+    values = sorted({v for *_, v in low.outputs_at})
+    arrays = sorted({at[v][0] for v in values if v in at})
+    start, n = {}, 0
+    for a in arrays:
+        start[a] = n
+        n += held[a].shape[0]
+    direct = [v for v in values if v not in at]
+    position = {v: start[at[v][0]] + at[v][1] for v in values if v in at}
+    position.update({v: n + j for j, v in enumerate(direct)})
+    zero = n + len(direct)
+    extra = [row(v) for v in low.evaluate(rows, direct)] + [jnp.zeros((B,), dtype)]
+    table = jnp.concatenate([held[a] for a in arrays] + [jnp.stack(extra)])
+    index = [np.full(size, zero) for size in sizes]
+    for o, nz, v in low.outputs_at:
+        index[o][low.outputs[o][1][nz]] = position[v]
+    return tuple(jnp.take(table, np.asarray(i), axis=0).T.reshape((B,) + s)
+                 for i, s in zip(index, shapes))
 
 
 # in_chunks: states per chunk of the graph route and of the program route, and the number of
