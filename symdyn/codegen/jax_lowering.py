@@ -258,20 +258,23 @@ class SXLowering:
         one, batch = _opaque_one(inputs)
         shared = self.shared(batch) if one is not None and self.share else frozenset()
         w: dict[int, Any] = {}
-        for k, (op, args, fn) in enumerate(self.code):
-            if not need[k]:
-                continue
-            if k in given:
-                w[k] = given[k]
-            elif op == _INPUT:
-                w[k] = inputs[args[0]][args[1]]
-            elif op == _CONST:
-                w[k] = fn
-            else:
-                w[k] = fn(w[args[0]], w[args[1]]) if len(args) == 2 else fn(w[args[0]])
-                if k in shared:
+        for k in range(len(self.code)):
+            if need[k]:
+                w[k] = self._value(k, inputs, given, w)
+                if k in shared and k not in given:
                     w[k] = w[k] / one                  # kept, not recomputed (see _shared)
         return [w[t] for t in targets]
+
+    def _value(self, k: int, inputs: Sequence[Any], given: dict[int, Any], w: dict[int, Any]):
+        """Value ``k`` from the inputs, the ``given`` values and the values ``w`` before it."""
+        op, args, fn = self.code[k]
+        if k in given:
+            return given[k]
+        if op == _INPUT:
+            return inputs[args[0]][args[1]]
+        if op == _CONST:
+            return fn
+        return fn(w[args[0]], w[args[1]]) if len(args) == 2 else fn(w[args[0]])
 
     def plan_groups(self, targets: Sequence[int], given: Sequence[int], batch: int,
                     group: int) -> list[tuple[list[int], list[list[int]]]]:
@@ -320,15 +323,7 @@ class SXLowering:
             return block / one if one is not None else block
         for computed, groups in plan:
             for k in computed:
-                op, args, fn = self.code[k]
-                if k in given:
-                    w[k] = given[k]
-                elif op == _INPUT:
-                    w[k] = inputs[args[0]][args[1]]
-                elif op == _CONST:
-                    w[k] = fn
-                else:
-                    w[k] = fn(w[args[0]], w[args[1]]) if len(args) == 2 else fn(w[args[0]])
+                w[k] = self._value(k, inputs, given, w)
             for part in groups:
                 block = kept([w[k] for k in part])
                 for i, k in enumerate(part):
