@@ -14,7 +14,9 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   (see there), and values used more than once are kept for their users rather than recomputed
   in each fusion (:func:`_shared`; on large batches, where recomputing costs more than storing),
   written a group of rows at a time (:meth:`SXLowering.plan_groups`: XLA's CPU backend runs
-  each fusion as a kernel at a fixed cost, which dominates small batches).
+  each fusion as a kernel at a fixed cost, which dominates small batches). Both routes take
+  the joints' sines and cosines from :func:`symdyn.codegen.jax_trig.sincos` (vectorized
+  polynomials; XLA calls the C library per element) where the batch's angles allow it.
 * :func:`program_function`: a recorded :class:`~symdyn.codegen.recursive.Program` (one kernel
   per step signature, one instruction per step call) becomes a ``lax.scan`` over the
   instructions with a ``lax.switch`` over the kernels: the workspace is one ``(rows, batch)``
@@ -48,6 +50,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from . import jax_trig
 
 __all__ = ["CHUNK_GRAPH", "CHUNK_PROGRAM", "CHUNKS_MIN", "CHUNKS_MIN_GRAPH", "LoweringError",
            "SXLowering", "graph_batch", "graph_function", "in_chunks", "program_function"]
@@ -371,6 +375,7 @@ def graph_function(f: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
 
 BAND = 64     # graph_batch: dependency levels per conditional (see there)
 GROUP = 8     # graph_batch: values written as one array (see SXLowering.plan_groups)
+SINCOS = True  # graph_batch: the joints' sines and cosines by jax_trig.sincos (see _trig_stage)
 
 
 def _bands(low: SXLowering, given: Sequence[int], width: int) -> list[tuple[list[int], list[int]]]:
@@ -399,7 +404,7 @@ def _bands(low: SXLowering, given: Sequence[int], width: int) -> list[tuple[list
 
 
 def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
-                group: int | None = None) -> Callable:
+                group: int | None = None, sincos: bool | None = None) -> Callable:
     """Like :func:`graph_function` for inputs of shape ``(batch, n_i)``, laid out for XLA: the
     inputs are transposed to rows ``(n_i, batch)``; the sines and cosines of the joint
     coordinates are computed first; the graph then runs on the rows in bands of ``band``
@@ -428,6 +433,7 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
     sizes = [int(np.prod(s)) for s in shapes]
     bands = _bands(low, low.trig_inputs, band)
     group = GROUP if group is None else group
+    sincos = SINCOS if sincos is None else sincos
 
     def fn(*xs):
         B = xs[0].shape[0]
@@ -439,7 +445,7 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
 
         x0 = rows[0][0, 0] if rows[0].size else jnp.zeros((), dtype)
         true = (x0 == x0) | jnp.isnan(x0)           # always true, not known to the compiler
-        held, at = _grouped_bands(low, bands, rows, true, row, B, dtype, group)
+        held, at = _grouped_bands(low, bands, rows, true, row, B, dtype, group, sincos)
         return _gathered(low, held, at, rows, row, B, dtype, sizes, shapes)
 
     fn.n_instructions = low.n_instructions               # type: ignore[attr-defined]
@@ -447,7 +453,7 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
 
 
 def _grouped_bands(low: SXLowering, bands, rows, true, row: Callable, B: int, dtype,
-                   group: int) -> tuple[list[Any], dict[int, tuple[int, int]]]:
+                   group: int, sincos: bool) -> tuple[list[Any], dict[int, tuple[int, int]]]:
     """:func:`graph_batch`'s bands with their values written in groups
     (:meth:`SXLowering.plan_groups`): ``(arrays, at)``, the arrays the conditionals return and
     ``at[value] = (array, row)`` of the trigonometric inputs and of every band's exports."""
@@ -470,10 +476,47 @@ def _grouped_bands(low: SXLowering, bands, rows, true, row: Callable, B: int, dt
             for i, k in enumerate(targets[j * group:(j + 1) * group]):
                 at[k] = (len(held), i)
             held.append(arr)
-    run(low.trig_inputs, [])
+    if not (sincos and _trig_stage(low, rows, row, held, at)):
+        run(low.trig_inputs, [])
     for needs, exports in bands:
         run(exports, low.trig_inputs + needs)
     return held, at
+
+
+def _sines(low: SXLowering, inputs, row: Callable):
+    """The sines and cosines of :attr:`SXLowering.trig_inputs` (the joints' sin q, cos q) by
+    :func:`~symdyn.codegen.jax_trig.sincos` (vectorized polynomials instead of one C library call
+    per element) where every argument of the batch is within its range
+    (:data:`~symdyn.codegen.jax_trig.LIMIT`), else by ``jnp.sin`` / ``jnp.cos``: a ``lax.cond``
+    on the batch. ``(S, C, at)``: the sines and the cosines of the arguments, ``at[value] =
+    (0 or 1, row)`` (in ``S`` or ``C``) of each trigonometric input; ``None`` where there are
+    none, or one is not a sine or cosine (tan)."""
+    if not low.trig_inputs or any(low.code[k][0] not in (ca.OP_SIN, ca.OP_COS)
+                                  for k in low.trig_inputs):
+        return None
+    args = sorted({low.code[k][1][0] for k in low.trig_inputs})
+    A = jnp.stack([row(v) for v in low.evaluate(inputs, args)])
+
+    def libm(A):
+        return jnp.sin(A), jnp.cos(A)
+    S, C = lax.cond(jnp.all(jnp.abs(A) <= jax_trig.LIMIT), jax_trig.sincos, libm, A)
+    return S, C, {k: (int(low.code[k][0] == ca.OP_COS), args.index(low.code[k][1][0]))
+                  for k in low.trig_inputs}
+
+
+def _trig_stage(low: SXLowering, rows, row: Callable, held: list[Any],
+                at: dict[int, tuple[int, int]]) -> bool:
+    """:func:`graph_batch`'s trigonometric inputs by :func:`_sines` (measured, one core, us a
+    state, jnp.sin / jnp.cos -> sincos: panda crba 1e5 states 0.36 -> 0.22, ur5 rnea 0.24 ->
+    0.11, ur5 christoffel 0.53 -> 0.41; 100 states g1 crba 3.90 -> 3.16): their arrays join
+    ``held``; ``False`` where :func:`_sines` does not apply."""
+    sines = _sines(low, rows, row)
+    if sines is None:
+        return False
+    S, C, where = sines
+    at.update({k: (len(held) + j, r) for k, (j, r) in where.items()})
+    held.extend((S, C))
+    return True
 
 
 def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], rows, row,
@@ -711,7 +754,8 @@ def _write_boxes(S, o, at, rows: np.ndarray, sign: np.ndarray, cval: np.ndarray,
     return o
 
 
-def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
+def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
+                     sincos: bool | None = None) -> Callable:
     """``fn(*xs)`` running the recorded program ``prog`` on inputs of shape ``(batch, n_i)``;
     returns a tuple of arrays of shape ``(batch,) + shapes[o]``. One ``lax.scan`` step per
     program instruction, a ``lax.switch`` over its kernel (see the module docstring).
@@ -721,6 +765,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
     hold zeros, or earlier results of this function, where a result entry is always zero (the
     program never writes it), as those entries are not written (``fn.writes_into``)."""
     from .recursive.program import decode
+    sincos = SINCOS if sincos is None else sincos      # the kernels' sin q, cos q (see _sines)
 
     # Every value the program writes is a version of its own (SSA; the recorded program reuses
     # dead blocks, which here would need masked writes), an instruction's results consecutive
@@ -825,7 +870,12 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
                 else:
                     xs.append(X[k:k + n])
                     k += n
-            vals = [e for out in low(xs) for e in out][part * P:(part + 1) * P]
+            given = {}
+            sines = _sines(low, xs, lambda v: jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
+                           ) if sincos else None
+            if sines is not None:
+                given = {k: sines[j][r] for k, (j, r) in sines[2].items()}
+            vals = [e for out in low(xs, given) for e in out][part * P:(part + 1) * P]
             # (the padding rows are zeros: they land in free rows)
             return jnp.stack([jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
                               for v in vals + [0.0] * (P - len(vals))])
