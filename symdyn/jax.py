@@ -193,7 +193,10 @@ _HELD_BY_POOL = _refcounts((object(),))[0]    # an array held only by its pool e
 # about the same run time (interleaved, one core, 100 and 1000 states: within 5 % on graphs of
 # ur5, panda and g1 and on g1's programs at 1000 states; g1's rnea and crba programs at 100
 # states 8-10 % slower). The option is a CPU one (other backends ignore it); a jaxlib that no
-# longer knows it gets no options.
+# longer knows it gets no options. Not taken: LLVM's optimization level 1
+# (xla_backend_optimization_level): g1's graphs compile 20-30 % faster (five algorithms 30.1 ->
+# 25.7 s), but graphs run slower (benchmark runs an hour apart, JAX/C: panda christoffel 100
+# states 3.37 -> 5.43, 1e4 3.44 -> 5.72, crba 1e5 2.0 -> 3.5; 43 -> 31 of 49 cells within 3x).
 COMPILER_OPTIONS: dict[str, Any] = {"xla_cpu_use_fusion_emitters": False}
 _compiler_options: dict[str, Any] | None = None
 
