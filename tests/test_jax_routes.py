@@ -276,6 +276,23 @@ def test_grouped_values_run_fewer_kernels():
     assert kernels[1] <= 0.6 * kernels[0], kernels
 
 
+@pytest.mark.parametrize("n", [3, 8, 9, 20, 29])
+def test_stacked_rows_are_one_kernel(n):
+    """More than 8 rows (g1's 29 joint angles) stacked as blocks of 8 divided by an opaque one:
+    the same numbers as jnp.stack, and one kernel where XLA's CPU backend runs a plain stack of
+    more than 8 rows as one kernel per row and a copy."""
+    x = jnp.asarray(np.random.default_rng(n).normal(size=(5, 100)))
+
+    def rows(x):
+        return [x[i % 5] * (i + 1.5) - x[(i + 2) % 5] for i in range(n)]
+    stacked = jax.jit(lambda x: jax_lowering._rows_stacked(rows(x), [x]))
+    plain = jax.jit(lambda x: jnp.stack(rows(x)))
+    np.testing.assert_array_equal(np.asarray(stacked(x)), np.asarray(plain(x)))
+    entry = [f.lower(x).compile().as_text().split("ENTRY", 1)[1] for f in (stacked, plain)]
+    kernels = [len(re.findall(r" (?:fusion|concatenate|copy)\(", e)) for e in entry]
+    assert kernels[0] == 1 and kernels[1] == (1 if n <= 8 else n + 1), kernels
+
+
 def _elementwise_hlo_operations(f, min_cone, monkeypatch) -> int:
     """Arithmetic operations in XLA's optimized code of ``graph_batch(f)`` for 2048 states
     (compiled, not run) with shared values of cones of ``min_cone`` operations kept."""

@@ -23,7 +23,6 @@ LIMIT = 2.0 ** 19 * 1.5707963267948966    # |x| up to which n * (33-bit part of 
 
 _TWO_OVER_PI = 6.36619772367581382433e-01
 _PIO2_1 = 1.57079632673412561417e+00      # first 33 bits of pi/2
-_PIO2_1T = 6.07710050650619224932e-11     # pi/2 - _PIO2_1
 _PIO2_2 = 6.07710050630396597660e-11      # second 33 bits
 _PIO2_2T = 2.02226624879595063154e-21     # pi/2 - (_PIO2_1 + _PIO2_2)
 _PIO2_3 = 2.02226624871116645580e-21      # third 33 bits
@@ -46,7 +45,6 @@ def _reduced(x):
     """``(n, y0, y1)``: ``x = n pi/2 + y0 + y1`` (``|y0 + y1| <= pi/4`` about)."""
     n = jnp.round(x * _TWO_OVER_PI)
     r = x - n * _PIO2_1
-    w = n * _PIO2_1T
     t = r                                            # refined twice more (no early exit:
     w = n * _PIO2_2                                  # the steps cost less than a branch)
     r = t - w
