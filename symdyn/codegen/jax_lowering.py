@@ -18,9 +18,10 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   the joints' sines and cosines from :func:`symdyn.codegen.jax_trig.sincos` (vectorized
   polynomials; XLA calls the C library per element) where the batch's angles allow it.
 * :func:`program_function`: a recorded :class:`~symdyn.codegen.recursive.Program` (one kernel
-  per step signature, one instruction per step call) becomes a ``lax.scan`` over the
-  instructions with a ``lax.switch`` over the kernels: the workspace is one ``(rows, batch)``
-  array carried by the scan; the switch's branch of an instruction gathers its argument rows
+  per step signature, one instruction per step call) becomes ``lax.scan`` s over the
+  instructions (one per segment of calls that share no kernel with the others: the algorithm's
+  passes, :func:`_segments`) with a ``lax.switch`` over the segment's kernels: the workspace is
+  one ``(rows, batch)`` array carried by the scans; the switch's branch of an instruction gathers its argument rows
   from it (or reads them from the constant table), runs its kernel and returns its result rows
   stacked, which are written back with one in-place ``dynamic_update_slice`` into rows a
   first-fit allocator keeps free for them (:func:`_rows`); the results are written from the
@@ -630,18 +631,19 @@ def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
     return chunked
 
 
-def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs: int, P: int,
+def _rows(steps: Sequence[tuple[list[int], int, int, int]], n_versions: int, n_inputs: int,
           kept: np.ndarray) -> tuple[np.ndarray, int]:
     """Rows of the program's workspace for its versions: ``(row of each version, rows)``.
 
-    ``steps``: per scan step the versions it reads, the first version it writes and how many
-    (``m <= P``). Version 0 (zero) and the inputs ``1 ... n_inputs - 1`` take rows 0 ...; a step
-    writes ``P`` rows from the lowest row ``r`` where ``P`` rows are free after its reads (rows
-    of versions no later step reads and not in ``kept``, the results' sources): its versions
-    take ``r ... r + m - 1``, the rest of the ``P`` rows get values nothing reads. Linear scan,
-    first fit: the workspace holds what is live (plus ``P``), not every value written."""
+    ``steps``: per scan step the versions it reads, the first version it writes, how many
+    (``m``) and the rows it writes (``P >= m``, that of its segment). Version 0 (zero) and the
+    inputs ``1 ... n_inputs - 1`` take rows 0 ...; a step writes ``P`` rows from the lowest row
+    ``r`` where ``P`` rows are free after its reads (rows of versions no later step reads and
+    not in ``kept``, the results' sources): its versions take ``r ... r + m - 1``, the rest of
+    the ``P`` rows get values nothing reads. Linear scan, first fit: the workspace holds what is
+    live (plus the largest ``P``), not every value written."""
     last = np.full(n_versions, -1, np.int64)      # the last step reading each version
-    for s, (read, _, _) in enumerate(steps):
+    for s, (read, *_) in enumerate(steps):
         last[read] = s
     last[:n_inputs] = np.maximum(last[:n_inputs], 0)
     last[0] = len(steps)
@@ -653,8 +655,8 @@ def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs
         free_at.setdefault(int(last[v]), []).append(v)
     live = np.zeros(max(2 * n_inputs, 64), bool)
     live[:n_inputs] = True
-    end = n_inputs + P
-    for s, (_, first, m) in enumerate(steps):
+    end = n_inputs
+    for s, (_, first, m, P) in enumerate(steps):
         live[free_at.pop(s, [])] = False          # read by this step's gather, then free
         c = np.concatenate([[0], np.cumsum(live)])
         fits = np.flatnonzero(c[P:] - c[:-P] == 0) if live.size >= P else np.empty(0, int)
@@ -671,6 +673,21 @@ def _rows(steps: Sequence[tuple[list[int], int, int]], n_versions: int, n_inputs
             else:
                 free_at.setdefault(int(last[v]), []).append(int(row[v]))
     return row, end
+
+
+def _segments(kernels: Sequence[int]) -> list[tuple[int, int]]:
+    """The program's calls (their ``kernels``, in order) cut into the most contiguous runs
+    ``[lo, hi)`` such that no kernel is called in two runs (the passes of a recursive
+    algorithm): each run can be a scan of its own, whose steps write no more rows than its calls
+    need and whose switch holds its kernels only, each kernel compiled once."""
+    last = {k: i for i, k in enumerate(kernels)}
+    runs, lo, hi = [], 0, 0
+    for i, k in enumerate(kernels):
+        hi = max(hi, last[k] + 1)
+        if i + 1 == hi:
+            runs.append((lo, hi))
+            lo = hi
+    return runs
 
 
 # _split: the cost of a row a scan step stacks and writes (padding included), in kernel
@@ -821,10 +838,22 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
         calls.append((k, at, read, first, top - first))
     # A switch's branches return one shape: P rows. A call writing more is split into parts of
     # P rows, one scan step each (XLA drops what a part does not return), so that the common
-    # small calls do not carry the padding of the largest (P: see _split).
+    # small calls do not carry the padding of the largest (P: see _split). The calls run as one
+    # scan per segment (_segments: the passes of a recursive algorithm), whose steps write
+    # min(P, the most rows a call of the segment writes), adjacent segments of as many rows
+    # one scan: g1 aba's segments write 12, 9, 16, 50, 42, 12 and 7 rows a step instead of 50
+    # (one core, interleaved, us a state at 100 / 1000 states: 14.0 / 9.3 -> 11.6 / 6.8;
+    # coriolis_matrix, P 6 in all but its first segment: 12.6 / 14.1 -> 12.7 / 13.9)
     P = _split([(lowerings[k], n) for k, *_, n in calls])
-    steps = [(read, first + part * P, min(P, n - part * P))
-             for k, at, read, first, n in calls for part in range(max(1, -(-n // P)))]
+    segments: list[tuple[int, int, int]] = []
+    for lo, hi in _segments([k for k, *_ in calls]):
+        p = min(P, max(max(n, 1) for *_, n in calls[lo:hi]))
+        if segments and segments[-1][2] == p:         # as many rows: one scan
+            lo = segments.pop()[0]
+        segments.append((lo, hi, p))
+    steps = [(read, first + part * P, min(P, n - part * P), P)
+             for lo, hi, P in segments for k, at, read, first, n in calls[lo:hi]
+             for part in range(max(1, -(-n // P)))]
     # each result gathered from the final versions at the end: version, sign and constant per
     # entry (entries neither written nor copied are zero: version ZERO, sign 0)
     results = []
@@ -842,31 +871,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                 src[e], sign[e], cval[e] = version.get((base, off), ZERO), float(sg), 0.0
         results.append((src, sign, cval))
     kept = np.concatenate([r[0] for r in results]) if results else np.zeros(0, np.int64)
-    row, total = _rows(steps, top, n_inputs, P, kept)
-    branches_of: dict[tuple, int] = {}
-    lowered: list[tuple[SXLowering, tuple[bool, ...], int]] = []
-    index, consts, reads = [], [], []
-    for k, at, read, first, n in calls:
-        mask = tuple(a is not None for a in at)
-        for part in range(max(1, -(-n // P))):
-            sig = (k, mask, part)
-            if sig not in branches_of:
-                branches_of[sig] = len(lowered)
-                lowered.append((lowerings[k], mask, part))
-            index.append(branches_of[sig])
-            consts.append([a or 0 for a in at])
-            reads.append(row[read].tolist())
-    n_args = max((len(c) for c in consts), default=0) or 1
-    n_rows_in = max((len(r) for r in reads), default=0) or 1
-    const_tab = np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32)
-    # the workspace rows an instruction reads, padded to the longest: its branch gathers only
-    # its own (a branch that reads the workspace does not copy it; one that returned it would)
-    gather_tab = np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32)
-    start_tab = np.array([row[first] for _, first, _ in steps], np.int32)
-    index_tab = np.array(index, np.int32)
-    constants = np.asarray(prog.constants, float)
+    row, total = _rows(steps, top, n_inputs, kept)
 
-    def branch(low: SXLowering, mask, part: int):
+    def branch(low: SXLowering, mask, part: int, P: int):
         n_read = sum(n for n, const in zip(low.in_sizes, mask) if not const)
         # Measured against gathering the longest row list before the switch and stacking a
         # tuple of rows after it (one core, us a state at 100 / 1000 states): g1 aba 17.6 /
@@ -896,7 +903,33 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                               for v in vals + [0.0] * (P - len(vals))])
         return run
 
-    branches = [branch(*b) for b in lowered]
+    scans = []               # per segment: its branches and its steps' tables (see step)
+    for lo, hi, P in segments:
+        branches_of: dict[tuple, int] = {}
+        lowered: list[tuple[SXLowering, tuple[bool, ...], int]] = []
+        index, consts, reads, starts = [], [], [], []
+        for k, at, read, first, n in calls[lo:hi]:
+            mask = tuple(a is not None for a in at)
+            for part in range(max(1, -(-n // P))):
+                sig = (k, mask, part)
+                if sig not in branches_of:
+                    branches_of[sig] = len(lowered)
+                    lowered.append((lowerings[k], mask, part))
+                index.append(branches_of[sig])
+                consts.append([a or 0 for a in at])
+                reads.append(row[read].tolist())
+                starts.append(row[first + part * P])
+        n_args = max(len(c) for c in consts) or 1
+        n_rows_in = max(len(r) for r in reads) or 1
+        # the workspace rows an instruction reads, padded to the segment's longest: its branch
+        # gathers only its own (a branch that reads the workspace does not copy it; one that
+        # returned it would)
+        scans.append(([branch(low, mask, part, P) for low, mask, part in lowered],
+                      (np.array(index, np.int32),
+                       np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32),
+                       np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32),
+                       np.array(starts, np.int32))))
+    constants = np.asarray(prog.constants, float)
     outputs = []                          # per result: row, sign and constant of each entry
     for (src, sign, cval), shape in zip(results, shapes):
         boxes = _boxes(((sign != 0) | (cval != 0)).reshape(tuple(shape)))
@@ -912,14 +945,12 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
             S = S.at[at_row:at_row + n].set(x.T)
             at_row += n
 
-        def step(S, t):
-            i, at, rows_in, r = t
-            V = lax.switch(i, branches, S, C, at, rows_in)
-            return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
-
-        if branches:
-            S, _ = lax.scan(step, S, (jnp.asarray(index_tab), jnp.asarray(const_tab),
-                                      jnp.asarray(gather_tab), jnp.asarray(start_tab)))
+        for branches, tables in scans:
+            def step(S, t, branches=branches):
+                i, at, rows_in, r = t
+                V = lax.switch(i, branches, S, C, at, rows_in)
+                return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
+            S, _ = lax.scan(step, S, tuple(jnp.asarray(t) for t in tables))
         # written box by box into zeros or the given set (zeros or earlier results: the
         # entries that are always zero are zero there and left alone). g1 christoffel, 42875
         # entries a state, 77 % always zero, boxes over 44 %, 1000 states, into a reused set:
@@ -930,6 +961,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                      for (rows, sign, cval, boxes, _), o in zip(outputs, out))
 
     fn.writes_into = True                               # type: ignore[attr-defined]
-    fn.n_branches = len(branches)                       # type: ignore[attr-defined]
+    fn.n_branches = sum(len(b) for b, _ in scans)     # type: ignore[attr-defined]
+    fn.n_scans = len(scans)                             # type: ignore[attr-defined]
     fn.n_calls = len(prog.instructions)                 # type: ignore[attr-defined]
     return fn
