@@ -381,16 +381,17 @@ def test_shared_values_weighed_by_their_further_users():
 @pytest.mark.parametrize("route", ["graph", "program"])
 def test_large_batches_run_in_chunks(route, monkeypatch):
     """On a CPU, a batch of at least CHUNKS_MIN (programs) or CHUNKS_MIN_GRAPH chunks runs as a
-    loop over chunks of equal size (13 states in chunks of 3: five chunks, the last one
-    overlapping), giving one pass's numbers, NumPy's; smaller batches, and batches traced for a
-    GPU, run in one pass; reverse mode goes through the loop."""
+    loop over chunks of equal size (one state more than the least chunked batch, in chunks of
+    3: the last chunk overlapping), giving one pass's numbers, NumPy's; smaller batches, and
+    batches traced for a GPU, run in one pass; reverse mode goes through the loop."""
     model = TREES["branched"]
     monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
     least = 3 * (jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN)
+    n_states = least + 1
     f = sjax.compile(model, "rnea", route=route)
-    xs = batch_of(model, f, n=13, seed=7)
+    xs = batch_of(model, f, n=n_states, seed=7)
     loops = [f.batch.lower(*(x[:n] for x in xs)).as_text().count("stablehlo.while")
-             for n in (13, least, least - 1)]
+             for n in (n_states, least, least - 1)]
     assert loops[0] == loops[1], loops
     assert loops[1] == loops[2] + 1, loops
     monkeypatch.setattr(jax_lowering, "_on_cpu", lambda: False)     # as if traced for a GPU
@@ -399,7 +400,7 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
     check_against_numpy(model, f, xs, f"chunked {route} rnea", single=False)
     one = jax_lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
                                    [(model.nv,)])
-    W = np.random.default_rng(1).uniform(-1, 1, (13, model.nv))
+    W = np.random.default_rng(1).uniform(-1, 1, (n_states, model.nv))
 
     def loss(fn, qd):
         return jnp.sum(W * fn(jnp.asarray(xs[0]), qd, jnp.asarray(xs[2])))
@@ -417,9 +418,10 @@ def test_chunked_batches_written_into_reused_results(route, monkeypatch):
     model = TREES["floating"]
     monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
     monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+    least = 3 * (jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN)
     f = sjax.compile(model, "coriolis_matrix", route=route)
     plain = sjax.compile(model, "coriolis_matrix", route=route, reuse_results=False)
-    batches = [batch_of(model, f, n=13, seed=s) for s in (1, 2, 3)]
+    batches = [batch_of(model, f, n=least + 1, seed=s) for s in (1, 2, 3)]
     for k in range(5):                      # the pool's sets dropped and written into again
         xs = batches[k % 3]
         got, want = f(*xs), plain(*xs)

@@ -21,21 +21,21 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   per step signature, one instruction per step call) becomes ``lax.scan`` s over the
   instructions (one per segment of calls that share no kernel with the others: the algorithm's
   passes, :func:`_segments`) with a ``lax.switch`` over the segment's kernels: the workspace is
-  one ``(rows, batch)`` array carried by the scans; the switch's branch of an instruction gathers its argument rows
-  from it (or reads them from the constant table), runs its kernel and returns its result rows
-  stacked, which are written back with one in-place ``dynamic_update_slice`` into rows a
-  first-fit allocator keeps free for them (:func:`_rows`); the results are written from the
-  final rows at the end, in the ``(batch, ...)`` layout, box by box around the entries that are
-  always zero (:func:`_boxes`; into zeros, or into a donated set of earlier results, where those
-  entries are not written again). The compiled code holds each
+  one ``(rows, batch)`` array carried by the scans; the switch's branch of an instruction
+  gathers its argument rows from it (or reads them from the constant table), runs its kernel
+  and returns its result rows stacked, which are written back with one in-place
+  ``dynamic_update_slice`` into rows a first-fit allocator keeps free for them (:func:`_rows`);
+  the results are written from the final rows at the end, in the ``(batch, ...)`` layout, box by
+  box around the entries that are always zero (:func:`_boxes`; into zeros, or into a donated set
+  of earlier results, where those entries are not written again). The compiled code holds each
   kernel once, so XLA's compile time is bounded by the number of distinct kernels (joint kinds
   x step kinds), not by the model's size.
 
-Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of about a thousand
-states (graph: from two chunks on; program: from four), each written into the results in place
-(a donated result set is the loop's start: no zero fill), so that the rows kept between fusions,
-or the program's workspace, stay in the caches and are allocated once per chunk size rather than
-for the whole batch.
+Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few hundred
+(graph) or about a thousand (program) states, from 2048 (graph) or 4096 (program) states on,
+each written into the results in place (a donated result set is the loop's start: no zero
+fill), so that the rows kept between fusions, or the program's workspace, stay in the caches and
+are allocated once per chunk size rather than for the whole batch.
 
 Both are plain ``jax.numpy``/``lax`` code: they run under ``jit``, ``vmap``, ``jacfwd`` and
 ``grad`` like the traced route. Conventions of the results are those of the NumPy functions
@@ -571,11 +571,17 @@ def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], 
 # rnea 0.245 -> 0.216, crba 0.181 -> 0.175, coriolis_matrix 0.401 -> 0.335, aba 0.404 -> 0.316,
 # christoffel 0.355 -> 0.434 (the one slower); panda rnea 0.406 -> 0.318, crba 0.308 -> 0.289,
 # coriolis_matrix 1.01 -> 0.89, christoffel 3.17 -> 2.27, aba 0.82 -> 0.62; at 1e5 states chunks
-# of 1000, 2000 or 4000 within 5 % of each other.
-CHUNK_GRAPH = 1024
+# of 1000, 2000 or 4000 within 5 % of each other. Graph chunks of 256 states instead of 1024,
+# from the same 2048 states on (interleaved, one core, JAX/C at 1e4 / 1e5 states, 1024 -> 256):
+# panda christoffel 2.98 / 3.19 -> 2.59 / 2.43 (its 729 results a state: a chunk's results and
+# transposed rows stay in the L2 cache), rnea 0.96 / 1.06 -> 0.95 / 0.86; ur5 coriolis_matrix
+# 1.29 / 1.55 -> 1.15 / 1.44, aba 0.96 / 1.06 -> 1.05 / 1.05, crba 0.97 / 1.08 -> 1.01 / 1.03;
+# g1 crba 1e4 2.61 -> 2.39, rnea 1.38 -> 1.22. Programs keep 1024 (g1 aba 1e4 states, 256 /
+# 512 / 1024: 2.40 / 2.03 / 2.00; coriolis_matrix 2.33 / 2.35 / 2.46).
+CHUNK_GRAPH = 256
 CHUNK_PROGRAM = 1024
-CHUNKS_MIN = 4          # programs
-CHUNKS_MIN_GRAPH = 2
+CHUNKS_MIN = 4          # programs: from 4096 states
+CHUNKS_MIN_GRAPH = 8    # graphs: from 2048 states
 
 
 def _on_cpu() -> bool:
