@@ -214,9 +214,21 @@ def compiler_options() -> dict[str, Any]:
     return dict(_compiler_options)
 
 
-def _top_options() -> dict[str, Any]:
-    """``jax.jit`` keywords of a top-level function: :func:`compiler_options` on a CPU."""
+# Programs whose steps write at least PROGRAM_EMITTER_ROWS rows (jax_lowering: stacks of 8 rows
+# on small batches, jax_lowering.GROUPED_ROWS_BELOW) compile with XLA's MLIR fusion emitters
+# instead: g1 aba (50 rows a step), one core, interleaved, us a state at 100 / 512 states, LLVM
+# IR emitters 8.24 / 5.54 -> MLIR 6.70 / 5.52 (C batch 2.86 / 2.83); its XLA compile, one
+# core, 5.4 -> 10.2 s. g1 christoffel (13 rows) gains too (100 states 44.0 -> 35.4, C 33.3)
+# but would take G1's five compiles past 30 s; coriolis_matrix (6 rows) does not gain.
+PROGRAM_EMITTER_ROWS = 32
+
+
+def _top_options(mlir_emitters: bool = False) -> dict[str, Any]:
+    """``jax.jit`` keywords of a top-level function: :func:`compiler_options` on a CPU (with
+    ``mlir_emitters``, without the choice of XLA's LLVM IR fusion emitters)."""
     options = compiler_options() if jax.default_backend() == "cpu" else {}
+    if mlir_emitters:
+        options.pop("xla_cpu_use_fusion_emitters", None)
     return {"compiler_options": options} if options else {}
 
 
@@ -226,12 +238,15 @@ class Jitted:
     compiler_options=...)``, one executable per input shapes, as any jitted function. Inside a
     trace (the caller's own ``jit``, ``vmap``, ``grad``, ``jacfwd``) it is ``jax.jit(fn)``,
     compiled with the enclosing function: ``jax.jit`` refuses compiler options on a nested call.
-    ``lower(...)`` lowers the top-level function (its ``compile()`` applies the options)."""
+    ``lower(...)`` lowers the top-level function (its ``compile()`` applies the options).
+    ``options``: the keywords of the top-level ``jax.jit`` (:func:`_top_options`), fixed here,
+    for the functions that wrap ``fn`` (result reuse, checks)."""
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable, mlir_emitters: bool = False):
         self.fn = fn
         self.jit = jax.jit(fn)
-        self.top = jax.jit(fn, **_top_options()) if _top_options() else self.jit
+        self.options = _top_options(mlir_emitters)
+        self.top = jax.jit(fn, **self.options) if self.options else self.jit
 
     def __call__(self, *xs):
         for x in xs:
@@ -448,7 +463,7 @@ class Compiled:
                     return flagged(a[:n], lambda xs: fn(*xs))
             self._reusing = jax.jit(reusing, keep_unused=True,
                                     donate_argnums=tuple(range(n, n + len(bufs))),
-                                    **_top_options())
+                                    **self.batch.options)
         out = self._reusing(*xs, *bufs)
         del bufs
         out = self._verified(out, xs)
@@ -496,7 +511,8 @@ class Compiled:
         """The batch ``xs`` into new results."""
         if self._checked is None:
             fn, flagged = self.batch.fn, self._flagged
-            self._checked = jax.jit(lambda *a: flagged(a, lambda xs: fn(*xs)), **_top_options())
+            self._checked = jax.jit(lambda *a: flagged(a, lambda xs: fn(*xs)),
+                                    **self.batch.options)
         return self._verified(self._checked(*xs), xs)
 
     @property
@@ -692,12 +708,14 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
             out.append(x)
         return out
 
+    mlir = False                         # XLA's MLIR fusion emitters (see PROGRAM_EMITTER_ROWS)
     if route == "graph":
         fn = jax_lowering.graph_function(lowered_from, shapes)
         fb = jax_lowering.in_chunks(jax_lowering.graph_batch(lowered_from, shapes), shapes,
                                     jax_lowering.CHUNK_GRAPH, jax_lowering.CHUNKS_MIN_GRAPH)
     else:
         program = jax_lowering.program_function(lowered_from, shapes)
+        mlir = program.rows_per_step >= PROGRAM_EMITTER_ROWS    # type: ignore[attr-defined]
         fb = jax_lowering.in_chunks(program, shapes, jax_lowering.CHUNK_PROGRAM)
 
         def fn(*xs):
@@ -712,5 +730,5 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
         res = fb(*inputs(xs, True), out=out)
         return res if as_tuple else res[0]
     batch.writes_into = True             # type: ignore[attr-defined]
-    return route, reason, (Jitted(single), Jitted(batch))
+    return route, reason, (Jitted(single, mlir), Jitted(batch, mlir))
 

@@ -158,6 +158,80 @@ def test_program_runs_its_passes_as_scans_of_their_own_rows():
         close(out[s], sd.aba(model, *(x[s] for x in xs)), what=f"aba program state {s}")
 
 
+def test_program_kernels_write_kept_values_in_groups(monkeypatch):
+    """A kernel keeping at least PROGRAM_GROUP_MIN values writes them GROUP to an array
+    (SXLowering.call_grouped, one XLA kernel a group): the numbers of one value per array, and
+    a program of such kernels gives NumPy's results."""
+    model = TREES["floating"]
+    f = casadi_function(model, "aba", layout="numpy")
+    X = batch_of(model, sjax.compile(model, "aba", route="trace"), n=6)
+    rows = [jnp.asarray(x.T) for x in X]                  # per input: its entries as rows
+    low = jax_lowering.SXLowering(f, work=0)
+    assert len(low.shared(6)) > 8
+    as_row = lambda v: jnp.broadcast_to(jnp.asarray(v, jnp.float64), (6,))   # noqa: E731
+    one = low(rows)
+    for group in (1, 3, 8):
+        grouped = low.call_grouped(rows, {}, 6, as_row, group)
+        close(jnp.stack([as_row(v) for v in grouped[0]]),
+              jnp.stack([as_row(v) for v in one[0]]), what=f"kept values in groups of {group}")
+    used = []
+    real = jax_lowering.SXLowering.call_grouped
+
+    def spy(self, *args, **kwargs):
+        used.append(len(self.shared(args[2])))
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(jax_lowering.SXLowering, "call_grouped", spy)
+    monkeypatch.setattr(jax_lowering, "PROGRAM_GROUP_MIN", 2)
+    g = sjax.compile(model, "aba", route="program")
+    check_against_numpy(model, g, batch_of(model, g), "program, kept values grouped",
+                        single=False)
+    assert used and min(used) >= 2
+
+
+def test_program_rows_stacked_in_groups_on_small_batches(monkeypatch):
+    """A step writing more than GROUP rows stacks them in kept groups of GROUP on batches of
+    fewer than GROUPED_ROWS_BELOW states (one XLA kernel a group instead of one a row), as one
+    stack on larger ones: NumPy's results either way."""
+    model = TREES["floating"]
+    monkeypatch.setattr(jax_lowering, "GROUP", 2)
+    monkeypatch.setattr(jax_lowering, "GROUPED_ROWS_BELOW", 6)
+    stacked = []
+    real = jax_lowering._rows_stacked
+
+    def spy(rows, inputs, group=8):
+        stacked.append((rows[0].shape[-1], len(rows), group))
+        return real(rows, inputs, group)
+    monkeypatch.setattr(jax_lowering, "_rows_stacked", spy)
+    for n in (5, 7):
+        stacked.clear()
+        f = sjax.compile(model, "aba", route="program")
+        check_against_numpy(model, f, batch_of(model, f, n=n), f"aba program, {n} states",
+                            single=False)
+        rows = [r for B, r, group in stacked if group == 2 and B == n]
+        assert bool(rows) == (n < 6) and all(r > 2 for r in rows), (n, stacked)
+
+
+def test_programs_writing_many_rows_a_step_use_xla_mlir_emitters(monkeypatch):
+    """A program whose steps write at least PROGRAM_EMITTER_ROWS rows compiles without the
+    choice of XLA's LLVM IR fusion emitters (COMPILER_OPTIONS), also in the functions that wrap
+    its batch (checks, result reuse); others keep it."""
+    model = TREES["floating"]
+    monkeypatch.setattr(sjax, "PROGRAM_EMITTER_ROWS", 10 ** 6)
+    f = sjax.compile(model, "aba", route="program")
+    assert f.batch.options == {"compiler_options": sjax.compiler_options()}
+    monkeypatch.setattr(sjax, "PROGRAM_EMITTER_ROWS", 1)
+    g = sjax.compile(model, "aba", route="program")
+    options = g.batch.options.get("compiler_options", {})
+    assert "xla_cpu_use_fusion_emitters" not in options
+    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
+    with pytest.raises(jax.errors.JaxRuntimeError, match="xla_no_such_option"):
+        sjax.compile(model, "aba", route="program").batch(*batch_of(model, g))
+    monkeypatch.setattr(sjax, "_compiler_options", None)
+    xs = batch_of(model, g)
+    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
+    check_against_numpy(model, g, xs, "program with XLA's MLIR emitters", single=False)
+
+
 def test_auto_route_choice(monkeypatch):
     model = TREES["branched"]
     assert sjax.compile(model, "rnea").route == "graph"

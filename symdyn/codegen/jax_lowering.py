@@ -183,7 +183,7 @@ class SXLowering:
     :meth:`evaluate` can take as given. With ``share`` (default), values used more than once
     are kept for their users on large batches (:meth:`shared`)."""
 
-    def __init__(self, f: Any, what: str = "", share: bool = True):
+    def __init__(self, f: Any, what: str = "", share: bool = True, work: int | None = None):
         if not f.is_a("SXFunction"):
             raise LoweringError(f"{what or f.name()}: only SX functions can be lowered to JAX")
         for j in range(f.n_in()):
@@ -231,12 +231,13 @@ class SXLowering:
                                  [r * sp.size2() + c for r, c in zip(rows, cols)]))
         self.n_instructions = f.n_instructions()
         self.share = share        # keep shared values for their users (see _shared)
+        self.work = work          # SHARED_WORK of this lowering (None: the module's)
         self._shared: dict[int, frozenset[int]] = {}
 
     def shared(self, batch: int) -> frozenset[int]:
         """The values kept for their users when evaluating ``batch`` states at once (see
-        :func:`_shared`)."""
-        min_work = -(-SHARED_WORK // max(batch, 1))
+        :func:`_shared`; ``work``: :data:`SHARED_WORK` unless given)."""
+        min_work = -(-(SHARED_WORK if self.work is None else self.work) // max(batch, 1))
         if min_work not in self._shared:
             self._shared[min_work] = _shared(self.code, [v for *_, v in self.outputs_at],
                                              self.trig_inputs, min_work)
@@ -321,20 +322,36 @@ class SXLowering:
         in order, computed by :meth:`plan_groups`'s ``plan`` from ``inputs`` and the values
         ``given``; ``row(v)`` makes a value a row of the batch."""
         one, _ = _opaque_one(inputs)
-        w: dict[int, Any] = {}
+        w = self._run_plan(inputs, plan, given, row, one)
+        values = [w[v] if isinstance(v, int) else v for v in rows]
+        return [_kept_block(values[lo:lo + group], row, one)
+                for lo in range(0, len(values), group)]
 
-        def kept(values):
-            block = jnp.stack([row(v) for v in values])
-            return block / one if one is not None else block
+    def _run_plan(self, inputs: Sequence[Any], plan: list[tuple[list[int], list[list[int]]]],
+                  given: dict[int, Any], row: Callable, one: Any) -> dict[int, Any]:
+        """Every value of :meth:`plan_groups`'s ``plan``, its kept values read from their
+        groups' arrays (:func:`_kept_block`)."""
+        w: dict[int, Any] = {}
         for computed, groups in plan:
             for k in computed:
                 w[k] = self._value(k, inputs, given, w)
             for part in groups:
-                block = kept([w[k] for k in part])
+                block = _kept_block([w[k] for k in part], row, one)
                 for i, k in enumerate(part):
                     w[k] = block[i]
-        values = [w[v] if isinstance(v, int) else v for v in rows]
-        return [kept(values[lo:lo + group]) for lo in range(0, len(values), group)]
+        return w
+
+    def call_grouped(self, inputs: Sequence[Any], given: dict[int, Any], batch: int,
+                     row: Callable, group: int = 8) -> list[list[Any]]:
+        """:meth:`__call__` with the kept values written ``group`` to an array
+        (:meth:`plan_groups`)."""
+        targets = [v for *_, v in self.outputs_at]
+        plan = self.plan_groups(targets, list(given), batch, group)
+        w = self._run_plan(inputs, plan, given, row, _opaque_one(inputs)[0])
+        result: list[list[Any]] = [[0.0] * numel for numel, _ in self.outputs]
+        for o, nz, v in self.outputs_at:
+            result[o][self.outputs[o][1][nz]] = w[v]
+        return result
 
     def __call__(self, inputs: Sequence[Any],
                  given: dict[int, Any] | None = None) -> list[list[Any]]:
@@ -345,16 +362,25 @@ class SXLowering:
         return result
 
 
-def _rows_stacked(rows: Sequence[Any], inputs: Sequence[Any]) -> jax.Array:
-    """``rows`` (arrays of one shape) stacked: more than 8 as stacks of 8, each divided by the
-    :func:`_opaque_one` of ``inputs``, concatenated. XLA's CPU backend runs a stack of more than
-    8 rows as one kernel per row and a copy, a concatenation of such blocks as one kernel
-    (g1's 29 joint angles: 20 kernels -> 1; crba, 100 states, one core, interleaved: 3.18 ->
-    3.12 times the C batch's time)."""
+def _kept_block(values: Sequence[Any], row: Callable, one: Any) -> jax.Array:
+    """``values`` (``row(v)``: a row of the batch) stacked as one array and divided by ``one``
+    (:func:`_opaque_one`; ``None``: not divided), so that XLA keeps it for its users (see
+    :func:`_shared`)."""
+    block = jnp.stack([row(v) for v in values])
+    return block / one if one is not None else block
+
+
+def _rows_stacked(rows: Sequence[Any], inputs: Sequence[Any], group: int = 8) -> jax.Array:
+    """``rows`` (arrays of one shape) stacked: more than ``group`` as stacks of ``group``, each
+    divided by the :func:`_opaque_one` of ``inputs``, concatenated. XLA's CPU backend runs a
+    stack of more than 8 rows as one kernel per row and a copy, a concatenation of such blocks
+    as one kernel (g1's 29 joint angles: 20 kernels -> 1; crba, 100 states, one core,
+    interleaved: 3.18 -> 3.12 times the C batch's time)."""
     one, _ = _opaque_one(inputs)
-    if len(rows) <= 8 or one is None:
+    if len(rows) <= group or one is None:
         return jnp.stack(rows)
-    return jnp.concatenate([jnp.stack(rows[i:i + 8]) / one for i in range(0, len(rows), 8)])
+    return jnp.concatenate([jnp.stack(rows[i:i + group]) / one
+                            for i in range(0, len(rows), group)])
 
 
 def _stack(entries: Sequence[Any], bshape: tuple[int, ...], dtype) -> jax.Array:
@@ -387,7 +413,7 @@ def graph_function(f: Any, shapes: Sequence[tuple[int, ...]]) -> Callable:
 
 
 BAND = 64     # graph_batch: dependency levels per conditional (see there)
-GROUP = 8     # graph_batch: values written as one array (see SXLowering.plan_groups)
+GROUP = 8     # graph_batch, program kernels: values written as one array (see plan_groups)
 SINCOS = True  # graph_batch: the joints' sines and cosines by jax_trig.sincos (see _trig_stage)
 
 
@@ -706,6 +732,29 @@ def _segments(kernels: Sequence[int]) -> list[tuple[int, int]]:
 # crba 4; christoffel 13).
 ROW_COST = 4
 
+# program kernels: SHARED_WORK of their lowerings, and the number of kept values from which a
+# branch writes them GROUP to an array (plan_groups: one XLA kernel a group instead of one a
+# value; XLA's CPU runtime pays a fixed cost per kernel and step: g1 aba's heavy kernel, 757
+# instructions, is 16-17 us a call from 8 to 100 states). Measured, one core, interleaved, JAX/C
+# at 100 / 1000 states, one value an array and SHARED_WORK 6400 -> grouped and 1600: g1 aba
+# 3.15 / 2.12 -> 2.88 / 1.95 (its backward pass kernels keep 50-99 values); coriolis_matrix
+# 2.03 / 2.57 -> 2.06 / 2.59, christoffel 1.37 / 2.71 -> 1.40 / 2.71. Grouping every kernel's
+# kept values instead (coriolis_matrix's keep 3-18 at 1000 states) made coriolis_matrix 1.15x
+# slower at 1000 states (2.60 -> 2.99); grouping at 6400 gave aba 3.16 / 2.13 -> 2.99 / 1.98.
+PROGRAM_WORK = 1600
+PROGRAM_GROUP_MIN = 32
+
+# A branch's result rows, where a step writes more than GROUP: as one stack (XLA: one kernel per
+# row and a copy) or, on batches of fewer than GROUPED_ROWS_BELOW states, as stacks of GROUP
+# rows kept (_rows_stacked: one kernel per stack and a copy), where the fixed cost per kernel
+# outweighs the kept rows' extra pass. XLA's MLIR fusion emitters emit such a stack as a loop
+# per row; its LLVM IR emitters as one loop over all rows branching per entry, slower than a
+# kernel per row (symdyn.jax.PROGRAM_EMITTER_ROWS). Measured, g1 aba (P 50), one core,
+# interleaved, MLIR emitters, us a state, one stack -> stacks of 8 (LLVM IR emitters, one
+# stack): 100 states 8.28 -> 6.70 (8.24), 256 states 6.65 -> 6.82 (6.45), 512 states 5.52 ->
+# 6.12 (5.54); with the LLVM IR emitters, stacks of 8 at 100 / 1000 states: 8.55 / 9.36.
+GROUPED_ROWS_BELOW = 256
+
 
 def _split(calls: Sequence[tuple[SXLowering, int]]) -> int:
     """P, the rows every scan step of a program writes: the one of the calls' row counts that
@@ -824,7 +873,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
         if k not in lowerings:
             # shared values kept (see _shared), so that the branch can stack its result rows
             # itself (see branch)
-            lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}")
+            lowerings[k] = SXLowering(kern.function, f"kernel {kern.step}", work=PROGRAM_WORK)
         at: list[int | None] = []                # offset in the constant table, None: workspace
         read: list[int] = []
         for a, n in zip(args, lowerings[k].in_sizes):
@@ -899,14 +948,22 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                     xs.append(X[k:k + n])
                     k += n
             given = {}
-            sines = _sines(low, xs, lambda v: jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
-                           ) if sincos else None
+
+            def as_row(v):
+                return jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
+            sines = _sines(low, xs, as_row) if sincos else None
             if sines is not None:
                 given = {k: sines[j][r] for k, (j, r) in sines[2].items()}
-            vals = [e for out in low(xs, given) for e in out][part * P:(part + 1) * P]
+            if len(low.shared(B)) >= PROGRAM_GROUP_MIN:
+                out = low.call_grouped(xs, given, B, as_row, GROUP)
+            else:
+                out = low(xs, given)
+            vals = [e for entries in out for e in entries][part * P:(part + 1) * P]
             # (the padding rows are zeros: they land in free rows)
-            return jnp.stack([jnp.broadcast_to(jnp.asarray(v, S.dtype), (B,))
-                              for v in vals + [0.0] * (P - len(vals))])
+            rows = [as_row(v) for v in vals + [0.0] * (P - len(vals))]
+            if P > GROUP and B < GROUPED_ROWS_BELOW:
+                return _rows_stacked(rows, xs, GROUP)
+            return jnp.stack(rows)
         return run
 
     scans = []               # per segment: its branches and its steps' tables (see step)
@@ -969,5 +1026,6 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     fn.writes_into = True                               # type: ignore[attr-defined]
     fn.n_branches = sum(len(b) for b, _ in scans)     # type: ignore[attr-defined]
     fn.n_scans = len(scans)                             # type: ignore[attr-defined]
+    fn.rows_per_step = max((p for *_, p in segments), default=0)   # type: ignore[attr-defined]
     fn.n_calls = len(prog.instructions)                 # type: ignore[attr-defined]
     return fn
