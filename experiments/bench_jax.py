@@ -266,7 +266,13 @@ def compile_times(args):
             lowered.compile()                                  # XLA
             t3 = time.perf_counter()
             total += t3 - t0
-            row.append(f"{f.route[0]} {t1 - t0:.1f} + {t2 - t1:.1f} + {t3 - t2:.1f}")
+            # *: compiled with XLA's MLIR fusion emitters where compiler_options() has the LLVM
+            # IR ones (programs writing at least sjax.PROGRAM_EMITTER_ROWS rows a step)
+            mlir = ("xla_cpu_use_fusion_emitters" in sjax.compiler_options()
+                    and "xla_cpu_use_fusion_emitters"
+                    not in f.batch.options.get("compiler_options", {}))
+            row.append(f"{f.route[0]}{'*' if mlir else ''} {t1 - t0:.1f} + {t2 - t1:.1f} + "
+                       f"{t3 - t2:.1f}")
             log(f"{label} {alg} ({f.route}): setup {t1 - t0:.1f} s, trace {t2 - t1:.1f} s, "
                 f"XLA {t3 - t2:.1f} s")
         row.append(f"{total:.1f}")
@@ -589,10 +595,14 @@ def main():
               "with the route taken "
               f"(g: graph, p: program, t: trace). Measured in a separate process on all "
               f"{len(all_cores)} cores of the machine (XLA emits fusions in parallel when it "
-              "compiles, as it does for a user). XLA's options are `symdyn.jax.compiler_options()` "
+              "compiles, as it does for a user). XLA's options are those `symdyn.jax.compile` "
+              "uses: `symdyn.jax.compiler_options()` "
               f"({sjax.compiler_options() or 'none: this jaxlib does not know them'}: its LLVM IR "
-              f"fusion emitters), as `symdyn.jax.compile` uses them; the row \"{G1_DEFAULT_XLA}\" "
-              "compiles the same routes with XLA's defaults (its MLIR fusion emitters).", ""]
+              "fusion emitters), except for programs whose steps write at least "
+              f"`symdyn.jax.PROGRAM_EMITTER_ROWS` ({sjax.PROGRAM_EMITTER_ROWS}) rows, which compile "
+              "with XLA's MLIR fusion emitters (marked *); the row "
+              f"\"{G1_DEFAULT_XLA}\" compiles the same routes with XLA's defaults (its MLIR "
+              "fusion emitters) throughout.", ""]
     lines += table(["model", "nv", *ALGS, "total s"], crows)
     g1_ok = g1_total <= 30.0
     lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "

@@ -347,18 +347,19 @@ class SXLowering:
         (:meth:`plan_groups`)."""
         targets = [v for *_, v in self.outputs_at]
         plan = self.plan_groups(targets, list(given), batch, group)
-        w = self._run_plan(inputs, plan, given, row, _opaque_one(inputs)[0])
-        result: list[list[Any]] = [[0.0] * numel for numel, _ in self.outputs]
-        for o, nz, v in self.outputs_at:
-            result[o][self.outputs[o][1][nz]] = w[v]
-        return result
+        return self._results(self._run_plan(inputs, plan, given, row, _opaque_one(inputs)[0]))
 
     def __call__(self, inputs: Sequence[Any],
                  given: dict[int, Any] | None = None) -> list[list[Any]]:
-        vals = self.evaluate(inputs, [v for *_, v in self.outputs_at], given)
+        targets = [v for *_, v in self.outputs_at]
+        return self._results(dict(zip(targets, self.evaluate(inputs, targets, given))))
+
+    def _results(self, w: dict[int, Any]) -> list[list[Any]]:
+        """Per output, its dense row-major entries: ``w[value]`` at the entries ``outputs_at``
+        places it, the float 0.0 at structural zeros."""
         result: list[list[Any]] = [[0.0] * numel for numel, _ in self.outputs]
-        for (o, nz, _), v in zip(self.outputs_at, vals):
-            result[o][self.outputs[o][1][nz]] = v
+        for o, nz, v in self.outputs_at:
+            result[o][self.outputs[o][1][nz]] = w[v]
         return result
 
 
