@@ -721,7 +721,8 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
     else:
         program = jax_lowering.program_function(lowered_from, shapes)
         mlir = program.rows_per_step >= PROGRAM_EMITTER_ROWS    # type: ignore[attr-defined]
-        fb = jax_lowering.in_chunks(program, shapes, jax_lowering.CHUNK_PROGRAM)
+        chunk = jax_lowering.program_chunk(program.result_rows)   # type: ignore[attr-defined]
+        fb = jax_lowering.in_chunks(program, shapes, chunk)
 
         def fn(*xs):
             return tuple(o[0] for o in program(*(x[None] for x in xs)))

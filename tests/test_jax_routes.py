@@ -483,6 +483,32 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
           what=f"chunked {route} grad")
 
 
+def test_program_chunks_shrink_with_the_rows_its_results_are_gathered_from(monkeypatch):
+    """program_chunk: CHUNK_PROGRAM states where the workspace rows a program's results are
+    gathered from fit PROGRAM_CHUNK_BYTES, else the largest power of two of states that fits, at
+    least CHUNK_PROGRAM_MIN; a compiled program runs in chunks of that size (from CHUNKS_MIN of
+    them on), with NumPy's values."""
+    B, top = jax_lowering.PROGRAM_CHUNK_BYTES, jax_lowering.CHUNK_PROGRAM
+    assert jax_lowering.program_chunk(1) == top
+    assert jax_lowering.program_chunk(B // (8 * top)) == top
+    assert jax_lowering.program_chunk(B // (8 * top) + 1) == top // 2
+    assert jax_lowering.program_chunk(B // (8 * 200)) == 128
+    assert jax_lowering.program_chunk(10 ** 9) == jax_lowering.CHUNK_PROGRAM_MIN
+    model = TREES["branched"]
+    least = 2 * jax_lowering.CHUNKS_MIN
+
+    def loops(n: int) -> int:
+        f = sjax.compile(model, "christoffel", route="program")
+        xs = batch_of(model, f, n=n, seed=4)
+        return f.batch.lower(*xs).as_text().count("stablehlo.while"), f, xs
+    plain, _, _ = loops(least)
+    monkeypatch.setattr(jax_lowering, "PROGRAM_CHUNK_BYTES", 8)   # two rows: the least chunk
+    monkeypatch.setattr(jax_lowering, "CHUNK_PROGRAM_MIN", 2)
+    (fewer, _, _), (chunked, f, xs) = loops(least - 1), loops(least)
+    assert fewer == plain and chunked == plain + 1, (plain, fewer, chunked)
+    check_against_numpy(model, f, xs, "christoffel in chunks of 2", single=False)
+
+
 @pytest.mark.parametrize("route", ["graph", "program"])
 def test_chunked_batches_written_into_reused_results(route, monkeypatch):
     """A chunked batch whose result set is reused starts its loop from the donated set instead

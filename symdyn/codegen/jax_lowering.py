@@ -32,10 +32,11 @@ by :func:`symdyn.jax.compile` (``route="graph"`` / ``"program"``):
   x step kinds), not by the model's size.
 
 Large batches on a CPU run in chunks (:func:`in_chunks`): a loop over slices of a few hundred
-(graph) or about a thousand (program) states, from 2048 (graph) or 4096 (program) states on,
-each written into the results in place (a donated result set is the loop's start: no zero
-fill), so that the rows kept between fusions, or the program's workspace, stay in the caches and
-are allocated once per chunk size rather than for the whole batch.
+(graph) or 128 to 1024 (program, :func:`program_chunk`) states, from 2048 (graph) or four
+chunks (program) on, each written into the results in place (a donated result set is the
+loop's start: no zero fill), so that the rows kept between fusions, or the program's
+workspace, stay in the caches and are allocated once per chunk size rather than for the whole
+batch.
 
 Both are plain ``jax.numpy``/``lax`` code: they run under ``jit``, ``vmap``, ``jacfwd`` and
 ``grad`` like the traced route. Conventions of the results are those of the NumPy functions
@@ -55,7 +56,8 @@ from jax import lax
 from . import jax_trig
 
 __all__ = ["CHUNK_GRAPH", "CHUNK_PROGRAM", "CHUNKS_MIN", "CHUNKS_MIN_GRAPH", "LoweringError",
-           "SXLowering", "graph_batch", "graph_function", "in_chunks", "program_function"]
+           "SXLowering", "graph_batch", "graph_function", "in_chunks", "program_chunk",
+           "program_function"]
 
 
 class LoweringError(NotImplementedError):
@@ -618,9 +620,37 @@ def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], 
 # g1 crba 1e4 2.61 -> 2.39, rnea 1.38 -> 1.22. Programs keep 1024 (g1 aba 1e4 states, 256 /
 # 512 / 1024: 2.40 / 2.03 / 2.00; coriolis_matrix 2.33 / 2.35 / 2.46).
 CHUNK_GRAPH = 256
-CHUNK_PROGRAM = 1024
-CHUNKS_MIN = 4          # programs: from 4096 states
+CHUNK_PROGRAM = 1024    # programs: at most (see program_chunk)
+CHUNKS_MIN = 4          # programs: from four chunks (4096 states with chunks of 1024)
 CHUNKS_MIN_GRAPH = 8    # graphs: from 2048 states
+
+# program_chunk: the workspace rows a program's results are gathered from take at most
+# PROGRAM_CHUNK_BYTES a chunk (the benchmark machine's L2 cache a core: 2 MiB), in chunks of at
+# least CHUNK_PROGRAM_MIN states
+PROGRAM_CHUNK_BYTES = 2 << 20
+CHUNK_PROGRAM_MIN = 128
+
+
+def program_chunk(result_rows: int) -> int:
+    """States per chunk of a program whose results are gathered from ``result_rows`` rows of its
+    workspace: :data:`CHUNK_PROGRAM`, or the largest power of two (at least
+    :data:`CHUNK_PROGRAM_MIN`) whose rows take at most :data:`PROGRAM_CHUNK_BYTES`.
+
+    Writing the results transposes those rows into the ``(batch, ...)`` layout, an entry from
+    another row at each step; where the rows of a chunk outgrow the L2 cache, each entry is a
+    read from further out (g1 coriolis_matrix at 1000 states, unchunked: ~6.5 of its ~22 ms a
+    call in writing its 3675 entries a state from 1341 rows, measured by XLA's profiler).
+    Measured (one core, interleaved, JAX/C, against the same function unchunked or in chunks
+    of 1024 placed second, after a first copy that absorbs the first-compiled function's
+    slower start): g1 coriolis_matrix (1341 rows; 128) at 1000 states 2.52-2.78 -> 2.35-2.39,
+    at 1e4 states 2.48 -> 2.39 (256: 2.27); christoffel (5750 rows; 128) at 1000 states
+    2.56-2.58 -> 1.86-1.88 (64: 1.87, 256: 2.56); aba (35 rows; 1024 kept) at 1000 states 128
+    states a chunk were slower, 2.00-2.05 -> 2.30, at 1e4 states 256: 1.90 -> 2.25: its results
+    are small and each chunk costs its ~240 us of fixed cost again."""
+    if result_rows * 8 * CHUNK_PROGRAM <= PROGRAM_CHUNK_BYTES:
+        return CHUNK_PROGRAM
+    fits = PROGRAM_CHUNK_BYTES // (8 * max(result_rows, 1))
+    return min(CHUNK_PROGRAM, max(CHUNK_PROGRAM_MIN, 1 << max(fits.bit_length() - 1, 0)))
 
 
 def _on_cpu() -> bool:
@@ -1037,6 +1067,10 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                      for (rows, sign, cval, boxes, _), o in zip(outputs, out))
 
     fn.writes_into = True                               # type: ignore[attr-defined]
+    # the workspace rows the results are gathered from (see program_chunk)
+    gathered = {int(r) for rows, sign, cval, *_ in outputs
+                for r in rows[(sign != 0) | (cval != 0)]}
+    fn.result_rows = len(gathered)                      # type: ignore[attr-defined]
     fn.n_branches = sum(len(b) for b, _ in scans)     # type: ignore[attr-defined]
     fn.n_scans = len(scans)                             # type: ignore[attr-defined]
     fn.rows_per_step = max((p for *_, p in segments), default=0)   # type: ignore[attr-defined]
