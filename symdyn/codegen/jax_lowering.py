@@ -617,8 +617,9 @@ def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], 
 # panda christoffel 2.98 / 3.19 -> 2.59 / 2.43 (its 729 results a state: a chunk's results and
 # transposed rows stay in the L2 cache), rnea 0.96 / 1.06 -> 0.95 / 0.86; ur5 coriolis_matrix
 # 1.29 / 1.55 -> 1.15 / 1.44, aba 0.96 / 1.06 -> 1.05 / 1.05, crba 0.97 / 1.08 -> 1.01 / 1.03;
-# g1 crba 1e4 2.61 -> 2.39, rnea 1.38 -> 1.22. Programs keep 1024 (g1 aba 1e4 states, 256 /
-# 512 / 1024: 2.40 / 2.03 / 2.00; coriolis_matrix 2.33 / 2.35 / 2.46).
+# g1 crba 1e4 2.61 -> 2.39, rnea 1.38 -> 1.22. Programs: 1024 where their results are gathered
+# from few workspace rows (g1 aba 1e4 states, 256 / 512 / 1024: 2.40 / 2.03 / 2.00), fewer where
+# those rows outgrow the L2 cache (program_chunk).
 CHUNK_GRAPH = 256
 CHUNK_PROGRAM = 1024    # programs: at most (see program_chunk)
 CHUNKS_MIN = 4          # programs: from four chunks (4096 states with chunks of 1024)
