@@ -497,12 +497,12 @@ def test_program_chunks_shrink_with_the_rows_its_results_are_gathered_from(monke
     model = TREES["branched"]
     least = 2 * jax_lowering.CHUNKS_MIN
 
-    def loops(n: int) -> int:
+    def loops(n: int) -> tuple:
         f = sjax.compile(model, "christoffel", route="program")
         xs = batch_of(model, f, n=n, seed=4)
         return f.batch.lower(*xs).as_text().count("stablehlo.while"), f, xs
     plain, _, _ = loops(least)
-    monkeypatch.setattr(jax_lowering, "PROGRAM_CHUNK_BYTES", 8)   # two rows: the least chunk
+    monkeypatch.setattr(jax_lowering, "PROGRAM_CHUNK_BYTES", 8)   # no rows fit: least chunk
     monkeypatch.setattr(jax_lowering, "CHUNK_PROGRAM_MIN", 2)
     (fewer, _, _), (chunked, f, xs) = loops(least - 1), loops(least)
     assert fewer == plain and chunked == plain + 1, (plain, fewer, chunked)
