@@ -578,7 +578,12 @@ def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], 
     results: g1 crba, 1225 entries a state, 100 states 135 -> 232, 1000 states 1225 -> 2422;
     panda christoffel, 729, 100 states 97 -> 171). Gathering rows first and transposing after,
     or transposing the table first and gathering within rows, ran slower (1225 entries from 331
-    rows, 100 states: 74 us against 369 and 85); int32 or int16 indices: no change."""
+    rows, 100 states: 74 us against 369 and 85); int32 or int16 indices: no change. Measured
+    apart again once glibc serves a ~1 MB result from its heap (its mmap threshold raised by an
+    earlier free) instead of mapping it afresh, those forms, jnp.take, and the table transposed
+    behind an optimization barrier all take the same ~52 us (0.4 ns an entry; x + 1 on 1000 KB:
+    142 us freshly mapped, 62 us from the heap), so their differences above were mostly
+    mappings; in the graph's call the write still takes ~90 us (g1 crba, 100 states)."""
     values = sorted({v for *_, v in low.outputs_at})
     arrays = sorted({at[v][0] for v in values if v in at})
     start, n = {}, 0
