@@ -17,10 +17,13 @@
 ``algorithm`` is the name of a symdyn function (``"rnea"``, ``"crba"``, ``"aba"``,
 ``"coriolis_matrix"``, ``"christoffel"``, ``"rnea_derivatives"``, ``"aba_derivatives"``,
 ``"nonlinear_effects"``, ``"gravity_vector"``, the frame / centre-of-mass / energy functions and
-the regressors) or such a function itself. Its required positional arguments after ``model`` that
-are not given in ``options`` are the batched state arguments, in their order; ``options`` (e.g.
-``factorization=``, ``frame=``, ``method=``, ``f_ext=``) are fixed at compile time. Results have
-the function's structure (an array, a tuple of arrays) with the batch axis first.
+the regressors, the ``mimic_*`` functions) or such a function itself. Its required positional
+arguments after ``model`` that are not given in ``options`` are the batched state arguments, in
+their order: ``q`` of length ``nq``, ``qd``, ``qdd``, ``tau`` (and the other speeds) of length
+``nv``; the mimic functions' ``q_r``, ``qd_r``, ... those of the independent joints. ``options``
+(e.g. ``factorization=``, ``frame=``, ``method=``, ``f_ext=``) are fixed at compile time; the frame
+functions' ``frame`` is one of them (``compile(model, "frame_jacobian", frame="hand")``). Results
+have the function's structure (an array, a tuple of arrays) with the batch axis first.
 
 Routes (``route=``; ``.route`` and ``.route_reason`` say which was taken). All three evaluate the
 same generic algorithm source and need no C compiler; all are ``jax.numpy``/``lax`` code, so
@@ -52,7 +55,9 @@ Checks. Under ``jit`` the values are tracers and cannot be checked; ``compile``'
 therefore check concrete batches (``check=True``: shapes and dtypes when a call is traced, once
 per shape; NaN/inf and unit quaternions in the call itself, one flag that the host reads after
 it, and only where the flag says a value failed the host looks for the argument and the state to
-name; ``check=False`` skips the values).
+name; ``check=False`` skips the values). ``.single`` checks a concrete state on the host before
+its call (it is one state: the host's check costs little beside the call) and passes tracers
+through unchecked. A batch of no states gives empty results.
 
 Compile time. ``compile``'s functions, called from Python on a CPU, are compiled by XLA with
 :func:`compiler_options` (XLA's LLVM IR fusion emitters instead of its MLIR ones: 1.5-3x less
@@ -135,7 +140,7 @@ from symdyn.codegen import jax_lowering
 from symdyn.codegen.jax_lowering import LoweringError
 
 __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
-           "Compiled", "Jitted", "allow_float32", "compile", "compiler_options",
+           "Compiled", "Jitted", "Single", "allow_float32", "compile", "compiler_options",
            "retain_freed_memory", "synchronous_dispatch"]
 
 ROUTES = ("auto", "trace", "graph", "program")
@@ -171,7 +176,14 @@ PROGRAM_AUTO = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector", "c
 FOLD_MAX = 5000
 
 _QUATERNION_TOL = 1e-6
-_STATE = {"q": "q"}       # argument name -> 'q' (length nq, quaternions); others: length nv
+# batched arguments by name: their length (model.nq / nv, or the independent joints' nq / nv of
+# the mimic functions: those taking q_r) and whether they hold the joints' unit quaternions
+_BATCHED = {"q": "q", "qd": "v", "qdd": "v", "tau": "v", "nu": "v", "qd_r": "v", "qr_d": "v",
+            "qr_dd": "v"}
+_BATCHED_MIMIC = {"q_r": "q_r", "qd_r": "v_r", "qdd_r": "v_r", "tau_r": "v_r"}
+_STATE = {"q", "q_r"}     # the arguments holding coordinates (quaternions checked)
+# required arguments that are one value for the whole batch: compile's options
+_FIXED = {"frame": "frame='<frame name or index>'"}
 # result reuse (see "Large results" in the module docstring): batches whose results take at least
 # REUSE_MIN bytes are written into a result set of the same size that the caller has dropped;
 # at most REUSE_POOL sets are kept per compiled function
@@ -256,6 +268,44 @@ class Jitted:
 
     def lower(self, *args, **kwargs):
         return self.top.lower(*args, **kwargs)
+
+
+class Single:
+    """``Compiled.single``: the jitted algorithm on one state (arguments of shapes ``(n,)``).
+    Called with concrete values (NumPy or JAX arrays, lists) it checks them on the host as the
+    batched call does (shapes; with ``check``, NaN / inf and unit quaternions, named); called
+    with tracers (inside your ``jit``, ``grad``, ``jacfwd``, ``vmap``) it is the jitted function
+    itself. ``lower(...)`` lowers it."""
+
+    def __init__(self, jitted: Jitted, compiled: "Compiled"):
+        self.jitted, self._compiled = jitted, compiled
+
+    def __call__(self, *xs):
+        if any(isinstance(x, jax.core.Tracer) for x in xs):
+            return self.jitted(*xs)
+        c = self._compiled
+        if len(xs) != len(c.args):
+            raise TypeError(f"{c.name}.single takes {len(c.args)} arguments "
+                            f"({', '.join(c.args)}), got {len(xs)}")
+        xs = tuple(self._checked(x, a, n) for x, a, n in zip(xs, c.args, c.sizes))
+        return self.jitted(*xs)
+
+    def _checked(self, x, arg: str, n: int):
+        c = self._compiled
+        if not isinstance(x, jax.Array):
+            x = np.asarray(x)
+            if x.dtype.kind not in "fiu":
+                raise TypeError(f"{arg} must be an array of {n} real numbers, got dtype {x.dtype}")
+            if x.dtype.kind != "f":
+                x = x.astype(float)
+        if tuple(x.shape) != (n,):
+            raise ValueError(f"{arg} must have shape ({n},), got {tuple(x.shape)}")
+        if c.check:
+            c._check_values(np.asarray(x)[None], arg, one=True)
+        return x
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
 
 
 def allow_float32(allow: bool = True) -> None:
@@ -357,19 +407,8 @@ class Compiled:
         get_backend("jax")._float()           # float32 mode without opt-in: refuse now
         self.name, self.fn = _resolve(algorithm)
         self.model, self.options, self._check = model, dict(options), bool(check)
-        params = list(inspect.signature(self.fn).parameters.values())[1:]
-        self.args = tuple(p.name for p in params
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                          and p.default is p.empty and p.name not in options)
-        known = {p.name for p in params}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise TypeError(f"{self.name}() takes no option {unknown[0]!r}")
-        self.sizes = tuple(model.nq if a in _STATE else model.nv for a in self.args)
-        # (offset in q, body) of each quaternion (spherical and floating joints: x, y, z, w last)
-        self._quaternions = [(model.q_idx[b][1] - 4, model.names[b])
-                             for b, j in enumerate(model.joints)
-                             if j.type in ("spherical", "floating")]
+        self.args, self.sizes, self._quaternions = _batched_arguments(model, self.name, self.fn,
+                                                                      self.options)
         fn, opts = self.fn, self.options
 
         def single(*xs):
@@ -377,10 +416,10 @@ class Compiled:
         self._single = single
         self.route, self.route_reason, lowered = _choose_route(self, route)
         if lowered is None:
-            self.single = Jitted(single)
-            self.batch = Jitted(jax.vmap(single))
+            one, self.batch = Jitted(single), Jitted(jax.vmap(single))
         else:
-            self.single, self.batch = lowered
+            one, self.batch = lowered
+        self.single = Single(one, self)
         self.reuse_results = bool(reuse_results)
         self._pool: list[tuple[jax.Array, ...]] = []        # result sets the caller may drop
         self._pool_lock = threading.Lock()
@@ -571,13 +610,17 @@ class Compiled:
             raise ValueError(f"{arg} must have shape (batch, {n}), got {tuple(x.shape)}")
         return x
 
-    def _check_values(self, arr: np.ndarray, arg: str) -> None:
+    def _check_values(self, arr: np.ndarray, arg: str, one: bool = False) -> None:
         # on the host, where the call's check (_flagged) failed: names the argument and the state
+        # (one: arr is the state of a .single call, a batch of one, named without its index)
+        def at(s, rest=""):
+            return (f"{arg}[{rest}]" if rest else arg) if one else \
+                f"{arg}[{s}{', ' + rest if rest else ''}]"
         if not math.isfinite(arr.sum()):        # NaN and inf propagate (or finite overflow)
             bad = ~np.isfinite(arr)
             if bad.any():
                 s, i = np.argwhere(bad)[0]
-                raise ValueError(f"{arg}[{s}] contains NaN or inf at index {i}")
+                raise ValueError(f"{at(s)} contains NaN or inf at index {i}")
         if arg not in _STATE or not arr.shape[0]:
             return
         lo, hi = (1.0 - _QUATERNION_TOL) ** 2, (1.0 + _QUATERNION_TOL) ** 2
@@ -590,7 +633,7 @@ class Compiled:
                 if not bad.size:                 # at the bound, within rounding
                     continue
                 s = int(bad[0])
-                raise ValueError(f"{arg}[{s}, {a}:{a + 4}] (joint of body {body!r}) must be a unit "
+                raise ValueError(f"{at(s, f'{a}:{a + 4}')} (joint of body {body!r}) must be a unit "
                                  f"quaternion (x, y, z, w); its norm is {norm[s]:.6g}")
 
 
@@ -606,11 +649,74 @@ def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noq
                     **options)
 
 
+def _batched_arguments(model, name: str, fn: Callable, options: dict) -> tuple[
+        tuple[str, ...], tuple[int, ...], list[tuple[int, str]]]:
+    """``(args, sizes, quaternions)`` of ``fn`` compiled for ``model``: the batched arguments
+    (the required positional ones after the model that ``options`` does not give), their lengths,
+    and ``(offset, body)`` of each unit quaternion (spherical and floating joints: x, y, z, w
+    last) in the coordinates argument. A clear ``TypeError`` where ``fn`` is not an algorithm of
+    batched states: no ``backend=``, no state argument, an option it does not take, or a fixed
+    argument (``frame``) not given."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())[1:]
+    if "backend" not in sig.parameters and not any(p.kind == p.VAR_KEYWORD for p in params):
+        raise TypeError(f"{name} is not a symdyn algorithm of (model, states..., backend=): "
+                        "symdyn.jax.compile takes rnea, crba, aba, coriolis_matrix, christoffel, "
+                        "the derivatives, the frame / centre-of-mass / energy functions, the "
+                        "regressors, the mimic_* functions, or a function of that form")
+    known = {p.name for p in params}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"{name}() takes no option {unknown[0]!r}")
+    args = tuple(p.name for p in params
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                 and p.default is p.empty and p.name not in options)
+    fixed = [a for a in args if a in _FIXED]
+    if fixed:
+        raise TypeError(f"{name}: {fixed[0]!r} is the same for every state of a batch; give it to "
+                        f"compile: symdyn.jax.compile(model, {name!r}, {_FIXED[fixed[0]]})")
+    if not args:
+        raise TypeError(f"{name} takes no batched state (q, qd, ...): there is nothing to "
+                        "batch; call it directly")
+    from symdyn.reduce import _reduced_layout
+    table = dict(_BATCHED, **_BATCHED_MIMIC) if "q_r" in args else _BATCHED
+    if (getattr(fn, "__module__", None) or "").startswith("symdyn."):
+        odd = [a for a in args if a not in table]
+        if odd:
+            raise TypeError(f"{name}: argument {odd[0]!r} is not a batched state; give it to "
+                            f"compile as an option ({odd[0]}=...)")
+    bodies, qr, _, nq_r, nv_r = _reduced_layout(model)
+    length = {"q": model.nq, "v": model.nv, "q_r": nq_r, "v_r": nv_r}
+    sizes = tuple(length[table.get(a, "v")] for a in args)   # other names (your functions): nv
+    if "q_r" in args:
+        at = {i: qr[i][1] for i in bodies}
+    else:
+        at = {i: model.q_idx[i][1] for i in range(len(model.joints))}
+    quaternions = [(at[i] - 4, model.names[i]) for i, j in enumerate(model.joints)
+                   if i in at and j.type in ("spherical", "floating")]
+    return args, sizes, quaternions
+
+
+def _random_state(c: Compiled, rng: np.random.Generator) -> list[np.ndarray]:
+    """One valid state of ``c``'s batched arguments (unit quaternions where they belong)."""
+    from symdyn.reduce import _reduced_layout
+    xs = []
+    for a, n in zip(c.args, c.sizes):
+        if a == "q":
+            xs.append(c.model.random_q(rng))
+        elif a == "q_r":
+            q = c.model.random_q(rng)
+            bodies = _reduced_layout(c.model)[0]
+            xs.append(np.concatenate([q[slice(*c.model.q_idx[i])] for i in bodies]
+                                     or [np.zeros(0)]))
+        else:
+            xs.append(rng.uniform(-1, 1, n))
+    return xs
+
+
 def _reference_shapes(c: Compiled) -> tuple[list[tuple[int, ...]], bool]:
     """Shapes of the results (NumPy at a random state) and whether they come as a tuple."""
-    rng = np.random.default_rng(0)
-    xs = [c.model.random_q(rng) if a in _STATE else rng.uniform(-1, 1, n)
-          for a, n in zip(c.args, c.sizes)]
+    xs = _random_state(c, np.random.default_rng(0))
     out = c.fn(c.model, *xs, backend="numpy", **c.options)
     outs = list(out) if isinstance(out, tuple) else [out]
     return [np.shape(o) for o in outs], isinstance(out, tuple)
@@ -733,7 +839,11 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
 
     def batch(*xs, out=None):
         # out: a donated result set to write into (see in_chunks; Compiled._call passes it)
-        res = fb(*inputs(xs, True), out=out)
+        xs = inputs(xs, True)
+        if xs and xs[0].shape[0] == 0:      # no states: empty results (the lowerings index row 0)
+            res = tuple(jnp.zeros((0,) + tuple(s), xs[0].dtype) for s in shapes)
+        else:
+            res = fb(*xs, out=out)
         return res if as_tuple else res[0]
     batch.writes_into = True             # type: ignore[attr-defined]
     return route, reason, (Jitted(single, mlir), Jitted(batch, mlir))

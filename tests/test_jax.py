@@ -29,6 +29,7 @@ import symdyn as sd  # noqa: E402
 import symdyn.jax as sjax  # noqa: E402
 from symdyn.algorithms import regressors  # noqa: E402
 from symdyn.backends import BackendError, get_backend, kind_of  # noqa: E402
+from symdyn.model import Mimic  # noqa: E402
 from symdyn.models import planar_chain, serial_chain  # noqa: E402
 from test_matrix import TREES  # noqa: E402  (the shared tree matrix)
 
@@ -186,6 +187,51 @@ def test_compile_options_and_toolkit_functions():
     assert "rnea" in repr(sjax.compile(model, "rnea"))
 
 
+def _independent(model, q):
+    """The coordinates of the joints that mimic no other (q_r of the mimic functions)."""
+    return np.concatenate([q[slice(*model.q_idx[i])] for i, n in enumerate(model.joint_names)
+                           if n not in model.mimic])
+
+
+def test_compile_mimic_functions_take_reduced_coordinates():
+    base = TREES["floating"]
+    one_dof = [n for n, j in zip(base.joint_names, base.joints) if j.nq == j.nv == 1]
+    model = base.replace(mimic={one_dof[-1]: Mimic(one_dof[0], -2.0, 0.1)})
+    rng = np.random.default_rng(5)
+    Q = np.stack([_independent(model, model.random_q(rng)) for _ in range(3)])
+    V = rng.normal(size=(2, 3, model.nv - 1))
+    f = sjax.compile(model, "mimic_rnea")
+    assert f.args == ("q_r", "qd_r", "qdd_r")
+    assert f.sizes == (model.nq - 1, model.nv - 1, model.nv - 1)
+    close(f(Q, *V)[1], sd.mimic_rnea(model, Q[1], V[0][1], V[1][1]))
+    close(sjax.compile(model, "mimic_crba")(Q)[2], sd.mimic_crba(model, Q[2]))
+    bad = Q.copy()
+    bad[1, 3:7] *= 2.0                                  # the floating base's quaternion
+    with pytest.raises(ValueError, match=r"q_r\[1, 3:7\].*unit quaternion"):
+        f(bad, *V)
+    # qd_r of coriolis_product is a full speed (no q_r: not the mimic layout)
+    assert sjax.compile(model, "coriolis_product").sizes == (model.nq, model.nv, model.nv)
+
+
+def test_compile_refuses_what_is_not_an_algorithm_of_batched_states():
+    model = TREES["floating"]
+    with pytest.raises(TypeError, match="not a symdyn algorithm of"):
+        sjax.compile(model, "reference_rnea_derivatives")       # NumPy only: no backend=
+    with pytest.raises(TypeError, match="total_mass takes no batched state"):
+        sjax.compile(model, "total_mass")
+    with pytest.raises(TypeError, match=r"'frame' is the same for every state.*"
+                                        r"compile\(model, 'frame_placement', frame="):
+        sjax.compile(model, "frame_placement")
+    assert sjax.compile(model, "frame_placement", frame=model.names[-1]).args == ("q",)
+
+    def own(model, q, gain, *, backend=None):            # your functions: other names are nv long
+        return sd.rnea(model, q, gain, gain, backend=backend)
+    assert sjax.compile(model, own).sizes == (model.nq, model.nv)
+    own.__module__ = "symdyn.elsewhere"                 # symdyn's own: every name is known
+    with pytest.raises(TypeError, match="argument 'gain' is not a batched state"):
+        sjax.compile(model, own)
+
+
 def test_compile_refuses_bad_calls():
     model = TREES["floating"]
     f = sjax.compile(model, "rnea")
@@ -233,6 +279,35 @@ def test_compile_refuses_bad_calls():
         sjax.compile(model, "rnea", frame="root")
     with pytest.raises(BackendError, match="SymPy parameters"):
         sjax.compile(planar_chain(2, symbolic_params=True), "crba")
+
+
+def test_single_checks_concrete_states_and_passes_tracers():
+    model = TREES["floating"]
+    f = sjax.compile(model, "rnea")
+    q = model.random_q(np.random.default_rng(3))
+    v = np.linspace(-1.0, 1.0, model.nv)
+    close(f.single(list(q), v.tolist(), v), sd.rnea(model, q, v, v))       # lists too
+    with pytest.raises(ValueError, match=r"^qd contains NaN or inf at index 2"):
+        f.single(q, np.where(np.arange(model.nv) == 2, np.nan, v), v)
+    with pytest.raises(ValueError, match=r"qdd contains NaN"):
+        f.single(jnp.asarray(q), v, jnp.full(model.nv, jnp.inf))
+    a = model.q_idx[0][1] - 4
+    bad = q.copy()
+    bad[a:a + 4] *= 3.0
+    with pytest.raises(ValueError, match=r"^q\[%d:%d\] \(joint of body .*unit quaternion" % (a, a + 4)):
+        f.single(bad, v, v)
+    with pytest.raises(ValueError, match=r"q must have shape \(%d,\)" % model.nq):
+        f.single(q[:-1], v, v)
+    with pytest.raises(TypeError, match=r"rnea.single takes 3 arguments \(q, qd, qdd\), got 2"):
+        f.single(q, v)
+    with pytest.raises(TypeError, match="real numbers"):
+        f.single(q, v.astype(complex), v)
+    assert np.isnan(np.asarray(sjax.compile(model, "rnea", check=False).single(
+        q, np.full(model.nv, np.nan), v))).all()                            # unchecked: computes
+    # tracers (grad, jit) pass through unchecked
+    g = jax.grad(lambda x: jnp.sum(f.single(q, x, v)))(jnp.asarray(v))
+    assert g.shape == (model.nv,)
+    close(jax.jit(f.single)(q, v, v), sd.rnea(model, q, v, v))
 
 
 def test_compiled_checks_values_in_the_call_and_shapes_once_per_shape():

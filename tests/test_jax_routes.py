@@ -135,6 +135,15 @@ def test_graph_and_program_routes_equal_numpy(kind):
                             single=name == "rnea")
 
 
+@pytest.mark.parametrize("route", ["graph", "program", "trace"])
+def test_a_batch_of_no_states_gives_empty_results(route):
+    model = TREES["floating"]
+    f = sjax.compile(model, "coriolis_matrix", route=route)
+    empty = [np.zeros((0, n)) for n in f.sizes]
+    for got in (f(*empty), f.batch(*empty)):
+        assert [np.shape(x) for x in got] == [(0, model.nv, model.nv)] * 3
+
+
 @pytest.mark.slow
 def test_every_recordable_algorithm_as_a_program():
     model = TREES["floating"]
