@@ -30,7 +30,9 @@ per state argument of the algorithm in its order (``rnea``: q, qd, qdd); they ar
 the first one's row chunks. The result has the algorithm's structure (an array, or a tuple of
 arrays for ``coriolis_matrix`` and the derivatives) of lazy Dask arrays with the states first.
 The outputs of a tuple come from one kernel call per block: compute them together
-(``dask.compute(M, Mdot, C)``) to run each block once.
+(``dask.compute(M, Mdot, C)``) to run each block once. The engines check the states of each block
+(NaN, inf, unit quaternions); a bad one fails the computation with the engine's error, which
+counts states from the block's start, behind the block's range of states in the whole array.
 """
 from __future__ import annotations
 
@@ -102,8 +104,15 @@ class _Kernel:
         # one thread per block: Dask already runs blocks in parallel (workers, threads)
         return lambda *xs: _as_tuple(f.batch(*xs, threads=1))
 
-    def __call__(self, *blocks):
-        return self.function()(*(np.asarray(b) for b in blocks))
+    def __call__(self, *blocks, start: int = 0):
+        """The results of one block of states, the first of which is state ``start`` of the
+        whole array (named in the errors of bad states, whose kernels count from the block)."""
+        try:
+            return self.function()(*(np.asarray(b) for b in blocks))
+        except ValueError as e:
+            n = len(blocks[0]) if blocks else 0
+            raise ValueError(f"block of states {start}..{start + n - 1} (indices below count "
+                             f"from {start}): {e}") from None
 
 
 def _apply_jax_settings(settings: dict) -> None:
@@ -171,16 +180,18 @@ def evaluate(model, algorithm: str, *arrays, engine: str = "compiled", chunk: in
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if not isinstance(algorithm, str):
         raise TypeError(f"algorithm must be a name (e.g. 'rnea'), got {type(algorithm).__name__}")
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk must be a positive number of states, got {chunk!r}")
     kernel, names, sizes, shapes, several = _state_sizes(engine, model, algorithm, options)
     if len(arrays) != len(names):
         raise TypeError(f"{algorithm} takes {len(names)} arrays of states ({', '.join(names)}), "
                         f"got {len(arrays)}")
     ins = []
     for x, name, n in zip(arrays, names, sizes):
-        a = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=(chunk, -1))
+        a = x if isinstance(x, da.Array) else np.asarray(x)
         if a.ndim != 2 or a.shape[1] != n:
             raise ValueError(f"{name} must have shape (n_states, {n}), got {a.shape}")
-        ins.append(a)
+        ins.append(a if isinstance(a, da.Array) else da.from_array(a, chunks=(chunk, -1)))
     n_states = ins[0].shape[0]
     for a, name in zip(ins, names):
         if a.shape[0] != n_states:
@@ -190,8 +201,9 @@ def evaluate(model, algorithm: str, *arrays, engine: str = "compiled", chunk: in
     parts: list[list[Any]] = [[] for _ in shapes]
     blocks = [a.to_delayed().ravel() for a in ins]
     call = dask.delayed(kernel, pure=True)
+    starts = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(int)
     for b, nb in enumerate(rows):
-        res = call(*(blk[b] for blk in blocks))
+        res = call(*(blk[b] for blk in blocks), start=int(starts[b]))
         for k, shape in enumerate(shapes):
             parts[k].append(da.from_delayed(res[k], shape=(nb, *shape), dtype=np.float64))
     outs = tuple(da.concatenate(p, axis=0) if len(p) > 1 else p[0] for p in parts)

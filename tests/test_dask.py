@@ -71,7 +71,7 @@ def test_compiled_engine_on_two_worker_processes(client):
         np.testing.assert_allclose(C[s], ref[2], atol=1e-10)
     bad = Q.copy()
     bad[12, 0:4] *= 3                                                     # the root's quaternion
-    with pytest.raises(ValueError, match="quaternion"):
+    with pytest.raises(ValueError, match=r"block of states 10\.\.19 .*state 2: .*quaternion"):
         symdyn.batch.evaluate(MODEL, "crba", da.from_array(bad, chunks=(10, -1))).compute()
 
 
@@ -84,3 +84,15 @@ def test_bad_calls():
         symdyn.batch.evaluate(MODEL, "rnea", dQ, dQD, engine="jax")
     with pytest.raises(ValueError, match=r"qd must have shape \(n_states, %d\)" % MODEL.nv):
         symdyn.batch.evaluate(MODEL, "rnea", dQ, dQ, dQD, engine="jax")
+    with pytest.raises(ValueError, match=r"q must have shape \(n_states, %d\), got \(%d,\)"
+                       % (MODEL.nq, MODEL.nq)):
+        symdyn.batch.evaluate(MODEL, "crba", np.zeros(MODEL.nq), engine="jax")    # one state
+    for chunk in (0, -5, 2.5):
+        with pytest.raises(ValueError, match="chunk must be a positive number of states"):
+            symdyn.batch.evaluate(MODEL, "crba", np.zeros((3, MODEL.nq)), chunk=chunk)
+    Q, QD, QDD, _ = _states(n=6)
+    QD[4, 1] = np.nan                                      # named by its block and place in it
+    with pytest.raises(ValueError, match=r"block of states 3\.\.5 \(indices below count from "
+                                         r"3\): qd\[1\] contains NaN"):
+        symdyn.batch.evaluate(MODEL, "rnea", Q, QD, QDD, engine="jax", chunk=3).compute(
+            scheduler="synchronous")
