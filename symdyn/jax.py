@@ -614,8 +614,8 @@ class Compiled:
         # on the host, where the call's check (_flagged) failed: names the argument and the state
         # (one: arr is the state of a .single call, a batch of one, named without its index)
         def at(s, rest=""):
-            return (f"{arg}[{rest}]" if rest else arg) if one else \
-                f"{arg}[{s}{', ' + rest if rest else ''}]"
+            index = ", ".join(x for x in ("" if one else str(s), rest) if x)
+            return f"{arg}[{index}]" if index else arg
         if not math.isfinite(arr.sum()):        # NaN and inf propagate (or finite overflow)
             bad = ~np.isfinite(arr)
             if bad.any():
