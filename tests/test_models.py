@@ -188,6 +188,7 @@ def test_from_spec_matches_builders():
 
 @pytest.mark.parametrize("spec,msg", [
     ("foo:3", "unknown model spec 'foo:3'; expected one of serial:"),
+    ("panda", r"unknown model spec 'panda' \(the built-in robot: robot:panda\)"),
     ("serial", "expected serial:N"),
     ("serial:x", "N must be a positive integer, got 'x'"),
     ("serial:0", "N must be a positive integer, got 0"),

@@ -173,7 +173,9 @@ def _from_spec(spec: str) -> Model:
         return load_urdf(path, floating_base=floating)
     parts = rest.split(":") if rest else []
     if base not in _SPEC_KINDS:
-        raise SpecError(f"unknown model spec {spec!r}; expected one of "
+        from ..robots import available_robots
+        hint = f" (the built-in robot: robot:{spec})" if spec in available_robots() else ""
+        raise SpecError(f"unknown model spec {spec!r}{hint}; expected one of "
                         f"{', '.join(k + ':...' for k in _SPEC_KINDS)} or a path to a .urdf file")
     if base == "robot":
         if len(parts) != 1 or not parts[0]:
