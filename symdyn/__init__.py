@@ -31,7 +31,8 @@ from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spher
 from .model import Body, Limits, Mimic, Model, ModelError
 from .reference import reference_aba_derivatives, reference_rnea_derivatives
 from .robots import available_robots, load_robot, robot_urdf
-from .reduce import expand_mimic, mimic_aba, mimic_crba, mimic_matrix, mimic_rnea, reduced_model
+from .reduce import (expand_mimic, mimic_aba, mimic_crba, mimic_matrix, mimic_rnea, reduce_mimic,
+                     reduced_model)
 from .spatial import Transform
 from .urdf import URDFError, load_urdf
 
@@ -51,7 +52,7 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
            "frame_placement", "frame_velocity", "joint_frames", "friction_torque", "Limits",
            "Mimic", "expand_mimic", "mimic_aba", "mimic_crba", "mimic_matrix", "mimic_rnea",
-           "reduced_model"]
+           "reduce_mimic", "reduced_model"]
 
 # Interop (issue 13, section 5): Pinocchio models both ways, MJCF through MuJoCo (optional extra)
 from .mujoco_bridge import from_mujoco, load_mjcf  # noqa: E402

@@ -699,16 +699,13 @@ def _batched_arguments(model, name: str, fn: Callable, options: dict) -> tuple[
 
 def _random_state(c: Compiled, rng: np.random.Generator) -> list[np.ndarray]:
     """One valid state of ``c``'s batched arguments (unit quaternions where they belong)."""
-    from symdyn.reduce import _reduced_layout
+    from symdyn.reduce import reduce_mimic
     xs = []
     for a, n in zip(c.args, c.sizes):
         if a == "q":
             xs.append(c.model.random_q(rng))
         elif a == "q_r":
-            q = c.model.random_q(rng)
-            bodies = _reduced_layout(c.model)[0]
-            xs.append(np.concatenate([q[slice(*c.model.q_idx[i])] for i in bodies]
-                                     or [np.zeros(0)]))
+            xs.append(np.asarray(reduce_mimic(c.model, c.model.random_q(rng))))
         else:
             xs.append(rng.uniform(-1, 1, n))
     return xs

@@ -15,7 +15,8 @@ Mimic joints (URDF ``<mimic>``): symdyn loads them as independent joints and rec
 ``q_mimic = multiplier * q_master + offset`` in ``model.mimic`` (name -> :class:`~symdyn.model.Mimic`).
 The coupled system has the *independent* coordinates (every joint that is not a mimic joint, in
 model order): ``q = expand_mimic(model, q_r)``, ``qd = G qd_r``, ``qdd = G qdd_r`` with the constant
-``G = mimic_matrix(model)`` (nv x nv_r), so the coupled dynamics is
+``G = mimic_matrix(model)`` (nv x nv_r), and back, ``q_r = reduce_mimic(model, q)`` (the independent
+joints' entries of a full state, from a simulator or a log), so the coupled dynamics is
 
     M_r = G^T M G,    tau_r = G^T rnea(q, G qd_r, G qdd_r),    qdd_r = M_r^-1 (tau_r - G^T h),
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from .model import Model
 
 __all__ = ["expand_mimic", "lock_values", "mimic_aba", "mimic_crba", "mimic_independent",
-           "mimic_matrix", "mimic_rnea", "reduced_model"]
+           "mimic_matrix", "mimic_rnea", "reduce_mimic", "reduced_model"]
 
 
 # --- locked joints ----------------------------------------------------------------------------------
@@ -243,6 +244,24 @@ def expand_mimic(model: "Model", q_r: Array, qd_r: Array | None = None, qdd_r: A
     for what, x in (("qd_r", qd_r), ("qdd_r", qdd_r)):
         if x is not None:
             out.append(_times_G(B, model, B.to_vector(x, nv_r, what), vr))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def reduce_mimic(model: "Model", q: Array, qd: Array | None = None, qdd: Array | None = None,
+                 *, backend: str | None = None) -> Array | tuple[Array, ...]:
+    """The independent coordinates ``q_r`` (and ``qd_r``, ``qdd_r`` when given) of a full state:
+    the entries of the joints that mimic no other (:func:`mimic_independent`), in model order.
+    The inverse of :func:`expand_mimic` on states that keep the mimic relations (the mimic
+    joints' entries are dropped, not checked). Returns ``q_r`` alone, or the tuple ``(q_r,
+    qd_r[, qdd_r])``, in the inputs' backend."""
+    bodies = _reduced_layout(model)[0]
+    B = resolve_backend(q, qd, qdd, backend=backend, model=model)
+    out = []
+    for what, x, n, idx in (("q", q, model.nq, model.q_idx), ("qd", qd, model.nv, model.v_idx),
+                            ("qdd", qdd, model.nv, model.v_idx)):
+        if x is not None:
+            x = B.to_vector(x, n, what)
+            out.append(B.vcat([B.rows(x, *idx[i]) for i in bodies]))
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -18,7 +18,7 @@ import symdyn as sd
 from symdyn.backends import get_backend
 from symdyn.model import Limits, Mimic, ModelError
 from symdyn.models import random_tree, serial_chain
-from symdyn.reduce import expand_mimic, mimic_independent, mimic_matrix
+from symdyn.reduce import expand_mimic, mimic_independent, mimic_matrix, reduce_mimic
 from symdyn.urdf import URDFError, load_urdf
 
 HAVE_SYMENGINE = importlib.util.find_spec("symengine") is not None
@@ -377,8 +377,14 @@ def test_mimic_matrix_and_expand_on_backends():
     np.testing.assert_allclose(q, [0.3, -0.2, 0.02, -0.04 + 0.01, -0.12 + 0.03])
     np.testing.assert_allclose(qd, G @ vr)
     np.testing.assert_allclose(qdd, G @ ar)
+    for got, ref in zip(reduce_mimic(m, q, qd, qdd), (qr, vr, ar)):     # and back
+        np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(reduce_mimic(m, q), qr)
+    with pytest.raises(ValueError, match=r"qd must have shape \(5,\)"):
+        reduce_mimic(m, q, vr)
     for backend in BACKENDS[1:]:
         np.testing.assert_allclose(num(expand_mimic(m, *inputs(backend, qr))), q, atol=1e-15)
+        np.testing.assert_allclose(num(reduce_mimic(m, *inputs(backend, q))), qr, atol=1e-15)
         Mr = num(sd.mimic_crba(m, *inputs(backend, qr)))
         np.testing.assert_allclose(Mr, G.T @ sd.crba(m, q) @ G, atol=1e-12)
 

@@ -187,18 +187,12 @@ def test_compile_options_and_toolkit_functions():
     assert "rnea" in repr(sjax.compile(model, "rnea"))
 
 
-def _independent(model, q):
-    """The coordinates of the joints that mimic no other (q_r of the mimic functions)."""
-    return np.concatenate([q[slice(*model.q_idx[i])] for i, n in enumerate(model.joint_names)
-                           if n not in model.mimic])
-
-
 def test_compile_mimic_functions_take_reduced_coordinates():
     base = TREES["floating"]
     one_dof = [n for n, j in zip(base.joint_names, base.joints) if j.nq == j.nv == 1]
     model = base.replace(mimic={one_dof[-1]: Mimic(one_dof[0], -2.0, 0.1)})
     rng = np.random.default_rng(5)
-    Q = np.stack([_independent(model, model.random_q(rng)) for _ in range(3)])
+    Q = np.stack([sd.reduce_mimic(model, model.random_q(rng)) for _ in range(3)])
     V = rng.normal(size=(2, 3, model.nv - 1))
     f = sjax.compile(model, "mimic_rnea")
     assert f.args == ("q_r", "qd_r", "qdd_r")
