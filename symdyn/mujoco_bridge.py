@@ -364,6 +364,8 @@ def load_mjcf(source: str | os.PathLike[str], name: str | None = None,
     element and the problem when MuJoCo cannot compile it (MuJoCo's own message, with the element
     and line) or symdyn cannot represent it."""
     mujoco = _mujoco()
+    if isinstance(source, str) and not source.strip():
+        raise MJCFError("load_mjcf: the source is empty (expected a path or an XML string)")
     if isinstance(source, str) and source.lstrip().startswith("<"):
         label = "<MJCF string>"
         try:

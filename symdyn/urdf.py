@@ -223,6 +223,8 @@ def _axis_spec(axis: np.ndarray):
 
 
 def _read(source) -> tuple[bytes | str, str]:
+    if isinstance(source, (str, bytes)) and not source.strip():
+        raise URDFError("load_urdf: the source is empty (expected a path or an XML string)")
     if isinstance(source, bytes):  # leading blanks (e.g. triple-quoted strings) are tolerated
         return source.lstrip(), "<URDF string>"
     if isinstance(source, str) and source.lstrip().startswith("<"):

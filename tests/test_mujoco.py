@@ -204,6 +204,8 @@ def test_clean_model_loads_without_warnings():
 def test_errors_name_the_file_element_and_problem(tmp_path):
     with pytest.raises(FileNotFoundError, match="MJCF file not found"):
         mb.load_mjcf(tmp_path / "missing.xml")
+    with pytest.raises(mb.MJCFError, match="the source is empty"):          # not the directory "."
+        mb.load_mjcf(" ")
     bad = tmp_path / "bad_joint.xml"
     bad.write_text('<mujoco><worldbody><body name="b"><joint name="j" type="screw"/>'
                    '<geom size="0.1"/></body></worldbody></mujoco>')

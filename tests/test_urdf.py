@@ -459,6 +459,9 @@ def test_bad_arguments():
         load_urdf(DATA / "no_such.urdf")
     with pytest.raises(TypeError, match="path or an XML string"):
         load_urdf(3.0)
+    for empty in ("", "  \n", b""):                 # not the current directory's "file"
+        with pytest.raises(URDFError, match="the source is empty"):
+            load_urdf(empty)
 
 
 # --- example-robot-data --------------------------------------------------------------------------------
