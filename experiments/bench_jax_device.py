@@ -6,8 +6,9 @@ panda.urdf, copied from example-robot-data; the Panda's fingers are locked) plus
 random-geometry chain built here (``serial_chain(20, seed=1)``). For each algorithm it times the
 jitted, vmapped function of ``symdyn.jax.compile`` at batch sizes 1e2..1e6 (median of 5 timed
 calls after one compile call; results kept on the device, ``block_until_ready``), and records
-the compile time. Prints and writes a markdown table (``--out``). reports/jax_gpu.md quotes a
-GPU run of it beside the CPU figures of reports/jax.md.
+the compile time. Prints and writes a markdown table (``--out``), for a GPU run to be quoted
+beside the CPU figures of reports/jax.md (none has been taken: no GPU was lent to this project
+so far).
 
     python experiments/bench_jax_device.py --device gpu --urdf-dir DIR --out table.md
 """
