@@ -77,10 +77,10 @@ importing JAX); large batches gain a little from more cores (XLA splits large fu
 cores it sees). One call's code and buffers can fill a core's L2 cache (G1 crba, 100 states: 387
 KB of machine code, 1.5 MB of buffers with its 957 KB of results), and whatever the host touches
 between two calls is missing from the cache in the next one. Measured on one core, one run, us a
-call, against 287 with nothing between the calls: writing 4 / 64 / 256 KB between them, 297 /
-315 / 356 (the writes alone take 0.4 / 4.5 / 17); a NumPy ``z.sum()`` of 3 floats (0.8 alone),
-312. A loop over small batches runs fastest when the host does little between calls; more states
-per call amortise it.
+call (``experiments/jax_call_parts.py g1 crba 100``), against 287 with nothing between the
+calls: writing 4 / 64 / 256 KB between them, 297 / 315 / 356 (the writes alone take 0.4 / 4.5 /
+17); a NumPy sum of a 3-element array (0.8 alone), 312. A loop over small batches runs fastest
+when the host does little between calls; more states per call amortise it.
 
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
