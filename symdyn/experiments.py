@@ -585,6 +585,22 @@ def _source_cell(root, exp: Experiment, state: dict | None) -> str:
     return cell + (f"; **{stale}**" if stale else "")
 
 
+_GENERATED = re.compile(r"Generated (\d{4}-\d\d-\d\d \d\d:\d\d UTC)")
+
+
+def generated_stamp(report: Path) -> str | None:
+    """The ``Generated YYYY-MM-DD HH:MM UTC`` stamp of a report's header (written by
+    experiments/_common.header), or ``None``. The index shows it for reports that their script
+    wrote directly: a file's date is that of the checkout it lies in, not of the run."""
+    try:
+        with open(report, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(4000)
+    except OSError:
+        return None
+    m = _GENERATED.search(head)
+    return m.group(1) if m else None
+
+
 def write_index(directory: Path, root=None) -> Path:
     """(Re)write ``directory/README.md`` from the registry and ``runs.json``.
 
@@ -621,9 +637,14 @@ def write_index(directory: Path, root=None) -> Path:
         if r is None:
             when = "not generated"
             if files:
-                mtime = (directory / files[0]).stat().st_mtime
-                when = datetime.fromtimestamp(mtime, timezone.utc).strftime(
-                    "file dated %Y-%m-%d %H:%M UTC (not run by the runner; machine in the report)")
+                stamp = generated_stamp(directory / files[0])
+                if stamp is not None:
+                    when = f"{stamp} (run directly, not by the runner; machine in the report)"
+                else:       # no stamp: the file's date (a fresh clone's files all carry its own)
+                    mtime = (directory / files[0]).stat().st_mtime
+                    when = datetime.fromtimestamp(mtime, timezone.utc).strftime(
+                        "file dated %Y-%m-%d %H:%M UTC (not run by the runner; machine in the "
+                        "report)")
             src = _source_cell(root, exp, state_from_report(directory / files[0])) if files \
                 else "-"
             L.append(f"| {link} | {exp.title} | `{exp.command(False)}` | {when} | - | - | "

@@ -301,8 +301,16 @@ def test_report_header_and_marker_round_trip(git_checkout, monkeypatch):
     assert ex.staleness(repo, "fake.py", back) is None
     (repo / "experiments" / "_common.py").write_text("# shared helpers changed\n")
     assert "experiments/_common.py" in ex.staleness(repo, "fake.py", back)
-    # the index reads the marker of a report that the runner did not run (no runs.json)
+    # the index reads the marker of a report that the runner did not run (no runs.json), and its
+    # date from the report's own stamp, not from the file (a fresh clone dates every file)
     ex.write_index(repo / "reports", repo)
     assert "stale: sources changed since" in _index_row(repo)
+    assert "file dated" in _index_row(repo)                     # no stamp: the file's date
+    report.write_text("# r\n\nRegenerate with `x`. Generated 2020-01-02 03:04 UTC in 5 s.\n\n"
+                      + ex.describe_state(st) + "\n" + ex.state_marker(st) + "\n")
+    assert ex.generated_stamp(report) == "2020-01-02 03:04 UTC"
+    ex.write_index(repo / "reports", repo)
+    assert "| 2020-01-02 03:04 UTC (run directly, not by the runner" in _index_row(repo)
+    assert ex.generated_stamp(repo / "reports" / "missing.md") is None
     assert ex.source_state(repo.parent / "nowhere", "fake.py") is None     # no git checkout
     assert "unknown" in ex.describe_state(None)
