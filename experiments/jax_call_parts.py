@@ -10,13 +10,23 @@ Two tables for one robot, algorithm and batch size, measured on one core with
    cache on the larger cells, so whatever the host touches between calls is fetched again in
    the next one (the "Small batches on a CPU" paragraph of ``symdyn.jax``).
 
+Below the first table: the thread switches of one default call (all the process's threads,
+from ``/proc``; XLA hands part of a call's kernels to a worker thread, see there).
+
+``--loop S`` instead calls the default ``compile`` for ``S`` seconds and prints its time a call,
+for a sampling profiler to attach to (the split of a call between XLA's compiled kernels, its
+runtime, the scheduler, the C library and Python quoted in ``symdyn.jax``)::
+
     python experiments/jax_call_parts.py g1 crba 100
     python experiments/jax_call_parts.py panda christoffel 100
+    python experiments/jax_call_parts.py panda christoffel 100 --loop 10 &
+    sleep 60; perf record -F 5000 -p $! -o perf.data -- sleep 5; perf report -i perf.data --sort dso
 """
 from __future__ import annotations
 
 import argparse
 import os
+import time
 import timeit
 
 import numpy as np
@@ -28,6 +38,8 @@ def main() -> None:
     p.add_argument("algorithm")
     p.add_argument("batch", type=int)
     p.add_argument("--rounds", type=int, default=21)
+    p.add_argument("--loop", type=float, default=0.0, metavar="S",
+                   help="only call the default compile for S seconds (for a profiler)")
     args = p.parse_args()
     os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1])   # before JAX starts
     import symdyn.jax as sjax
@@ -50,6 +62,9 @@ def main() -> None:
 
     def run(g):
         return lambda: jax.block_until_ready(g(*Xj))
+    if args.loop > 0:
+        loop(run(f), args.loop)
+        return
     parts = {"bare jax.jit": run(bare), "compile(check=False)": run(unchecked),
              "compile (default)": run(f), "C batch": lambda: c.batch(*X)}
     z, scratch = np.zeros(3), bytearray(1 << 20)
@@ -75,6 +90,40 @@ def main() -> None:
                 alone = " (alone: %.2f)" % (min(timeit.repeat(between[name], number=2000,
                                                               repeat=3)) / 2000 * 1e6)
             print(f"  {name:28s} {median(t) * 1e6:8.1f}{alone}")
+        if title == "call":
+            switches = thread_switches(run(f))
+            if switches is not None:
+                print(f"  thread switches a default call {switches:8.2f}")
+
+
+def loop(fn, seconds: float) -> None:
+    """``fn`` called for ``seconds`` (after 100 calls to warm up); prints its time a call."""
+    for _ in range(100):
+        fn()
+    print("calling", flush=True)
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        n += 1
+    print(f"{(time.perf_counter() - start) / n * 1e6:.1f} us a call, {n} calls")
+
+
+def thread_switches(fn, calls: int = 1000) -> float | None:
+    """Context switches of all the process's threads a call of ``fn`` (``/proc``; ``None``
+    where there is none)."""
+    def total() -> int:
+        count = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/status") as status:
+                count += sum(int(line.split()[1]) for line in status
+                             if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")))
+        return count
+    if not os.path.isdir("/proc/self/task"):
+        return None
+    before = total()
+    for _ in range(calls):
+        fn()
+    return (total() - before) / calls
 
 
 if __name__ == "__main__":
