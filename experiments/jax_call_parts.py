@@ -19,8 +19,9 @@ runtime, the scheduler, the C library and Python quoted in ``symdyn.jax``)::
 
     python experiments/jax_call_parts.py g1 crba 100
     python experiments/jax_call_parts.py panda christoffel 100
-    python experiments/jax_call_parts.py panda christoffel 100 --loop 10 &
-    sleep 60; perf record -F 5000 -p $! -o perf.data -- sleep 5; perf report -i perf.data --sort dso
+    python experiments/jax_call_parts.py panda christoffel 100 --loop 10 > loop.out &
+    # once loop.out says "calling" (after the compiles):
+    perf record -F 5000 -p $! -o perf.data -- sleep 5; perf report -i perf.data --sort dso
 """
 from __future__ import annotations
 
