@@ -3,8 +3,11 @@
 Two tables for one robot, algorithm and batch size, measured on one core with
 ``symdyn.jax.synchronous_dispatch()`` in interleaved rounds (medians, us a call):
 
-1. The call's parts: the batch function under a bare ``jax.jit``; ``compile(..., check=False)``;
-   the default ``compile`` (values checked in the call, one flag read by the host); the C batch.
+1. The call's parts: the batch function under a bare ``jax.jit``; on the graph route, the same
+   without writing the results (it returns the rows the results are gathered from, their table:
+   the difference is the time of :func:`symdyn.codegen.jax_lowering._gathered`'s gather and
+   transposition into the ``(batch, ...)`` results); ``compile(..., check=False)``; the default
+   ``compile`` (values checked in the call, one flag read by the host); the C batch.
 2. Host work between two calls of the bare jit: writing 4 / 64 / 256 KB, a NumPy sum of a
    3-element array, ``np.isfinite`` of it. One call's code and buffers fill about a core's L2
    cache on the larger cells, so whatever the host touches between calls is fetched again in
@@ -59,15 +62,18 @@ def main() -> None:
     X = _args(model, f.args, args.batch, np.random.default_rng(0))
     Xj = [jax.device_put(x) for x in X]
     batch = f.batch.fn
-    bare = jax.jit(lambda *xs: batch(*xs), compiler_options=sjax.compiler_options())
+    bare = jax.jit(lambda *xs: batch(*xs), **f.batch.options)       # compile's XLA options
 
     def run(g):
         return lambda: jax.block_until_ready(g(*Xj))
     if args.loop > 0:
         loop(run(f), args.loop)
         return
-    parts = {"bare jax.jit": run(bare), "compile(check=False)": run(unchecked),
-             "compile (default)": run(f), "C batch": lambda: c.batch(*X)}
+    parts = {"bare jax.jit": run(bare)}
+    if f.route == "graph":
+        parts["bare, results not written"] = run(table_only(model, args.algorithm, Xj, f.batch.options))
+    parts.update({"compile(check=False)": run(unchecked), "compile (default)": run(f),
+                  "C batch": lambda: c.batch(*X)})
     z, scratch = np.zeros(3), bytearray(1 << 20)
 
     def touch(k):
@@ -95,6 +101,30 @@ def main() -> None:
             switches = thread_switches(run(f))
             if switches is not None:
                 print(f"  thread switches a default call {switches:8.2f}")
+
+
+def table_only(model, algorithm: str, Xj, options: dict):
+    """The graph route's batch function under a bare ``jax.jit``, returning the table of rows its
+    results would be gathered from instead of the results (traced here, with
+    ``jax_lowering._gathered`` replaced for the trace; ``options``: ``jax.jit``'s keywords)."""
+    import jax
+    import jax.numpy as jnp
+
+    import symdyn.jax as sjax
+    from symdyn.codegen import jax_lowering
+
+    def table(low, held, at, rows, row, B, dtype, sizes, shapes):
+        arrays = sorted({at[v][0] for *_, v in low.outputs_at if v in at})
+        return (jnp.concatenate([held[a] for a in arrays]),)
+    gathered = jax_lowering._gathered
+    jax_lowering._gathered = table
+    try:
+        fn = sjax.compile(model, algorithm, check=False).batch.fn
+        g = jax.jit(lambda *xs: fn(*xs), **options)
+        jax.block_until_ready(g(*Xj))                    # traced with the table
+    finally:
+        jax_lowering._gathered = gathered
+    return g
 
 
 def loop(fn, seconds: float) -> None:
