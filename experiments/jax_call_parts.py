@@ -71,7 +71,8 @@ def main() -> None:
         return
     parts = {"bare jax.jit": run(bare)}
     if f.route == "graph":
-        parts["bare, results not written"] = run(table_only(model, args.algorithm, Xj, f.batch.options))
+        table = table_only(model, args.algorithm, Xj, f.batch.options)
+        parts["bare, results not written"] = run(table)
     parts.update({"compile(check=False)": run(unchecked), "compile (default)": run(f),
                   "C batch": lambda: c.batch(*X)})
     z, scratch = np.zeros(3), bytearray(1 << 20)
