@@ -6,8 +6,12 @@ Two tables for one robot, algorithm and batch size, measured on one core with
 1. The call's parts: the batch function under a bare ``jax.jit``; on the graph route, the same
    without writing the results (it returns the rows the results are gathered from, their table:
    the difference is the time of :func:`symdyn.codegen.jax_lowering._gathered`'s gather and
-   transposition into the ``(batch, ...)`` results); ``compile(..., check=False)``; the default
-   ``compile`` (values checked in the call, one flag read by the host); the C batch.
+   transposition into the ``(batch, ...)`` results), and the table with as many bytes of
+   results written without a transposition (each entry the table's first row at its state plus
+   the entry's index, in the results' order: what writing the results' bytes costs in the
+   call, apart from their gather and transposition);
+   ``compile(..., check=False)``; the default ``compile`` (values checked in the call, one flag
+   read by the host); the C batch.
 2. Host work between two calls of the bare jit: writing 4 / 64 / 256 KB, a NumPy sum of a
    3-element array, ``np.isfinite`` of it. One call's code and buffers fill about a core's L2
    cache on the larger cells, so whatever the host touches between calls is fetched again in
@@ -73,6 +77,8 @@ def main() -> None:
     if f.route == "graph":
         table = table_only(model, args.algorithm, Xj, f.batch.options)
         parts["bare, results not written"] = run(table)
+        table = table_only(model, args.algorithm, Xj, f.batch.options, untransposed=True)
+        parts["bare, bytes untransposed"] = run(table)
     parts.update({"compile(check=False)": run(unchecked), "compile (default)": run(f),
                   "C batch": lambda: c.batch(*X)})
     z, scratch = np.zeros(3), bytearray(1 << 20)
@@ -104,10 +110,13 @@ def main() -> None:
                 print(f"  thread switches a default call {switches:8.2f}")
 
 
-def table_only(model, algorithm: str, Xj, options: dict):
+def table_only(model, algorithm: str, Xj, options: dict, untransposed: bool = False):
     """The graph route's batch function under a bare ``jax.jit``, returning the table of rows its
     results would be gathered from instead of the results (traced here, with
-    ``jax_lowering._gathered`` replaced for the trace; ``options``: ``jax.jit``'s keywords)."""
+    ``jax_lowering._gathered`` replaced for the trace; ``options``: ``jax.jit``'s keywords).
+    ``untransposed``: also arrays of the results' shapes, entry ``e`` of state ``b`` the table's
+    ``[0, b]`` plus ``e``, written in the results' order by a vectorized loop: the results' bytes
+    without their gather and transposition."""
     import jax
     import jax.numpy as jnp
 
@@ -116,7 +125,11 @@ def table_only(model, algorithm: str, Xj, options: dict):
 
     def table(low, held, at, rows, row, B, dtype, sizes, shapes):
         arrays = sorted({at[v][0] for *_, v in low.outputs_at if v in at})
-        return (jnp.concatenate([held[a] for a in arrays]),)
+        t = jnp.concatenate([held[a] for a in arrays])
+        if not untransposed:
+            return (t,)
+        return (t,) + tuple((t[0, :, None] + jnp.arange(size, dtype=dtype)).reshape((B,) + s)
+                            for size, s in zip(sizes, shapes))
     gathered = jax_lowering._gathered
     jax_lowering._gathered = table
     try:
