@@ -47,6 +47,8 @@ TRACED_MAX_NV = 10       # the traced route is measured beside on the small robo
 OUT_BYTES = 4e8          # cap a batch so that its results stay below ~400 MB
 G1_SIZES = (100, 1000)   # g1 per-state times are 1-400 us: larger batches add minutes, no news
 G1_DEFAULT_XLA = "g1, XLA's default options"   # the compile table's row without COMPILER_OPTIONS
+G1_SMALL = "g1, 100 states"                      # rows compiled for batches of 100 states
+G1_ONE_KERNEL = "g1, 100 states, one_kernel=True"
 COMPILE_BATCH = 4096     # compile times for this batch shape: the lowering keeps shared values
 # on large batches (symdyn.codegen.jax_lowering.SHARED_WORK), so the code depends on the shape
 
@@ -180,6 +182,8 @@ def throughput(args, report):
             fg = None
             if f.route == "program" and _graph_size(model, alg) <= 2.5 * sjax.GRAPH_MAX:
                 fg = sjax.compile(model, alg, route="graph")
+            fk = sjax.compile(model, alg, one_kernel=True)     # its batches to ONE_KERNEL_MAX
+            fk = fk if fk.one_kernel else None
             t0 = time.perf_counter()
             fa = None
             if adam is not None and alg in adam:
@@ -199,7 +203,8 @@ def throughput(args, report):
                 def run_c():
                     c.batch(*X)
                 fns = [runner(f), run_c]
-                for extra in (ft, fa, fg):
+                fk_n = fk if fk is not None and n <= sjax.ONE_KERNEL_MAX else None
+                for extra in (ft, fa, fg, fk_n):
                     if extra is not None:
                         fns.append(runner(extra))
                 ts = interleaved(fns, repeat=5 if n <= 10_000 else 3, target=0.05,
@@ -216,13 +221,20 @@ def throughput(args, report):
                     ra = float(np.median([a / b for a, b in zip(ts[k], ts[0])]))
                     k += 1
                 tg = median(ts[k]) / n if fg is not None else float("nan")
+                k += fg is not None
+                tk = rk = float("nan")
+                if fk_n is not None:
+                    tk = median(ts[k]) / n
+                    rk = float(np.median([a / b for a, b in zip(ts[k], ts[1])]))
                 rj = float(np.median([a / b for a, b in zip(ts[0], ts[1])]))
                 rows.append([robot, model.nv, alg, f.route, f"{n:.0e}", us(tj), us(tc),
                              us(tt) if ft is not None else "-", us(ta) if fa is not None else "-",
                              us(tg) if fg is not None else "-", f"{rj:.2f}",
                              f"{rt:.2f}" if ft is not None else "-",
-                             f"{ra:.2f}" if fa is not None else "-"])
-                ratio_rows.append((robot, alg, n, rj, ra, f.route, rt, tj, tg))
+                             f"{ra:.2f}" if fa is not None else "-",
+                             us(tk) if fk_n is not None else "-",
+                             f"{rk:.2f}" if fk_n is not None else "-"])
+                ratio_rows.append((robot, alg, n, rj, ra, f.route, rt, tj, tg, rk))
                 log("  ".join(str(x) for x in rows[-1]))
                 del X, Xj
                 gc.collect()
@@ -252,14 +264,19 @@ def compile_times(args):
     models.append(("g1 (35 DoF, floating)", g1))
     # beside it, XLA's default options (its MLIR fusion emitters) instead of sjax.COMPILER_OPTIONS
     models.append((G1_DEFAULT_XLA, g1))
-    rows, total, g1_total = [], 0.0, 0.0
+    # and batches of 100 states (another code: fewer shared values kept), as XLA's kernels and
+    # as one kernel (compile(one_kernel=True) applies to batches up to ONE_KERNEL_MAX)
+    models += [(G1_SMALL, g1), (G1_ONE_KERNEL, g1)]
+    rows, total, g1_total, totals = [], 0.0, 0.0, {}
     for label, model in models:
         row, total = [label, model.nv], 0.0
         sjax._compiler_options = {} if label == G1_DEFAULT_XLA else None
+        batch = 100 if label in (G1_SMALL, G1_ONE_KERNEL) else COMPILE_BATCH
         for alg in ALGS:
             t0 = time.perf_counter()
-            f = sjax.compile(model, alg)                       # route choice, CasADi / recording
-            shapes = [jax.ShapeDtypeStruct((COMPILE_BATCH, n), np.float64) for n in f.sizes]
+            f = sjax.compile(model, alg, one_kernel=label == G1_ONE_KERNEL)   # route choice,
+            shapes = [jax.ShapeDtypeStruct((batch, n), np.float64)          # CasADi / recording
+                      for n in f.sizes]
             t1 = time.perf_counter()
             lowered = f.batch.lower(*shapes)                   # JAX trace + lowering
             t2 = time.perf_counter()
@@ -279,8 +296,9 @@ def compile_times(args):
         rows.append(row)
         if label.startswith("g1 (35"):
             g1_total = total
+        totals[label] = total
     sjax._compiler_options = None
-    return rows, g1_total
+    return rows, g1_total, totals
 
 
 def _range(vals) -> str:
@@ -551,7 +569,7 @@ def main():
     notes: list[str] = []
     rows, ratios = throughput(args, notes)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        crows, g1_total = pool.apply(_compile_times_on, (all_cores, args))
+        crows, g1_total, totals = pool.apply(_compile_times_on, (all_cores, args))
     cmd = "python experiments/bench_jax.py" + (" --quick" if args.quick else "") + \
         (" --device gpu" if args.device == "gpu" else "") + \
         (f" --cores {args.cores}" if args.cores != 1 else "") + \
@@ -583,14 +601,26 @@ def main():
               "carries a floating base (a 6 + n mass matrix even for fixed-base arms, with an "
               f"identity base pose). `graph us`: `route=\"graph\"` forced, beside the program "
               "route where the graph has at most 2.5 times `symdyn.jax.GRAPH_MAX` instructions. "
+              "`1k us` and `1k/C`: `symdyn.jax.compile(..., one_kernel=True)` (each call one XLA "
+              "kernel; batches of at most `symdyn.jax.ONE_KERNEL_MAX` = "
+              f"{sjax.ONE_KERNEL_MAX} states, graph and program routes; not the default, for its "
+              "compile time: the compile table) and its median per-round ratio to the C batch. "
               f"G1 runs batches of {' and '.join(map(str, G1_SIZES))} states.",
               ""]
     lines += table(["robot", "nv", "algorithm", "route", "batch", "JAX us", "C us", "trace us",
-                    "ADAM us", "graph us", "JAX/C", "trace/JAX", "ADAM/JAX"], rows)
+                    "ADAM us", "graph us", "JAX/C", "trace/JAX", "ADAM/JAX", "1k us", "1k/C"],
+                   rows)
     lines += ["", f"Within 3x of the C batch: {len(within)} of {len(ratios)} measurements "
               f"({', '.join(_within_summary(ratios))}). Faster than ADAM: "
               f"{sum(1 for r in faster if r[4] > 1)} of {len(faster)} measurements where ADAM has "
               "the quantity.", ""]
+    kernel = [r for r in ratios if np.isfinite(r[9])]
+    if kernel:
+        lines += [f"With `one_kernel=True` (the `1k` columns): "
+                  f"{sum(1 for r in kernel if r[9] <= 3)} of {len(kernel)} measurements within "
+                  "3x of the C batch, JAX/C "
+                  f"{_range([r[9] for r in kernel])} against {_range([r[3] for r in kernel])} "
+                  "by default on the same cells.", ""]
     lines += notes + [""] if notes else []
     lines += ["## Compile time versus model size", "",
               "Seconds of symdyn's setup (route choice; CasADi tracing or recording of the "
@@ -607,11 +637,19 @@ def main():
               f"`symdyn.jax.PROGRAM_EMITTER_ROWS` ({sjax.PROGRAM_EMITTER_ROWS}) rows, which compile "
               "with XLA's MLIR fusion emitters (marked *); the row "
               f"\"{G1_DEFAULT_XLA}\" compiles the same routes with XLA's defaults (its MLIR "
-              "fusion emitters) throughout.", ""]
+              "fusion emitters) throughout; the rows "
+              f"\"{G1_SMALL}\" and \"{G1_ONE_KERNEL}\" "
+              "compile for batches of 100 states, as XLA's kernels and with "
+              "`compile(..., one_kernel=True)` (each call one kernel: XLA compiles it on one "
+              "thread).", ""]
     lines += table(["model", "nv", *ALGS, "total s"], crows)
     g1_ok = g1_total <= 30.0
-    lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s. Target (<= 30 s): "
-              f"{'met' if g1_ok else 'missed'}.", ""]
+    small, one = totals.get(G1_SMALL, float("nan")), totals.get(G1_ONE_KERNEL, float("nan"))
+    lines += ["", f"35-DoF humanoid (G1), all five algorithms: {g1_total:.1f} s "
+              f"({small:.1f} s for batches of 100 states). Target (<= 30 s): "
+              f"{'met' if g1_ok and small <= 30.0 else 'missed'}. With `one_kernel=True` "
+              f"(batches of 100 states): {one:.1f} s, "
+              f"{'within' if one <= 30.0 else 'past'} the target.", ""]
     lines += _discussion(ratios, g1_total, mode, sync)
     if args.device == "cpu":
         lines += ["No GPU figures were taken in this run (CPU only); `--device gpu` runs the same "

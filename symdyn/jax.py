@@ -88,6 +88,25 @@ thunk executor runs each of the call's ~110 kernels and their dependencies), 11 
 operating system (mostly the two thread switches), 9 / 9 % in the C library (copies, allocation
 of the call's buffers) and 9 / 9 % in Python (the loop, JAX's dispatch, the wrapper's checks).
 
+One kernel (``compile(..., one_kernel=True)``, graph and program routes on a CPU). XLA's CPU
+client runs a call as one kernel per fusion (about a hundred on Panda christoffel's or G1 crba's
+graph), each dispatched by its thunk executor; on small batches that dispatch and the data the
+kernels hand each other through memory cost about as much as the arithmetic. With
+``one_kernel=True`` ``.single`` and batches of at most :data:`ONE_KERNEL_MAX` states are a
+nested call that XLA:CPU compiles into one function (its ``xla_cpu_small_call`` attribute).
+Measured (one core, synchronous dispatch, interleaved, us a state, XLA's kernels -> one kernel,
+beside the C batch): G1 crba 100 states 3.16 -> 2.31 (1.04), 1000 states 2.26 -> 2.00 (1.09);
+Panda christoffel 100 states 1.86 -> 1.28 (0.70), 1000 states 2.02 -> 1.73 (0.76); one state,
+G1 crba, 110 -> 37 us (C 2.3). The values agree to rounding (the function is optimized as a
+whole: G1 aba differs by up to ~2e-13 relative). Not the default, for its compile time: XLA
+compiles the one function on one thread, and LLVM takes longer over it (G1 crba's graph at 100
+states, first call 4.6 -> 8.2 s), which takes G1's five algorithms past the 30 s budget of
+reports/jax.md on the benchmark's two cores. The attribute is XLA-internal: where XLA cannot
+compile a call this way (its single-function emitter does not take every fusion: the traced
+route's matrix products, some reductions), the call runs as XLA's kernels, with a warning.
+Larger batches run as XLA's kernels too (one kernel wrote a chunked batch's results through
+copies: Panda christoffel 1e4 states 2.07 -> 5.42).
+
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
 temporaries are those of one chunk and stay in the caches (one core, us a state, one pass ->
@@ -137,6 +156,7 @@ with a :class:`~symdyn.backends.BackendError` unless you opt in with :func:`allo
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import sys
@@ -146,6 +166,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from symdyn.backends import BackendError, get_backend
 from symdyn.codegen import jax_lowering
@@ -196,6 +217,10 @@ _BATCHED_MIMIC = {"q_r": "q_r", "qd_r": "v_r", "qdd_r": "v_r", "tau_r": "v_r"}
 _STATE = {"q", "q_r"}     # the arguments holding coordinates (quaternions checked)
 # required arguments that are one value for the whole batch: compile's options
 _FIXED = {"frame": "frame='<frame name or index>'"}
+# one_kernel=True (see "One kernel" in the module docstring): batches of at most ONE_KERNEL_MAX
+# states run as one kernel; larger ones as XLA's kernels (panda christoffel, one core, us a
+# state, XLA's kernels -> one kernel: 1000 states 2.02 -> 1.73, 1e4 states 2.07 -> 5.42)
+ONE_KERNEL_MAX = 1024
 # result reuse (see "Large results" in the module docstring): batches whose results take at least
 # REUSE_MIN bytes are written into a result set of the same size that the caller has dropped;
 # at most REUSE_POOL sets are kept per compiled function
@@ -256,6 +281,103 @@ def _top_options(mlir_emitters: bool = False) -> dict[str, Any]:
     return {"compiler_options": options} if options else {}
 
 
+_NO_KERNEL: contextvars.ContextVar[bool] = contextvars.ContextVar("symdyn_no_kernel", default=False)
+
+
+def _one_kernel(fn: Callable, batched: bool = True) -> Callable:
+    """``fn`` (arrays -> arrays) as one XLA kernel where it runs on a CPU (``compile(...,
+    one_kernel=True)``; "One kernel" in the module docstring): a nested call tagged
+    ``xla_cpu_small_call``, which XLA's CPU backend compiles into a single function instead of
+    one kernel per fusion run by its thunk executor. The call's body is a conditional whose
+    predicate is true but not known to the compiler: XLA:CPU (jaxlib 0.10.2, two cores) emits a
+    fusion it partitions over the cores at the top level of such a call with a wrong signature
+    (its LLVM IR fails to verify) and inside a conditional's branch correctly. Traced for
+    another device, ``fn`` itself."""
+    from jax.experimental.xla_metadata import set_xla_metadata
+    jitted = jax.jit(fn)                 # traced once, for its result shapes and in the branch
+
+    def guarded(args, kwargs):
+        x = next((a for a in jax.tree_util.tree_leaves(args) if jnp.size(a)), None)
+        if x is None:                    # no entries (an empty batch): nothing to run
+            return jitted(*args, **kwargs)
+        x0 = jnp.ravel(x)[0]
+        shapes = jax.eval_shape(jitted, *args, **kwargs)
+
+        def zeros(_):
+            return jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+        return lax.cond((x0 == x0) | jnp.isnan(x0), lambda ak: jitted(*ak[0], **ak[1]), zeros,
+                        (args, kwargs))
+    inner = jax.jit(guarded, inline=False)
+
+    def call(*args, **kwargs):
+        if (_NO_KERNEL.get() or not jax_lowering._on_cpu()
+                or (batched and args and jnp.ndim(args[0]) and
+                    jnp.shape(args[0])[0] > ONE_KERNEL_MAX)):
+            return jitted(*args, **kwargs)
+        return set_xla_metadata(inner(args, kwargs), xla_cpu_small_call="true",
+                                inlineable="false")
+    return call
+
+
+def _jit(fn: Callable, one_kernel: bool, kernel: bool = False, batched: bool = True,
+         **options: Any) -> Any:
+    """``jax.jit(fn, **options)``; with ``one_kernel``, a :class:`_Fallback` from the function
+    holding one-kernel calls (``kernel``: ``fn`` itself made one, :func:`_one_kernel`) to the
+    same without them."""
+    if not one_kernel:
+        return jax.jit(fn, **options)
+    return _Fallback(jax.jit(_one_kernel(fn, batched) if kernel else fn, **options), fn, options)
+
+
+class _Fallback:
+    """A jitted function holding one-kernel calls, and ``fn`` without them for the input shapes
+    XLA fails to compile it for (XLA:CPU's single-function emitter does not emit every fusion:
+    "Fusion kind not implemented on CPU" for some reductions). Warns once per shape; a failing
+    compile has run nothing, so donated arguments are intact for the second compile."""
+
+    def __init__(self, jitted, fn: Callable, options: dict):
+        self.jitted, self._fn, self._options = jitted, fn, options
+        self._plain: Callable | None = None
+        self._failed: set = set()
+
+    def __call__(self, *args):
+        if self._failed and self._key(args) in self._failed:
+            return self._without()(*args)
+        try:
+            return self.jitted(*args)
+        except jax.errors.JaxRuntimeError as e:
+            import warnings
+            self._failed.add(self._key(args))
+            warnings.warn(f"symdyn.jax: XLA could not compile this call as one kernel "
+                          f"({str(e).splitlines()[0][:160]}); running it as XLA's separate "
+                          "kernels instead", RuntimeWarning, stacklevel=3)
+            return self._without()(*args)
+
+    def _without(self) -> Callable:
+        if self._plain is None:
+            self._plain = jax.jit(_without_kernels(self._fn), **self._options)
+        return self._plain
+
+    @staticmethod
+    def _key(args) -> tuple:
+        return tuple((tuple(jnp.shape(a)), str(jnp.result_type(a)))
+                     for a in jax.tree_util.tree_leaves(args))
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
+
+
+def _without_kernels(fn: Callable) -> Callable:
+    """``fn`` traced with :func:`_one_kernel` calling its function directly."""
+    def plain(*args):
+        token = _NO_KERNEL.set(True)
+        try:
+            return fn(*args)
+        finally:
+            _NO_KERNEL.reset(token)
+    return plain
+
+
 class Jitted:
     """``jax.jit(fn)`` whose calls from Python are compiled with :func:`compiler_options` where
     JAX's default backend is the CPU (they are XLA CPU options): ``jax.jit(fn,
@@ -264,13 +386,24 @@ class Jitted:
     compiled with the enclosing function: ``jax.jit`` refuses compiler options on a nested call.
     ``lower(...)`` lowers the top-level function (its ``compile()`` applies the options).
     ``options``: the keywords of the top-level ``jax.jit`` (:func:`_top_options`), fixed here,
-    for the functions that wrap ``fn`` (result reuse, checks)."""
+    for the functions that wrap ``fn`` (result reuse, checks). ``one_kernel``: top-level calls
+    compiled as one kernel (:func:`_one_kernel`; ``batched``: ``fn``'s first argument has the
+    batch on its leading axis)."""
 
-    def __init__(self, fn: Callable, mlir_emitters: bool = False):
-        self.fn = fn
+    def __init__(self, fn: Callable, mlir_emitters: bool = False, one_kernel: bool = False,
+                 batched: bool = True):
+        self.fn, self.one_kernel, self._mlir = fn, one_kernel, mlir_emitters
         self.jit = jax.jit(fn)
         self.options = _top_options(mlir_emitters)
-        self.top = jax.jit(fn, **self.options) if self.options else self.jit
+        if one_kernel:
+            self.top = _jit(fn, True, kernel=True, batched=batched, **self.options)
+        else:
+            self.top = jax.jit(fn, **self.options) if self.options else self.jit
+
+    def as_one_kernel(self, batched: bool = True) -> Jitted:
+        """This function with its top-level calls compiled as one kernel (:func:`_one_kernel`;
+        ``batched``: its first argument's leading axis is the batch)."""
+        return Jitted(self.fn, self._mlir, one_kernel=True, batched=batched)
 
     def __call__(self, *xs):
         for x in xs:
@@ -409,7 +542,7 @@ class Compiled:
     drops the result sets kept for reuse (``reuse_results``, see :func:`compile`)."""
 
     def __init__(self, model, algorithm, check: bool = True, route: str = "auto",
-                 reuse_results: bool = True, **options: Any):
+                 reuse_results: bool = True, one_kernel: bool = False, **options: Any):
         from symdyn.model import Model
         if not isinstance(model, Model):
             raise TypeError(f"expected a symdyn Model, got {type(model).__name__}")
@@ -431,6 +564,13 @@ class Compiled:
             one, self.batch = Jitted(single), Jitted(jax.vmap(single))
         else:
             one, self.batch = lowered
+        if not isinstance(one_kernel, bool):
+            raise TypeError(f"one_kernel must be True or False, got {one_kernel!r}")
+        # the traced route's matrix products are fusions XLA's single-function emitter does not
+        # take ("Fusion kind not implemented on CPU"): it runs as XLA's kernels
+        self.one_kernel = one_kernel and lowered is not None
+        if self.one_kernel:
+            one, self.batch = one.as_one_kernel(batched=False), self.batch.as_one_kernel()
         self.single = Single(one, self)
         self.reuse_results = bool(reuse_results)
         self._pool: list[tuple[jax.Array, ...]] = []        # result sets the caller may drop
@@ -505,14 +645,14 @@ class Compiled:
             bufs = tuple(jnp.zeros(o.shape, o.dtype, device=where)
                          for o in self._result_shapes(xs, B))
         if self._reusing is None:
-            fn, n, flagged = self.batch.fn, len(xs), self._flagged
-            if getattr(fn, "writes_into", False):       # graph and program: chunks written into
-                def reusing(*a):                         # the set (no zero fill first)
+            fn, n, flagged = self._kernel(self.batch.fn), len(xs), self._flagged
+            if getattr(self.batch.fn, "writes_into", False):    # graph and program: chunks
+                def reusing(*a):                        # written into the set (no zero fill)
                     return flagged(a[:n], lambda xs: fn(*xs, out=a[n:]))
             else:
                 def reusing(*a):
                     return flagged(a[:n], lambda xs: fn(*xs))
-            self._reusing = jax.jit(reusing, keep_unused=True,
+            self._reusing = _jit(reusing, self.one_kernel, keep_unused=True,
                                     donate_argnums=tuple(range(n, n + len(bufs))),
                                     **self.batch.options)
         out = self._reusing(*xs, *bufs)
@@ -566,10 +706,15 @@ class Compiled:
     def _fresh(self, xs):
         """The batch ``xs`` into new results."""
         if self._checked is None:
-            fn, flagged = self.batch.fn, self._flagged
-            self._checked = jax.jit(lambda *a: flagged(a, lambda xs: fn(*xs)),
-                                    **self.batch.options)
+            fn, flagged = self._kernel(self.batch.fn), self._flagged
+            self._checked = _jit(lambda *a: flagged(a, lambda xs: fn(*xs)), self.one_kernel,
+                                 **self.batch.options)
         return self._verified(self._checked(*xs), xs)
+
+    def _kernel(self, fn: Callable) -> Callable:
+        """``fn`` as one kernel with ``one_kernel`` (:func:`_one_kernel`; the checks' reductions
+        stay outside it), else ``fn``."""
+        return _one_kernel(fn) if self.one_kernel else fn
 
     @property
     def check(self) -> bool:
@@ -650,15 +795,17 @@ class Compiled:
 
 
 def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noqa: A001
-            reuse_results: bool = True, **options: Any) -> Compiled:
+            reuse_results: bool = True, one_kernel: bool = False, **options: Any) -> Compiled:
     """A jitted, batched ``algorithm`` of ``model`` over batches of states (leading batch axis);
     ``.single`` evaluates one state. ``route``: ``"auto"``, ``"trace"``, ``"graph"`` or
     ``"program"`` (see the module docstring; ``.route`` and ``.route_reason`` say which ran).
     ``reuse_results``: on a CPU, write large results (from :data:`REUSE_MIN` bytes a batch) into
     those of an earlier batch of the same size that the caller has dropped (see "Large results"
-    in the module docstring)."""
+    in the module docstring). ``one_kernel``: on a CPU, compile each call (batched and
+    ``.single``) into one XLA kernel instead of one per fusion: less time a call, more compile
+    time (see "One kernel" in the module docstring)."""
     return Compiled(model, algorithm, check=check, route=route, reuse_results=reuse_results,
-                    **options)
+                    one_kernel=one_kernel, **options)
 
 
 def _batched_arguments(model, name: str, fn: Callable, options: dict) -> tuple[

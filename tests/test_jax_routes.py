@@ -17,6 +17,9 @@
   reused result set without filling it with zeros first.
 * Top-level calls compile with symdyn.jax.compiler_options() (XLA's options); inside the
   caller's jit / grad the functions compose; options the jaxlib does not know are dropped.
+* one_kernel=True: the same values, small batches and .single as one call tagged for XLA:CPU's
+  single-function emitter (inside a conditional), large batches and the traced route not; a
+  call XLA cannot compile that way runs as its kernels, with a warning.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
@@ -620,3 +623,56 @@ def test_route_errors():
         f(np.zeros((2, 3), np.float32), np.zeros((2, 3)), np.zeros((2, 3)))
     with pytest.raises(ValueError, match=r"qd\[1\] contains NaN"):
         f(np.zeros((2, 3)), np.array([[0.0, 0, 0], [0, np.nan, 0]]), np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("route", ["graph", "program", "trace"])
+def test_one_kernel_gives_the_same_results(route, monkeypatch):
+    """compile(one_kernel=True): the batched call (fresh and into a reused set) and .single equal
+    XLA's separate kernels to rounding; batches up to ONE_KERNEL_MAX states are one call tagged
+    for XLA:CPU's single-function emitter, inside a conditional; larger ones are not, nor is the
+    traced route."""
+    model = TREES["floating"]
+    monkeypatch.setattr(sjax, "REUSE_MIN", 0)             # the second call writes into a set
+    f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
+    plain = sjax.compile(model, "coriolis_matrix", route=route)
+    assert f.one_kernel == (route != "trace") and not plain.one_kernel
+    xs = batch_of(model, f, n=4)
+    for _ in range(2):
+        for g, w in zip(f(*xs), plain(*xs)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
+    for g, w in zip(f.single(*(x[1] for x in xs)), plain.single(*(x[1] for x in xs))):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
+    if route == "trace":          # JAX's matrix products: XLA's kernels (see Compiled)
+        assert "xla_cpu_small_call" not in f.batch.lower(*xs).as_text()
+        return
+    compiled = f.batch.lower(*xs).compile().as_text()
+    assert re.search(r" call\(.*xla_cpu_small_call=\"true\"", compiled)
+    assert "conditional(" in compiled
+    assert "xla_cpu_small_call" not in plain.batch.lower(*xs).as_text()
+    monkeypatch.setattr(sjax, "ONE_KERNEL_MAX", 4)
+    assert "xla_cpu_small_call" not in f.batch.lower(*batch_of(model, f, n=5)).as_text()
+    assert "xla_cpu_small_call" in f.single.lower(*(x[0] for x in xs)).as_text()
+
+
+def test_one_kernel_falls_back_to_xla_kernels_where_xla_cannot_compile_it():
+    """Where XLA fails to compile the one-kernel form of a call, the call runs as XLA's separate
+    kernels (same values), with one warning per input shape."""
+    calls = []
+
+    def failing(*args):
+        calls.append(args)
+        raise jax.errors.JaxRuntimeError("UNIMPLEMENTED: Fusion kind not implemented on CPU")
+    f = sjax._Fallback(failing, lambda x: 2 * x, {})
+    x = jnp.arange(3.0)
+    with pytest.warns(RuntimeWarning, match="could not compile this call as one kernel"):
+        close(f(x), 2 * x, what="fallback")
+    close(f(x), 2 * x, what="fallback, again")         # no second try, no second warning
+    assert len(calls) == 1
+    with pytest.warns(RuntimeWarning):                  # another shape: tried once more
+        f(jnp.arange(4.0))
+    assert len(calls) == 2
+
+
+def test_one_kernel_must_be_a_bool():
+    with pytest.raises(TypeError, match="one_kernel must be True or False"):
+        sjax.compile(TREES["floating"], "rnea", one_kernel="yes")
