@@ -182,7 +182,7 @@ def throughput(args, report):
             fg = None
             if f.route == "program" and _graph_size(model, alg) <= 2.5 * sjax.GRAPH_MAX:
                 fg = sjax.compile(model, alg, route="graph")
-            fk = sjax.compile(model, alg, one_kernel=True)     # its batches to ONE_KERNEL_MAX
+            fk = sjax.compile(model, alg, one_kernel=True)     # its batches run in one pass
             fk = fk if fk.one_kernel else None
             t0 = time.perf_counter()
             fa = None
@@ -203,7 +203,7 @@ def throughput(args, report):
                 def run_c():
                     c.batch(*X)
                 fns = [runner(f), run_c]
-                fk_n = fk if fk is not None and n <= sjax.ONE_KERNEL_MAX else None
+                fk_n = fk if fk is not None and fk.one_kernel_at(n) else None
                 for extra in (ft, fa, fg, fk_n):
                     if extra is not None:
                         fns.append(runner(extra))
@@ -265,7 +265,7 @@ def compile_times(args):
     # beside it, XLA's default options (its MLIR fusion emitters) instead of sjax.COMPILER_OPTIONS
     models.append((G1_DEFAULT_XLA, g1))
     # and batches of 100 states (another code: fewer shared values kept), as XLA's kernels and
-    # as one kernel (compile(one_kernel=True) applies to batches up to ONE_KERNEL_MAX)
+    # as one kernel (compile(one_kernel=True) applies to the batches run in one pass)
     models += [(G1_SMALL, g1), (G1_ONE_KERNEL, g1)]
     rows, total, g1_total, totals = [], 0.0, 0.0, {}
     for label, model in models:
@@ -602,9 +602,9 @@ def main():
               f"identity base pose). `graph us`: `route=\"graph\"` forced, beside the program "
               "route where the graph has at most 2.5 times `symdyn.jax.GRAPH_MAX` instructions. "
               "`1k us` and `1k/C`: `symdyn.jax.compile(..., one_kernel=True)` (each call one XLA "
-              "kernel; batches of at most `symdyn.jax.ONE_KERNEL_MAX` = "
-              f"{sjax.ONE_KERNEL_MAX} states, graph and program routes; not the default, for its "
-              "compile time: the compile table) and its median per-round ratio to the C batch. "
+              "kernel; graph and program routes, on the batches run in one pass, not in chunks; "
+              "not the default, for its compile time: the compile table) and its median "
+              "per-round ratio to the C batch. "
               f"G1 runs batches of {' and '.join(map(str, G1_SIZES))} states.",
               ""]
     lines += table(["robot", "nv", "algorithm", "route", "batch", "JAX us", "C us", "trace us",

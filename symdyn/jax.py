@@ -92,8 +92,9 @@ One kernel (``compile(..., one_kernel=True)``, graph and program routes on a CPU
 client runs a call as one kernel per fusion (about a hundred on Panda christoffel's or G1 crba's
 graph), each dispatched by its thunk executor; on small batches that dispatch and the data the
 kernels hand each other through memory cost about as much as the arithmetic. With
-``one_kernel=True`` ``.single`` and batches of at most :data:`ONE_KERNEL_MAX` states are a
-nested call that XLA:CPU compiles into one function (its ``xla_cpu_small_call`` attribute).
+``one_kernel=True`` ``.single`` and the batches that run in one pass (not in chunks: below 2048
+states on graphs, four chunks on programs) are a nested call that XLA:CPU compiles into one
+function (its ``xla_cpu_small_call`` attribute); ``f.one_kernel_at(batch)`` says which.
 Measured (one core, synchronous dispatch, interleaved, us a state, XLA's kernels -> one kernel,
 beside the C batch): G1 crba 100 states 3.16 -> 2.31 (1.04), 1000 states 2.26 -> 2.00 (1.09);
 Panda christoffel 100 states 1.86 -> 1.28 (0.70), 1000 states 2.02 -> 1.73 (0.76); one state,
@@ -104,8 +105,9 @@ states, first call 4.6 -> 8.2 s), which takes G1's five algorithms past the 30 s
 reports/jax.md on the benchmark's two cores. The attribute is XLA-internal: where XLA cannot
 compile a call this way (its single-function emitter does not take every fusion: the traced
 route's matrix products, some reductions), the call runs as XLA's kernels, with a warning.
-Larger batches run as XLA's kernels too (one kernel wrote a chunked batch's results through
-copies: Panda christoffel 1e4 states 2.07 -> 5.42).
+Chunked batches run as XLA's kernels too (one kernel wrote their results through copies:
+Panda christoffel 1e4 states 2.07 -> 5.42, G1 christoffel 1000 states in chunks of 128, 1.9 ->
+8.5 times the C batch's time).
 
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
@@ -217,10 +219,6 @@ _BATCHED_MIMIC = {"q_r": "q_r", "qd_r": "v_r", "qdd_r": "v_r", "tau_r": "v_r"}
 _STATE = {"q", "q_r"}     # the arguments holding coordinates (quaternions checked)
 # required arguments that are one value for the whole batch: compile's options
 _FIXED = {"frame": "frame='<frame name or index>'"}
-# one_kernel=True (see "One kernel" in the module docstring): batches of at most ONE_KERNEL_MAX
-# states run as one kernel; larger ones as XLA's kernels (panda christoffel, one core, us a
-# state, XLA's kernels -> one kernel: 1000 states 2.02 -> 1.73, 1e4 states 2.07 -> 5.42)
-ONE_KERNEL_MAX = 1024
 # result reuse (see "Large results" in the module docstring): batches whose results take at least
 # REUSE_MIN bytes are written into a result set of the same size that the caller has dropped;
 # at most REUSE_POOL sets are kept per compiled function
@@ -309,10 +307,11 @@ def _one_kernel(fn: Callable, batched: bool = True) -> Callable:
                         (args, kwargs))
     inner = jax.jit(guarded, inline=False)
 
+    one_pass_below = getattr(fn, "one_pass_below", None) if batched else None
+
     def call(*args, **kwargs):
-        if (_NO_KERNEL.get() or not jax_lowering._on_cpu()
-                or (batched and args and jnp.ndim(args[0]) and
-                    jnp.shape(args[0])[0] > ONE_KERNEL_MAX)):
+        if (_NO_KERNEL.get() or not jax_lowering._on_cpu() or (
+                one_pass_below is not None and jnp.shape(args[0])[0] >= one_pass_below)):
             return jitted(*args, **kwargs)
         return set_xla_metadata(inner(args, kwargs), xla_cpu_small_call="true",
                                 inlineable="false")
@@ -711,6 +710,12 @@ class Compiled:
                                  **self.batch.options)
         return self._verified(self._checked(*xs), xs)
 
+    def one_kernel_at(self, batch: int) -> bool:
+        """Whether a batch of ``batch`` states runs as one kernel (``one_kernel=True``, a graph
+        or program route, on a CPU, a batch run in one pass)."""
+        return (self.one_kernel and jax_lowering._on_cpu()
+                and batch < getattr(self.batch.fn, "one_pass_below", math.inf))
+
     def _kernel(self, fn: Callable) -> Callable:
         """``fn`` as one kernel with ``one_kernel`` (:func:`_one_kernel`; the checks' reductions
         stay outside it), else ``fn``."""
@@ -1002,5 +1007,6 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
             res = fb(*xs, out=out)
         return res if as_tuple else res[0]
     batch.writes_into = True             # type: ignore[attr-defined]
+    batch.one_pass_below = fb.one_pass_below     # type: ignore[attr-defined]
     return route, reason, (Jitted(single, mlir), Jitted(batch, mlir))
 

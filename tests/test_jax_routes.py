@@ -18,7 +18,7 @@
 * Top-level calls compile with symdyn.jax.compiler_options() (XLA's options); inside the
   caller's jit / grad the functions compose; options the jaxlib does not know are dropped.
 * one_kernel=True: the same values, small batches and .single as one call tagged for XLA:CPU's
-  single-function emitter (inside a conditional), large batches and the traced route not; a
+  single-function emitter (inside a conditional), chunked batches and the traced route not; a
   call XLA cannot compile that way runs as its kernels, with a warning.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
@@ -628,9 +628,9 @@ def test_route_errors():
 @pytest.mark.parametrize("route", ["graph", "program", "trace"])
 def test_one_kernel_gives_the_same_results(route, monkeypatch):
     """compile(one_kernel=True): the batched call (fresh and into a reused set) and .single equal
-    XLA's separate kernels to rounding; batches up to ONE_KERNEL_MAX states are one call tagged
-    for XLA:CPU's single-function emitter, inside a conditional; larger ones are not, nor is the
-    traced route."""
+    XLA's separate kernels to rounding; batches run in one pass are one call tagged for XLA:CPU's
+    single-function emitter, inside a conditional; chunked ones are not, nor is the traced
+    route."""
     model = TREES["floating"]
     monkeypatch.setattr(sjax, "REUSE_MIN", 0)             # the second call writes into a set
     f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
@@ -649,9 +649,13 @@ def test_one_kernel_gives_the_same_results(route, monkeypatch):
     assert re.search(r" call\(.*xla_cpu_small_call=\"true\"", compiled)
     assert "conditional(" in compiled
     assert "xla_cpu_small_call" not in plain.batch.lower(*xs).as_text()
-    monkeypatch.setattr(sjax, "ONE_KERNEL_MAX", 4)
-    assert "xla_cpu_small_call" not in f.batch.lower(*batch_of(model, f, n=5)).as_text()
     assert "xla_cpu_small_call" in f.single.lower(*(x[0] for x in xs)).as_text()
+    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 1)   # chunks from 8 / 4 states
+    f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
+    least = jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN
+    assert f.one_kernel_at(least - 1) and not f.one_kernel_at(least)
+    assert "xla_cpu_small_call" in f.batch.lower(*batch_of(model, f, n=least - 1)).as_text()
+    assert "xla_cpu_small_call" not in f.batch.lower(*batch_of(model, f, n=least)).as_text()
 
 
 def test_one_kernel_falls_back_to_xla_kernels_where_xla_cannot_compile_it():

@@ -709,6 +709,7 @@ def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
         if out is None:
             out = tuple(jnp.zeros((B,) + s, dtype) for s in shapes)
         return lax.fori_loop(0, n, body, tuple(out))
+    chunked.one_pass_below = min_chunks * chunk     # type: ignore[attr-defined]
     return chunked
 
 
