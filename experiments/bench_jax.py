@@ -283,12 +283,7 @@ def compile_times(args):
             lowered.compile()                                  # XLA
             t3 = time.perf_counter()
             total += t3 - t0
-            # *: compiled with XLA's MLIR fusion emitters where compiler_options() has the LLVM
-            # IR ones (programs writing at least sjax.PROGRAM_EMITTER_ROWS rows a step)
-            mlir = ("xla_cpu_use_fusion_emitters" in sjax.compiler_options()
-                    and "xla_cpu_use_fusion_emitters"
-                    not in f.batch.options.get("compiler_options", {}))
-            row.append(f"{f.route[0]}{'*' if mlir else ''} {t1 - t0:.1f} + {t2 - t1:.1f} + "
+            row.append(f"{f.route[0]} {t1 - t0:.1f} + {t2 - t1:.1f} + "
                        f"{t3 - t2:.1f}")
             log(f"{label} {alg} ({f.route}): setup {t1 - t0:.1f} s, trace {t2 - t1:.1f} s, "
                 f"XLA {t3 - t2:.1f} s")
@@ -401,13 +396,15 @@ def _discussion(ratios, g1_total, memory: str, sync: bool) -> list[str]:
         "mostly XLA's fixed cost per kernel (G1 aba's heavy kernel, 757 instructions, 16-17 us "
         "a call from 8 to 100 states, one XLA kernel per kept value and per result row), so a "
         "kernel keeping at least 32 values writes them eight to an array "
-        "(`jax_lowering.PROGRAM_GROUP_MIN`), below 256 states a step writing more than 8 rows "
-        "stacks them eight at a time (`GROUPED_ROWS_BELOW`), and a program whose steps write at "
-        "least 32 rows compiles with XLA's MLIR fusion emitters, which emit such stacks as a "
-        "loop per row (`symdyn.jax.PROGRAM_EMITTER_ROWS`; G1 aba's XLA compile 4.0 -> 6.5 s, "
-        "the compile table) (measured apart, one core, interleaved, JAX/C at 100 / 1000 "
-        "states: G1 aba 3.14 / 2.17 -> 2.36 / 2.22, christoffel 1.35 / 2.67 -> 1.30 / 2.66; "
-        "with the LLVM IR emitters the stacks run slower than a kernel a row). The kernels "
+        "(`jax_lowering.PROGRAM_GROUP_MIN`), and where a segment's steps write more than 8 rows "
+        "(a stack XLA runs as a kernel a row) each of its kernels is compiled as one function "
+        "(`jax_lowering.small_call`, `PROGRAM_SMALL_CALLS`): a step is the loop's iteration, "
+        "the switch and one call (`experiments/jax_program_steps.py g1`: one core, "
+        "interleaved, us a state at 100 / 1000 states, XLA's kernels -> one function a kernel, "
+        "C batch: G1 christoffel 78.7 / 78.1 -> 49.2 / 61.7, C 44.5 / 45.0; aba 10.5 / 7.8 -> "
+        "6.0 / 6.3, C 4.0 / 3.9; XLA's compile about the same; G1 coriolis_matrix, 6 rows a "
+        "step, stays XLA's kernels: as one function it ran no faster and its 104 kernels took "
+        "3 s longer to compile). The kernels "
         "serve every body "
         "of a kind, its tree transform and inertia read from a table; where the model's "
         "constants 0 and +-1 are folded into them instead (`symdyn.jax.FOLD_MAX`: the folded "
@@ -633,9 +630,8 @@ def main():
               "compiles, as it does for a user). XLA's options are those `symdyn.jax.compile` "
               "uses: `symdyn.jax.compiler_options()` "
               f"({sjax.compiler_options() or 'none: this jaxlib does not know them'}: its LLVM IR "
-              "fusion emitters), except for programs whose steps write at least "
-              f"`symdyn.jax.PROGRAM_EMITTER_ROWS` ({sjax.PROGRAM_EMITTER_ROWS}) rows, which compile "
-              "with XLA's MLIR fusion emitters (marked *); the row "
+              "fusion emitters; the kernels of programs whose steps write more than 8 rows are "
+              "each compiled as one function, `jax_lowering.PROGRAM_SMALL_CALLS`); the row "
               f"\"{G1_DEFAULT_XLA}\" compiles the same routes with XLA's defaults (its MLIR "
               "fusion emitters) throughout; the rows "
               f"\"{G1_SMALL}\" and \"{G1_ONE_KERNEL}\" "

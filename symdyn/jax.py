@@ -109,6 +109,19 @@ Chunked batches run as XLA's kernels too (one kernel wrote their results through
 Panda christoffel 1e4 states 2.07 -> 5.42, G1 christoffel 1000 states in chunks of 128, 1.9 ->
 8.5 times the C batch's time).
 
+Program steps on a CPU. A program's step runs one kernel (a branch of the scan's switch); run
+as XLA's kernels it costs one kernel per fusion (kept values, result rows: a stack of more than
+8 rows runs as a kernel a row and a copy) at a fixed cost each. Where a segment's steps write
+more than 8 rows, each of its kernels is therefore one function
+(:func:`jax_lowering.small_call`, ``jax_lowering.PROGRAM_SMALL_CALLS``): a step is the loop's
+iteration, the switch and one call. Measured (``experiments/jax_program_steps.py g1``: one core,
+synchronous dispatch, interleaved, us a state, XLA's kernels -> one function a kernel, beside
+the C batch): G1 christoffel 100 states 78.7 -> 49.2 (44.5), 1000 states 78.1 -> 61.7 (45.0);
+aba 10.5 -> 6.0 (4.0), 7.8 -> 6.3 (3.9); XLA's compile about the same (christoffel +0.5-2 s,
+aba -0.5-4 s, which no longer needs XLA's MLIR fusion emitters for its stacked rows). Steps
+writing at most 8 rows (G1 coriolis_matrix) stay XLA's kernels: one function each ran no faster
+and took longer to compile (its 104 kernels: first call 7.5 -> 10.6 s).
+
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
 temporaries are those of one chunk and stay in the caches (one core, us a state, one pass ->
@@ -261,21 +274,9 @@ def compiler_options() -> dict[str, Any]:
     return dict(_compiler_options)
 
 
-# Programs whose steps write at least PROGRAM_EMITTER_ROWS rows (jax_lowering: stacks of 8 rows
-# on small batches, jax_lowering.GROUPED_ROWS_BELOW) compile with XLA's MLIR fusion emitters
-# instead: g1 aba (50 rows a step), one core, interleaved, us a state at 100 / 512 states, LLVM
-# IR emitters 8.24 / 5.54 -> MLIR 6.70 / 5.52 (C batch 2.86 / 2.83); its XLA compile, one
-# core, 5.4 -> 10.2 s. g1 christoffel (13 rows) gains too (100 states 44.0 -> 35.4, C 33.3)
-# but would take G1's five compiles past 30 s; coriolis_matrix (6 rows) does not gain.
-PROGRAM_EMITTER_ROWS = 32
-
-
-def _top_options(mlir_emitters: bool = False) -> dict[str, Any]:
-    """``jax.jit`` keywords of a top-level function: :func:`compiler_options` on a CPU (with
-    ``mlir_emitters``, without the choice of XLA's LLVM IR fusion emitters)."""
+def _top_options() -> dict[str, Any]:
+    """``jax.jit`` keywords of a top-level function: :func:`compiler_options` on a CPU."""
     options = compiler_options() if jax.default_backend() == "cpu" else {}
-    if mlir_emitters:
-        options.pop("xla_cpu_use_fusion_emitters", None)
     return {"compiler_options": options} if options else {}
 
 
@@ -286,25 +287,13 @@ def _one_kernel(fn: Callable, batched: bool = True) -> Callable:
     """``fn`` (arrays -> arrays) as one XLA kernel where it runs on a CPU (``compile(...,
     one_kernel=True)``; "One kernel" in the module docstring): a nested call tagged
     ``xla_cpu_small_call``, which XLA's CPU backend compiles into a single function instead of
-    one kernel per fusion run by its thunk executor. The call's body is a conditional whose
-    predicate is true but not known to the compiler: XLA:CPU (jaxlib 0.10.2, two cores) emits a
-    fusion it partitions over the cores at the top level of such a call with a wrong signature
-    (its LLVM IR fails to verify) and inside a conditional's branch correctly. Traced for
-    another device, ``fn`` itself."""
+    one kernel per fusion run by its thunk executor (:func:`jax_lowering.small_call`; the call's
+    body: :func:`jax_lowering.guarded_call`). Traced for another device, ``fn`` itself."""
     from jax.experimental.xla_metadata import set_xla_metadata
     jitted = jax.jit(fn)                 # traced once, for its result shapes and in the branch
 
     def guarded(args, kwargs):
-        x = next((a for a in jax.tree_util.tree_leaves(args) if jnp.size(a)), None)
-        if x is None:                    # no entries (an empty batch): nothing to run
-            return jitted(*args, **kwargs)
-        x0 = jnp.ravel(x)[0]
-        shapes = jax.eval_shape(jitted, *args, **kwargs)
-
-        def zeros(_):
-            return jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
-        return lax.cond((x0 == x0) | jnp.isnan(x0), lambda ak: jitted(*ak[0], **ak[1]), zeros,
-                        (args, kwargs))
+        return jax_lowering.guarded_call(jitted, args, kwargs)
     inner = jax.jit(guarded, inline=False)
 
     one_pass_below = getattr(fn, "one_pass_below", None) if batched else None
@@ -389,11 +378,10 @@ class Jitted:
     compiled as one kernel (:func:`_one_kernel`; ``batched``: ``fn``'s first argument has the
     batch on its leading axis)."""
 
-    def __init__(self, fn: Callable, mlir_emitters: bool = False, one_kernel: bool = False,
-                 batched: bool = True):
-        self.fn, self.one_kernel, self._mlir = fn, one_kernel, mlir_emitters
+    def __init__(self, fn: Callable, one_kernel: bool = False, batched: bool = True):
+        self.fn, self.one_kernel = fn, one_kernel
         self.jit = jax.jit(fn)
-        self.options = _top_options(mlir_emitters)
+        self.options = _top_options()
         if one_kernel:
             self.top = _jit(fn, True, kernel=True, batched=batched, **self.options)
         else:
@@ -402,7 +390,7 @@ class Jitted:
     def as_one_kernel(self, batched: bool = True) -> Jitted:
         """This function with its top-level calls compiled as one kernel (:func:`_one_kernel`;
         ``batched``: its first argument's leading axis is the batch)."""
-        return Jitted(self.fn, self._mlir, one_kernel=True, batched=batched)
+        return Jitted(self.fn, one_kernel=True, batched=batched)
 
     def __call__(self, *xs):
         for x in xs:
@@ -980,14 +968,12 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
             out.append(x)
         return out
 
-    mlir = False                         # XLA's MLIR fusion emitters (see PROGRAM_EMITTER_ROWS)
     if route == "graph":
         fn = jax_lowering.graph_function(lowered_from, shapes)
         fb = jax_lowering.in_chunks(jax_lowering.graph_batch(lowered_from, shapes), shapes,
                                     jax_lowering.CHUNK_GRAPH, jax_lowering.CHUNKS_MIN_GRAPH)
     else:
         program = jax_lowering.program_function(lowered_from, shapes)
-        mlir = program.rows_per_step >= PROGRAM_EMITTER_ROWS    # type: ignore[attr-defined]
         chunk = jax_lowering.program_chunk(program.result_rows)   # type: ignore[attr-defined]
         fb = jax_lowering.in_chunks(program, shapes, chunk)
 
@@ -1008,5 +994,5 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
         return res if as_tuple else res[0]
     batch.writes_into = True             # type: ignore[attr-defined]
     batch.one_pass_below = fb.one_pass_below     # type: ignore[attr-defined]
-    return route, reason, (Jitted(single, mlir), Jitted(batch, mlir))
+    return route, reason, (Jitted(single), Jitted(batch))
 

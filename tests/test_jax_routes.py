@@ -200,48 +200,29 @@ def test_program_kernels_write_kept_values_in_groups(monkeypatch):
     assert used and min(used) >= 2
 
 
-def test_program_rows_stacked_in_groups_on_small_batches(monkeypatch):
-    """A step writing more than GROUP rows stacks them in kept groups of GROUP on batches of
-    fewer than GROUPED_ROWS_BELOW states (one XLA kernel a group instead of one a row), as one
-    stack on larger ones: NumPy's results either way."""
+@pytest.mark.parametrize("alg", ["aba", "christoffel"])
+def test_program_steps_are_single_functions_on_cpu(alg):
+    """On a CPU each kernel of a program (one branch of a step's switch) is a nested call XLA
+    compiles into one function (jax_lowering.small_call), its body a conditional that reads
+    every argument (guarded_call: XLA:CPU aborts on such a call with an argument it does not
+    read, as christoffel's kernels have); NumPy's results, one state and batches."""
     model = TREES["floating"]
-    monkeypatch.setattr(jax_lowering, "GROUP", 2)
-    monkeypatch.setattr(jax_lowering, "GROUPED_ROWS_BELOW", 6)
-    stacked = []
-    real = jax_lowering._rows_stacked
-
-    def spy(rows, inputs, group=8):
-        stacked.append((rows[0].shape[-1], len(rows), group))
-        return real(rows, inputs, group)
-    monkeypatch.setattr(jax_lowering, "_rows_stacked", spy)
-    for n in (5, 7):
-        stacked.clear()
-        f = sjax.compile(model, "aba", route="program")
-        check_against_numpy(model, f, batch_of(model, f, n=n), f"aba program, {n} states",
-                            single=False)
-        rows = [r for B, r, group in stacked if group == 2 and B == n]
-        assert bool(rows) == (n < 6) and all(r > 2 for r in rows), (n, stacked)
+    f = sjax.compile(model, alg, route="program")
+    xs = batch_of(model, f, n=5)
+    text = f.batch.lower(*xs).as_text()
+    assert 'xla_cpu_small_call = "true"' in text
+    check_against_numpy(model, f, xs, f"{alg} program, small calls")
 
 
-def test_programs_writing_many_rows_a_step_use_xla_mlir_emitters(monkeypatch):
-    """A program whose steps write at least PROGRAM_EMITTER_ROWS rows compiles without the
-    choice of XLA's LLVM IR fusion emitters (COMPILER_OPTIONS), also in the functions that wrap
-    its batch (checks, result reuse); others keep it."""
+def test_program_wrappers_compile_with_compiler_options(monkeypatch):
+    """A program's batch and the functions that wrap it (checks, result reuse) compile with
+    compiler_options()."""
     model = TREES["floating"]
-    monkeypatch.setattr(sjax, "PROGRAM_EMITTER_ROWS", 10 ** 6)
-    f = sjax.compile(model, "aba", route="program")
-    assert f.batch.options == {"compiler_options": sjax.compiler_options()}
-    monkeypatch.setattr(sjax, "PROGRAM_EMITTER_ROWS", 1)
     g = sjax.compile(model, "aba", route="program")
-    options = g.batch.options.get("compiler_options", {})
-    assert "xla_cpu_use_fusion_emitters" not in options
+    assert g.batch.options == {"compiler_options": sjax.compiler_options()}
     monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
     with pytest.raises(jax.errors.JaxRuntimeError, match="xla_no_such_option"):
         sjax.compile(model, "aba", route="program").batch(*batch_of(model, g))
-    monkeypatch.setattr(sjax, "_compiler_options", None)
-    xs = batch_of(model, g)
-    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
-    check_against_numpy(model, g, xs, "program with XLA's MLIR emitters", single=False)
 
 
 def test_auto_route_choice(monkeypatch):
@@ -648,14 +629,20 @@ def test_one_kernel_gives_the_same_results(route, monkeypatch):
     compiled = f.batch.lower(*xs).compile().as_text()
     assert re.search(r" call\(.*xla_cpu_small_call=\"true\"", compiled)
     assert "conditional(" in compiled
-    assert "xla_cpu_small_call" not in plain.batch.lower(*xs).as_text()
-    assert "xla_cpu_small_call" in f.single.lower(*(x[0] for x in xs)).as_text()
+
+    def calls(fn, xs):            # single-function calls (a program's kernels are such calls)
+        return fn.lower(*xs).as_text().count('xla_cpu_small_call = "true"')
+    assert calls(f.batch, xs) == calls(plain.batch, xs) + 1
+    one = [x[0] for x in xs]
+    assert calls(f.single, one) == calls(plain.single, one) + 1
     monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 1)   # chunks from 8 / 4 states
     f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
+    plain = sjax.compile(model, "coriolis_matrix", route=route)
     least = jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN
     assert f.one_kernel_at(least - 1) and not f.one_kernel_at(least)
-    assert "xla_cpu_small_call" in f.batch.lower(*batch_of(model, f, n=least - 1)).as_text()
-    assert "xla_cpu_small_call" not in f.batch.lower(*batch_of(model, f, n=least)).as_text()
+    for n, more in ((least - 1, 1), (least, 0)):
+        xs = batch_of(model, f, n=n)
+        assert calls(f.batch, xs) == calls(plain.batch, xs) + more
 
 
 def test_one_kernel_falls_back_to_xla_kernels_where_xla_cannot_compile_it():

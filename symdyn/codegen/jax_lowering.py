@@ -45,6 +45,7 @@ row-major flattening, reshaped here to the NumPy shape).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import casadi as ca
@@ -72,9 +73,40 @@ def _where(c, x):
     return jnp.where(c != 0, x, 0.0)
 
 
+def _direct(prim: Callable, generic: Callable) -> Callable:
+    """``generic(a, b)``, as the primitive ``prim`` where JAX's operator would only add work:
+    operands of one shape and dtype, or one of them a Python float (a graph's constants).
+    ``a + b`` on tracers goes through ``jnp.add``, itself a jitted function, whose call inside
+    a trace costs ~10x the primitive's bind (g1's five algorithms: ~44k such calls)."""
+    def op(a, b):
+        sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+        if sa is None:
+            direct = sb is not None and type(a) is float and _floating(b)
+        elif sb is None:
+            direct = type(b) is float and _floating(a)
+        else:
+            direct = sa == sb and a.dtype == b.dtype and _floating(a)
+        return prim(a, b) if direct else generic(a, b)
+    return op
+
+
+def _floating(a) -> bool:
+    return jnp.issubdtype(a.dtype, jnp.floating)
+
+
+def _direct1(prim: Callable, generic: Callable) -> Callable:
+    """``generic(a)``, as ``prim`` on floating arrays (see :func:`_direct`)."""
+    def op(a):
+        return prim(a) if hasattr(a, "shape") and _floating(a) else generic(a)
+    return op
+
+
 _UNARY: dict[int, Callable] = {
-    ca.OP_NEG: lambda a: -a, ca.OP_SQ: lambda a: a * a, ca.OP_TWICE: lambda a: 2.0 * a,
-    ca.OP_INV: lambda a: 1.0 / a, ca.OP_ASSIGN: lambda a: a,
+    ca.OP_NEG: _direct1(lax.neg, lambda a: -a),
+    ca.OP_SQ: _direct1(lambda a: lax.mul(a, a), lambda a: a * a),
+    ca.OP_TWICE: _direct1(lambda a: lax.mul(a, 2.0), lambda a: 2.0 * a),
+    ca.OP_INV: _direct1(lambda a: lax.div(1.0, a), lambda a: 1.0 / a),
+    ca.OP_ASSIGN: lambda a: a,
     ca.OP_SIN: jnp.sin, ca.OP_COS: jnp.cos, ca.OP_TAN: jnp.tan, ca.OP_SQRT: jnp.sqrt,
     ca.OP_EXP: jnp.exp, ca.OP_LOG: jnp.log, ca.OP_FABS: jnp.abs, ca.OP_SIGN: jnp.sign,
     ca.OP_ASIN: jnp.arcsin, ca.OP_ACOS: jnp.arccos, ca.OP_ATAN: jnp.arctan,
@@ -82,9 +114,12 @@ _UNARY: dict[int, Callable] = {
     ca.OP_FLOOR: jnp.floor, ca.OP_CEIL: jnp.ceil, ca.OP_LOG1P: jnp.log1p,
     ca.OP_EXPM1: jnp.expm1, ca.OP_NOT: lambda a: _float(a == 0),
 }
+
 _BINARY: dict[int, Callable] = {
-    ca.OP_ADD: lambda a, b: a + b, ca.OP_SUB: lambda a, b: a - b,
-    ca.OP_MUL: lambda a, b: a * b, ca.OP_DIV: lambda a, b: a / b,
+    ca.OP_ADD: _direct(lax.add, lambda a, b: a + b),
+    ca.OP_SUB: _direct(lax.sub, lambda a, b: a - b),
+    ca.OP_MUL: _direct(lax.mul, lambda a, b: a * b),
+    ca.OP_DIV: _direct(lax.div, lambda a, b: a / b),
     ca.OP_POW: jnp.power, ca.OP_CONSTPOW: jnp.power, ca.OP_ATAN2: jnp.arctan2,
     ca.OP_FMIN: jnp.minimum, ca.OP_FMAX: jnp.maximum, ca.OP_HYPOT: jnp.hypot,
     ca.OP_COPYSIGN: jnp.copysign, ca.OP_FMOD: jnp.fmod,
@@ -159,18 +194,28 @@ def _opaque_one(inputs: Sequence[Any]) -> tuple[Any, int]:
     that XLA cannot fold it, and the number of states evaluated at once (the size of the largest
     entry: a program kernel's constants are scalars); ``(None, 1)`` where all entries are
     Python numbers."""
-    firsts: list[Any] = []                     # the first entry of each input
+    best: Any = None                           # the largest first entry of an input
+    size = 0
     for entries in inputs:
+        first: Any
         if hasattr(entries, "dtype"):
-            firsts.extend(entries[:1])
+            if entries.ndim == 0 or entries.shape[0] == 0:
+                continue
+            first, n = entries, math.prod(int(d) for d in entries.shape[1:])
         else:
-            firsts.extend(list(entries)[:1])
-    arrays = [x for x in firsts if hasattr(x, "dtype")]
-    best = max(arrays, key=jnp.size, default=None)
+            first = next(iter(entries), None)
+            if not hasattr(first, "dtype"):
+                continue
+            n = math.prod(int(d) for d in first.shape)
+        if best is None or n > size:
+            best, size = first, n
     if best is None:
         return None, 1
-    x0 = jnp.ravel(best)[0]
-    return ((x0 == x0) | jnp.isnan(x0)).astype(best.dtype), int(jnp.size(best))
+    # its first element (lax directly: jnp's indexing and operators cost ~10x more to trace)
+    x0 = lax.reshape(lax.slice(best, (0,) * best.ndim, (1,) * best.ndim), ()) \
+        if best.ndim else best
+    one = lax.bitwise_or(lax.eq(x0, x0), lax.ne(x0, x0))       # x == x or isnan(x)
+    return lax.convert_element_type(one, best.dtype), size
 
 
 class SXLowering:
@@ -279,7 +324,10 @@ class SXLowering:
         if k in given:
             return given[k]
         if op == _INPUT:
-            return inputs[args[0]][args[1]]
+            entries = inputs[args[0]]
+            if isinstance(entries, jax.Array):     # (jnp indexing: ~10x the trace time)
+                return lax.index_in_dim(entries, args[1], 0, keepdims=False)
+            return entries[args[1]]
         if op == _CONST:
             return fn
         return fn(w[args[0]], w[args[1]]) if len(args) == 2 else fn(w[args[0]])
@@ -668,6 +716,48 @@ def _on_cpu() -> bool:
     return (device if isinstance(device, str) else device.platform) == "cpu"
 
 
+def guarded_call(fn: Callable, args: tuple, kwargs: dict | None = None):
+    """``fn(*args, **kwargs)`` as the true branch of a conditional whose predicate reads an entry
+    of every array argument (true, but not known to XLA): the body of an XLA:CPU single-function
+    call (:func:`small_call`, ``symdyn.jax``'s one kernel). XLA:CPU (jaxlib 0.10.2) emits such a
+    call whose body is not a conditional wrongly where it partitions a fusion over two cores
+    (its LLVM IR fails to verify: "Incorrect number of arguments passed to called function") and
+    aborts the process on one with an argument it does not read ("All or none of the slices
+    should have an explicit index"). Without array entries (an empty batch), ``fn`` itself."""
+    kwargs = kwargs or {}
+    leaves = [a for a in jax.tree_util.tree_leaves((args, kwargs)) if jnp.size(a)]
+    if not leaves:
+        return fn(*args, **kwargs)
+    firsts = [lax.reshape(lax.slice(a, (0,) * a.ndim, (1,) * a.ndim), ()) if a.ndim else a
+              for a in map(jnp.asarray, leaves)]
+    x0 = next((x for x in firsts if jnp.issubdtype(x.dtype, jnp.floating)),
+              jnp.zeros((), jnp.result_type(float)))
+    for x in firsts:             # 0 * x: read, not folded (0 * inf is nan)
+        x0 = x0 + lax.convert_element_type(x, x0.dtype) * 0.0
+    true = lax.bitwise_or(lax.eq(x0, x0), lax.ne(x0, x0))       # x == x or isnan(x)
+    shapes = jax.eval_shape(fn, *args, **kwargs)
+
+    def zeros(_):
+        return jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+    return lax.cond(true, lambda ak: fn(*ak[0], **ak[1]), zeros, (args, kwargs))
+
+
+def small_call(fn: Callable) -> Callable:
+    """``fn`` (arrays -> arrays), where it runs on a CPU, as a nested call tagged
+    ``xla_cpu_small_call``: XLA's CPU backend compiles it into one function, where it would
+    otherwise run each of its fusions as a kernel of its own at a fixed cost per kernel (its
+    thunk executor; body: :func:`guarded_call`). Traced for another device, ``fn`` itself."""
+    from jax.experimental.xla_metadata import set_xla_metadata
+    jitted = jax.jit(fn)
+    inner = jax.jit(lambda *a: guarded_call(jitted, a), inline=False)
+
+    def call(*args):
+        if not _on_cpu():
+            return fn(*args)
+        return set_xla_metadata(inner(*args), xla_cpu_small_call="true", inlineable="false")
+    return call
+
+
 def in_chunks(fn: Callable, shapes: Sequence[tuple[int, ...]], chunk: int,
               min_chunks: int = CHUNKS_MIN) -> Callable:
     """``fn`` (inputs ``(batch, n_i)``, results ``(batch,) + shapes[o]``, states independent)
@@ -794,16 +884,14 @@ ROW_COST = 4
 PROGRAM_WORK = 1600
 PROGRAM_GROUP_MIN = 32
 
-# A branch's result rows, where a step writes more than GROUP: as one stack (XLA: one kernel per
-# row and a copy) or, on batches of fewer than GROUPED_ROWS_BELOW states, as stacks of GROUP
-# rows kept (_rows_stacked: one kernel per stack and a copy), where the fixed cost per kernel
-# outweighs the kept rows' extra pass. XLA's MLIR fusion emitters emit such a stack as a loop
-# per row; its LLVM IR emitters as one loop over all rows branching per entry, slower than a
-# kernel per row (symdyn.jax.PROGRAM_EMITTER_ROWS). Measured, g1 aba (P 50), one core,
-# interleaved, MLIR emitters, us a state, one stack -> stacks of 8 (LLVM IR emitters, one
-# stack): 100 states 8.28 -> 6.70 (8.24), 256 states 6.65 -> 6.82 (6.45), 512 states 5.52 ->
-# 6.12 (5.54); with the LLVM IR emitters, stacks of 8 at 100 / 1000 states: 8.55 / 9.36.
-GROUPED_ROWS_BELOW = 256
+# On a CPU the kernels of a segment whose steps write more than GROUP rows (a branch of its
+# steps' switch) are each compiled by XLA as one function (small_call): a step then runs the
+# scan's iteration, the switch and one call, where XLA's thunk executor would run every fusion
+# of the kernel (kept values, result rows: a stack of more than 8 rows is a kernel a row) as a
+# kernel of its own at a fixed cost each. Measured in symdyn.jax's "Program steps" paragraph
+# (experiments/jax_program_steps.py); False: XLA's kernels throughout.
+PROGRAM_SMALL_CALLS = True
+
 
 
 def _split(calls: Sequence[tuple[SXLowering, int]]) -> int:
@@ -1011,8 +1099,6 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
             vals = [e for entries in out for e in entries][part * P:(part + 1) * P]
             # (the padding rows are zeros: they land in free rows)
             rows = [as_row(v) for v in vals + [0.0] * (P - len(vals))]
-            if P > GROUP and B < GROUPED_ROWS_BELOW:
-                return _rows_stacked(rows, xs, GROUP)
             return jnp.stack(rows)
         return run
 
@@ -1037,7 +1123,8 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
         # the workspace rows an instruction reads, padded to the segment's longest: its branch
         # gathers only its own (a branch that reads the workspace does not copy it; one that
         # returned it would)
-        scans.append(([branch(low, mask, part, P) for low, mask, part in lowered],
+        kernel = small_call if PROGRAM_SMALL_CALLS and P > GROUP else (lambda fn: fn)
+        scans.append(([kernel(branch(low, mask, part, P)) for low, mask, part in lowered],
                       (np.array(index, np.int32),
                        np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32),
                        np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32),
@@ -1051,7 +1138,13 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     def fn(*xs, out=None, at=0):
         dtype = jnp.result_type(*xs)
         B = xs[0].shape[0]
-        C = jnp.asarray(constants, dtype)
+        # the constant table and the steps' tables as values XLA cannot fold (times / plus an
+        # opaque one / zero): a scan of one step is inlined, and XLA:CPU aborts on a kernel
+        # compiled as one function (small_call) that is passed a constant
+        one = _opaque_one(xs)[0]
+        one = jnp.ones((), dtype) if one is None else one
+        zero = lax.convert_element_type(one, np.int32) - 1
+        C = jnp.asarray(constants, dtype) * one
         S = jnp.zeros((total, B), dtype)
         at_row = 1                               # inputs: versions (and rows) 1 ... n_inputs - 1
         for (_, n), x in zip(prog.inputs, xs):
@@ -1063,7 +1156,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                 i, at, rows_in, r = t
                 V = lax.switch(i, branches, S, C, at, rows_in)
                 return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
-            S, _ = lax.scan(step, S, tuple(jnp.asarray(t) for t in tables))
+            S, _ = lax.scan(step, S, tuple(jnp.asarray(t) + zero for t in tables))
         # written box by box into zeros or the given set (zeros or earlier results: the
         # entries that are always zero are zero there and left alone). g1 christoffel, 42875
         # entries a state, 77 % always zero, boxes over 44 %, 1000 states, into a reused set:
