@@ -94,7 +94,8 @@ graph), each dispatched by its thunk executor; on small batches that dispatch an
 kernels hand each other through memory cost about as much as the arithmetic. With
 ``one_kernel=True`` ``.single`` and the batches that run in one pass (not in chunks: below 2048
 states on graphs, four chunks on programs) are a nested call that XLA:CPU compiles into one
-function (its ``xla_cpu_small_call`` attribute); ``f.one_kernel_at(batch)`` says which.
+function (its ``xla_cpu_small_call`` attribute; a program's kernels are not functions of their
+own there, see "Program steps"); ``f.one_kernel_at(batch)`` says which.
 Measured (one core, synchronous dispatch, interleaved, us a state, XLA's kernels -> one kernel,
 beside the C batch): G1 crba 100 states 3.16 -> 2.31 (1.04), 1000 states 2.26 -> 2.00 (1.09);
 Panda christoffel 100 states 1.86 -> 1.28 (0.70), 1000 states 2.02 -> 1.73 (0.76); one state,
@@ -120,7 +121,10 @@ the C batch): G1 christoffel 100 states 78.7 -> 49.2 (44.5), 1000 states 78.1 ->
 aba 10.5 -> 6.0 (4.0), 7.8 -> 6.3 (3.9); XLA's compile about the same (christoffel +0.5-2 s,
 aba -0.5-4 s, which no longer needs XLA's MLIR fusion emitters for its stacked rows). Steps
 writing at most 8 rows (G1 coriolis_matrix) stay XLA's kernels: one function each ran no faster
-and took longer to compile (its 104 kernels: first call 7.5 -> 10.6 s).
+and took longer to compile (its 104 kernels: first call 7.5 -> 10.6 s). With
+``one_kernel=True`` a program's kernels are not functions of their own, and below 256 states
+their steps stack result rows eight at a time (``jax_lowering.GROUPED_ROWS_BELOW``), which
+halves XLA's compile of the one function (G1 christoffel, 100 states: 15.8 -> 8.0 s).
 
 Large batches on a CPU. A batch of two chunks or more (graph route; program route: four) runs as
 a loop over chunks of ~1024 states, each written in place into the results, so that XLA's
@@ -546,13 +550,13 @@ class Compiled:
         def single(*xs):
             return fn(model, *xs, backend="jax", **opts)
         self._single = single
-        self.route, self.route_reason, lowered = _choose_route(self, route)
+        if not isinstance(one_kernel, bool):
+            raise TypeError(f"one_kernel must be True or False, got {one_kernel!r}")
+        self.route, self.route_reason, lowered = _choose_route(self, route, one_kernel)
         if lowered is None:
             one, self.batch = Jitted(single), Jitted(jax.vmap(single))
         else:
             one, self.batch = lowered
-        if not isinstance(one_kernel, bool):
-            raise TypeError(f"one_kernel must be True or False, got {one_kernel!r}")
         # the traced route's matrix products are fusions XLA's single-function emitter does not
         # take ("Fusion kind not implemented on CPU"): it runs as XLA's kernels
         self.one_kernel = one_kernel and lowered is not None
@@ -871,8 +875,9 @@ def _reference_shapes(c: Compiled) -> tuple[list[tuple[int, ...]], bool]:
     return [np.shape(o) for o in outs], isinstance(out, tuple)
 
 
-def _choose_route(c: Compiled, route: str):
-    """``(route, reason, (single, batch) or None for the traced route)``."""
+def _choose_route(c: Compiled, route: str, one_kernel: bool = False):
+    """``(route, reason, (single, batch) or None for the traced route)``; ``one_kernel``: a
+    program's kernels are not made functions of their own (the call is one already)."""
     if route not in ROUTES:
         raise ValueError(f"unknown route {route!r}; choose one of {', '.join(ROUTES)}")
     if route == "trace":
@@ -898,7 +903,8 @@ def _choose_route(c: Compiled, route: str):
         shapes, as_tuple = _reference_shapes(c)
 
         def wrap(route, reason, lowered_from):
-            return _wrap(route, reason, lowered_from, shapes, as_tuple, c.args, c.sizes)
+            return _wrap(route, reason, lowered_from, shapes, as_tuple, c.args, c.sizes,
+                         small_calls=not one_kernel)
         program = None
         if route == "program" or (route == "auto" and recordable and c.name in PROGRAM_AUTO):
             program = _record(c)
@@ -948,7 +954,7 @@ def _record(c: Compiled):
     return program
 
 
-def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
+def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes, small_calls=True):
     """Jitted ``(single, batch)`` of a lowered graph or program: inputs as float arrays of the
     backend's dtype (float32 refused unless opted in) and of the expected shapes."""
     from symdyn.codegen import jax_lowering
@@ -973,7 +979,9 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes):
         fb = jax_lowering.in_chunks(jax_lowering.graph_batch(lowered_from, shapes), shapes,
                                     jax_lowering.CHUNK_GRAPH, jax_lowering.CHUNKS_MIN_GRAPH)
     else:
-        program = jax_lowering.program_function(lowered_from, shapes)
+        program = jax_lowering.program_function(
+            lowered_from, shapes,
+            small_calls=None if small_calls else False)   # None: PROGRAM_SMALL_CALLS
         chunk = jax_lowering.program_chunk(program.result_rows)   # type: ignore[attr-defined]
         fb = jax_lowering.in_chunks(program, shapes, chunk)
 

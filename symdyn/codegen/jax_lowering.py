@@ -884,6 +884,17 @@ ROW_COST = 4
 PROGRAM_WORK = 1600
 PROGRAM_GROUP_MIN = 32
 
+# A branch's result rows, where a step writes more than GROUP and its kernel is not one function
+# (PROGRAM_SMALL_CALLS off, one_kernel=True, another device): as one stack (XLA's kernels: one
+# per row and a copy) or, on batches of fewer than GROUPED_ROWS_BELOW states, as stacks of
+# GROUP rows kept (_rows_stacked: one kernel per stack and a copy). Measured, g1 aba (P 50),
+# one core, interleaved, XLA's MLIR emitters, us a state, one stack -> stacks of 8: 100 states
+# 8.28 -> 6.70, 512 states 5.52 -> 6.12. Inside one function (small_call) they run slower
+# (experiments/jax_program_steps.py g1, us a state at 100 states, kernels as functions, one
+# stack -> stacks of 8: christoffel 49.2 -> 70.6, aba 6.0 -> 10.6); in the one function of
+# one_kernel=True they halve XLA's compile (G1 christoffel, 100 states, 15.8 -> 8.0 s).
+GROUPED_ROWS_BELOW = 256
+
 # On a CPU the kernels of a segment whose steps write more than GROUP rows (a branch of its
 # steps' switch) are each compiled by XLA as one function (small_call): a step then runs the
 # scan's iteration, the switch and one call, where XLA's thunk executor would run every fusion
@@ -980,7 +991,7 @@ def _write_boxes(S, o, at, rows: np.ndarray, sign: np.ndarray, cval: np.ndarray,
 
 
 def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
-                     sincos: bool | None = None) -> Callable:
+                     sincos: bool | None = None, small_calls: bool | None = None) -> Callable:
     """``fn(*xs)`` running the recorded program ``prog`` on inputs of shape ``(batch, n_i)``;
     returns a tuple of arrays of shape ``(batch,) + shapes[o]``. One ``lax.scan`` step per
     program instruction, a ``lax.switch`` over its kernel (see the module docstring).
@@ -988,7 +999,10 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     ``fn(*xs, out=results, at=start)`` writes the batch into the states ``start ...`` of
     ``results`` (arrays of shape ``(states,) + shapes[o]``) and returns them: ``results`` must
     hold zeros, or earlier results of this function, where a result entry is always zero (the
-    program never writes it), as those entries are not written (``fn.writes_into``)."""
+    program never writes it), as those entries are not written (``fn.writes_into``).
+
+    ``small_calls`` (default :data:`PROGRAM_SMALL_CALLS`): on a CPU, the kernels of segments
+    whose steps write more than :data:`GROUP` rows each one XLA function (:func:`small_call`)."""
     from .recursive.program import decode
     sincos = SINCOS if sincos is None else sincos      # the kernels' sin q, cos q (see _sines)
 
@@ -1066,7 +1080,7 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     kept = np.concatenate([r[0] for r in results]) if results else np.zeros(0, np.int64)
     row, total = _rows(steps, top, n_inputs, kept)
 
-    def branch(low: SXLowering, mask, part: int, P: int):
+    def branch(low: SXLowering, mask, part: int, P: int, stacked: bool):
         n_read = sum(n for n, const in zip(low.in_sizes, mask) if not const)
         # Measured against gathering the longest row list before the switch and stacking a
         # tuple of rows after it (one core, us a state at 100 / 1000 states): g1 aba 17.6 /
@@ -1099,9 +1113,12 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
             vals = [e for entries in out for e in entries][part * P:(part + 1) * P]
             # (the padding rows are zeros: they land in free rows)
             rows = [as_row(v) for v in vals + [0.0] * (P - len(vals))]
+            if stacked and P > GROUP and B < GROUPED_ROWS_BELOW:
+                return _rows_stacked(rows, xs, GROUP)
             return jnp.stack(rows)
         return run
 
+    small_calls = PROGRAM_SMALL_CALLS if small_calls is None else small_calls
     scans = []               # per segment: its branches and its steps' tables (see step)
     for lo, hi, P in segments:
         branches_of: dict[tuple, int] = {}
@@ -1123,8 +1140,10 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
         # the workspace rows an instruction reads, padded to the segment's longest: its branch
         # gathers only its own (a branch that reads the workspace does not copy it; one that
         # returned it would)
-        kernel = small_call if PROGRAM_SMALL_CALLS and P > GROUP else (lambda fn: fn)
-        scans.append(([kernel(branch(low, mask, part, P)) for low, mask, part in lowered],
+        one = small_calls and P > GROUP          # each kernel one function (else stacked)
+        kernel = small_call if one else (lambda fn: fn)
+        scans.append(([kernel(branch(low, mask, part, P, not one))
+                       for low, mask, part in lowered],
                       (np.array(index, np.int32),
                        np.array([c + [0] * (n_args - len(c)) for c in consts], np.int32),
                        np.array([r + [0] * (n_rows_in - len(r)) for r in reads], np.int32),
