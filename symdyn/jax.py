@@ -175,7 +175,10 @@ with a :class:`~symdyn.backends.BackendError` unless you opt in with :func:`allo
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
+import gc
 import inspect
 import math
 import sys
@@ -185,7 +188,6 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from symdyn.backends import BackendError, get_backend
 from symdyn.codegen import jax_lowering
@@ -370,6 +372,31 @@ def _without_kernels(fn: Callable) -> Callable:
     return plain
 
 
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collector paused (if it runs) for the duration. Recording and
+    tracing allocate objects by the million that stay alive until the trace ends; the collector's
+    passes over them took ~20 % of the Python side of G1's five algorithms (4096 states, setup +
+    trace, the columns of the compile table of ``experiments/bench_jax.py``: 6.9 -> 5.6 s)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _traced_without_gc(fn: Callable) -> Callable:
+    """``fn`` run with :func:`_gc_paused`: the Python function ``jax.jit`` traces."""
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        with _gc_paused():
+            return fn(*args, **kwargs)
+    return traced
+
+
 class Jitted:
     """``jax.jit(fn)`` whose calls from Python are compiled with :func:`compiler_options` where
     JAX's default backend is the CPU (they are XLA CPU options): ``jax.jit(fn,
@@ -384,12 +411,13 @@ class Jitted:
 
     def __init__(self, fn: Callable, one_kernel: bool = False, batched: bool = True):
         self.fn, self.one_kernel = fn, one_kernel
-        self.jit = jax.jit(fn)
+        traced = _traced_without_gc(fn)
+        self.jit = jax.jit(traced)
         self.options = _top_options()
         if one_kernel:
-            self.top = _jit(fn, True, kernel=True, batched=batched, **self.options)
+            self.top = _jit(traced, True, kernel=True, batched=batched, **self.options)
         else:
-            self.top = jax.jit(fn, **self.options) if self.options else self.jit
+            self.top = jax.jit(traced, **self.options) if self.options else self.jit
 
     def as_one_kernel(self, batched: bool = True) -> Jitted:
         """This function with its top-level calls compiled as one kernel (:func:`_one_kernel`;
@@ -552,7 +580,8 @@ class Compiled:
         self._single = single
         if not isinstance(one_kernel, bool):
             raise TypeError(f"one_kernel must be True or False, got {one_kernel!r}")
-        self.route, self.route_reason, lowered = _choose_route(self, route, one_kernel)
+        with _gc_paused():
+            self.route, self.route_reason, lowered = _choose_route(self, route, one_kernel)
         if lowered is None:
             one, self.batch = Jitted(single), Jitted(jax.vmap(single))
         else:
@@ -945,13 +974,12 @@ def _record(c: Compiled):
     # fuse=1: one kernel per step signature. Fused runs (what the C loop gains from) are more
     # kernel variants, and XLA's compile time follows the kernels' total size (g1 crba 5244 ->
     # 1458 SX instructions, christoffel 9569 -> 3905)
-    for fold in (True, False):
-        program = recursive.record(model, spec.function, list(spec.input_sizes(model)),
-                                   name=c.name, fuse=1, fold=fold,
-                                   **_recursive_options(c.name, c.options))
-        if program.stats["n_instructions"] <= FOLD_MAX:
-            break
-    return program
+    args = (model, spec.function, list(spec.input_sizes(model)))
+    options = dict(name=c.name, fuse=1, **_recursive_options(c.name, c.options))
+    try:    # stops as soon as the folded kernels pass FOLD_MAX (g1 aba, christoffel: ~1 s)
+        return recursive.record(*args, fold=True, max_instructions=FOLD_MAX, **options)
+    except recursive.OverBudget:
+        return recursive.record(*args, fold=False, **options)
 
 
 def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes, small_calls=True):

@@ -11,7 +11,7 @@ from symdyn.codegen import build
 from symdyn.codegen.functions import exact_rotations
 from symdyn.codegen.recursive import (AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
                                       AUTO_WORK_PER_INSTRUCTION, AUTO_WORK_RATIO,
-                                      RECURSIVE_ALGORITHMS,
+                                      RECURSIVE_ALGORITHMS, OverBudget,
                                       choose_by_size, choose_form, evaluate, record)
 from symdyn.models import serial_chain
 
@@ -130,6 +130,24 @@ def test_folded_constants_give_the_same_results_with_less_work(alg):
     assert progs[True].stats["work"] < 0.9 * progs[False].stats["work"]
     for out, r in zip(evaluate(progs[True], *args), ref, strict=True):
         np.testing.assert_allclose(out.reshape(np.shape(r)), r, rtol=1e-12, atol=1e-11)
+
+
+@pytest.mark.parametrize("alg", ["rnea", "christoffel"])
+def test_instruction_budget_stops_exactly_past_the_program_size(alg):
+    """max_instructions: with fuse=1 the kernels traced with results are the program's, so the
+    recording stops (OverBudget) exactly when the finished program would hold more."""
+    model = exact_rotations(sd.load_robot("panda"))
+    q, qd, qdd = random_state(model, seed=5)
+    _, args = _reference(model, alg, q, qd, qdd)
+    sizes = [len(a) for a in args]
+    n = record(model, getattr(sd, alg), sizes, name="t", fuse=1, fold=True).stats[
+        "n_instructions"]
+    within = record(model, getattr(sd, alg), sizes, name="t", fuse=1, fold=True,
+                    max_instructions=n)
+    assert within.stats["n_instructions"] == n
+    with pytest.raises(OverBudget, match=f"exceed {n - 1} SX instructions"):
+        record(model, getattr(sd, alg), sizes, name="t", fuse=1, fold=True,
+               max_instructions=n - 1)
 
 
 def test_constant_external_forces_are_baked_in():

@@ -25,6 +25,7 @@
 """
 from __future__ import annotations
 
+import gc
 import re
 from collections import Counter
 
@@ -317,6 +318,29 @@ def test_program_folds_constants_within_its_budget(monkeypatch):
         check_against_numpy(model, f, batch_of(model, f), f"ur5 rnea program fold={folded}",
                             single=folded)
     assert works[True] < 0.7 * works[False]
+
+
+def test_collector_paused_while_tracing_and_restored_after():
+    """Route choice and tracing run with Python's garbage collector paused; its state is what
+    it was before, after a trace that fails as after one that works."""
+    seen = []
+
+    def fails(x):
+        seen.append(gc.isenabled())
+        raise ZeroDivisionError("in the traced function")
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        sjax.Jitted(fails)(np.zeros(3))
+    assert seen == [False] and gc.isenabled()
+    model = TREES["branched"]
+    gc.disable()
+    try:
+        f = sjax.compile(model, "rnea", route="program")
+        check_against_numpy(model, f, batch_of(model, f), "program rnea, collector off",
+                            single=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_jacfwd_through_graph_and_program_equals_idsva():

@@ -42,13 +42,13 @@ from typing import Any, Callable
 
 from . import csource, program
 from .csource import kernel_prefix, write_c
-from .program import (CONSTANTS, RESULT0, WORK, Kernel, Program, Recorder, RecordingBackend, Ref,
-                      decode, encode, evaluate, record)
+from .program import (CONSTANTS, RESULT0, WORK, Kernel, OverBudget, Program, Recorder,
+                      RecordingBackend, Ref, decode, encode, evaluate, record)
 
 __all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
            "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
            "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME",
-           "RESULT0", "WORK", "Kernel", "Program",
+           "RESULT0", "WORK", "Kernel", "OverBudget", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
            "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
            "write_c"]

@@ -316,11 +316,16 @@ def _collect_joints(x, out: dict) -> None:
 
 # --- the recorder ----------------------------------------------------------------------------
 
+class OverBudget(Exception):
+    """Raised by :func:`record` when the kernels traced so far exceed ``max_instructions``."""
+
+
 class Recorder:
     """Records one algorithm into a :class:`Program` (see the module docstring)."""
 
     def __init__(self, name: str, cse: bool = True, fuse: int | None = None,
-                 fuse_exact: bool = False, fold: bool = False):
+                 fuse_exact: bool = False, fold: bool = False,
+                 max_instructions: int | None = None):
         self.name = name
         self.cse = cse
         self.fuse = FUSE if fuse is None else fuse
@@ -339,6 +344,8 @@ class Recorder:
         self._axes: dict[int, Ref] = {}
         self._fused_by_key: dict[Any, int] = {}
         self.t_trace = 0.0
+        self.max_instructions = max_instructions
+        self.n_traced = 0                  # SX instructions of the traced kernels with results
 
     # memory
     def _alloc(self, n: int) -> int:
@@ -536,6 +543,11 @@ class Recorder:
         self.kernels.append(Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
                                    _with_patterns(out_tree, leaf_patterns)))
         self.t_trace += time.perf_counter() - t0
+        if outs:                           # kernels without results get no instruction
+            self.n_traced += f.n_instructions()
+            if self.max_instructions is not None and self.n_traced > self.max_instructions:
+                raise OverBudget(f"{self.name}: traced kernels exceed {self.max_instructions} "
+                                 "SX instructions")
         return len(self.kernels) - 1
 
     def _casadi_backend(self):
@@ -780,7 +792,7 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
            cse: bool = True, fuse: int | None = None, fuse_exact: bool = False,
-           fold: bool = False, **options) -> Program:
+           fold: bool = False, max_instructions: int | None = None, **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
     :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call; ``fuse_exact``:
@@ -789,8 +801,12 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
     run length; ``fold``: the model's constants that are exactly 0, 1 or -1 (identity tree
     rotations, zero offsets, zero products of inertia) become literals of the kernels instead of
     table entries: kernels specialize on them, so fewer operations run and more kernels are
-    traced)."""
-    rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact, fold=fold)
+    traced; ``max_instructions``: raise :class:`OverBudget` as soon as the kernels traced so far
+    hold more SX instructions than this, before the rest is recorded. With ``fuse=1`` every
+    kernel with results is used, so that is exactly ``stats["n_instructions"] > max_instructions``
+    without the cost of recording the whole algorithm)."""
+    rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact, fold=fold,
+                   max_instructions=max_instructions)
     refs, inputs = [], []
     for n in input_sizes:
         ref, start = rec.input(n)
