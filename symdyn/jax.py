@@ -67,6 +67,16 @@ your own ``jax.jit`` they are compiled with your function, with your options (``
 accepts ``compiler_options=`` at the top level: pass ``symdyn.jax.compiler_options()`` there
 for the same).
 
+Compiling ahead. A function compiles for a batch shape at its first call with that shape;
+``f.warm_up(B, ...)`` compiles what those calls run (checks and result reuse included) without
+running anything, and :func:`compile_many` compiles several algorithms so, on threads: while one
+algorithm is recorded and traced in Python, XLA compiles another (G1's five, 4096 states, 2
+cores: 30.9 s one after the other, 24.5 s on two threads; the compile table of reports/jax.md
+has the benchmark's figures)::
+
+    fs = symdyn.jax.compile_many(model, ["rnea", "crba", "aba"], batch_sizes=(4096,))
+    tau = fs["rnea"](Q, QD, QDD)                      # compiled already
+
 Small batches on a CPU. XLA's CPU client runs each call on a worker thread; when that thread
 sits on another core, the hand-off costs more than a small batch's arithmetic (UR5 rnea, 100
 states, 2 cores: 1.1-1.3 us a state unpinned, 0.41 pinned to one core), and on the same core it
@@ -175,15 +185,17 @@ with a :class:`~symdyn.backends.BackendError` unless you opt in with :func:`allo
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import gc
 import inspect
 import math
+import os
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -194,7 +206,8 @@ from symdyn.codegen import jax_lowering
 from symdyn.codegen.jax_lowering import LoweringError
 
 __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
-           "Compiled", "Jitted", "Single", "allow_float32", "compile", "compiler_options",
+           "Compiled", "Jitted", "Single", "allow_float32", "compile", "compile_many",
+           "compiler_options",
            "retain_freed_memory", "synchronous_dispatch"]
 
 ROUTES = ("auto", "trace", "graph", "program")
@@ -331,7 +344,7 @@ class _Fallback:
 
     def __init__(self, jitted, fn: Callable, options: dict):
         self.jitted, self._fn, self._options = jitted, fn, options
-        self._plain: Callable | None = None
+        self._plain: Any = None          # jax.jit of fn without one-kernel calls
         self._failed: set = set()
 
     def __call__(self, *args):
@@ -340,14 +353,27 @@ class _Fallback:
         try:
             return self.jitted(*args)
         except jax.errors.JaxRuntimeError as e:
-            import warnings
-            self._failed.add(self._key(args))
-            warnings.warn(f"symdyn.jax: XLA could not compile this call as one kernel "
-                          f"({str(e).splitlines()[0][:160]}); running it as XLA's separate "
-                          "kernels instead", RuntimeWarning, stacklevel=3)
+            self._fails(args, e)
             return self._without()(*args)
 
-    def _without(self) -> Callable:
+    def _fails(self, args, e: Exception) -> None:
+        import warnings
+        self._failed.add(self._key(args))
+        warnings.warn(f"symdyn.jax: XLA could not compile this call as one kernel "
+                      f"({str(e).splitlines()[0][:160]}); running it as XLA's separate "
+                      "kernels instead", RuntimeWarning, stacklevel=4)
+
+    def compile_ahead(self, *args) -> None:
+        """Compile what a call with arguments of these shapes (``jax.ShapeDtypeStruct``) runs."""
+        if self._key(args) not in self._failed:
+            try:
+                self.jitted.lower(*args).compile()
+                return
+            except jax.errors.JaxRuntimeError as e:
+                self._fails(args, e)
+        self._without().lower(*args).compile()
+
+    def _without(self) -> Any:
         if self._plain is None:
             self._plain = jax.jit(_without_kernels(self._fn), **self._options)
         return self._plain
@@ -361,6 +387,15 @@ class _Fallback:
         return self.jitted.lower(*args, **kwargs)
 
 
+def _compile_ahead(jitted, *args) -> None:
+    """XLA's executable of ``jitted`` (``jax.jit`` or :class:`_Fallback`) for arguments of these
+    shapes, compiled now; JAX keeps it for the calls."""
+    if isinstance(jitted, _Fallback):
+        jitted.compile_ahead(*args)
+    else:
+        jitted.lower(*args).compile()
+
+
 def _without_kernels(fn: Callable) -> Callable:
     """``fn`` traced with :func:`_one_kernel` calling its function directly."""
     def plain(*args):
@@ -372,20 +407,32 @@ def _without_kernels(fn: Callable) -> Callable:
     return plain
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0                  # threads inside _gc_paused (compile_many traces several at once)
+_gc_restore = False             # whether the collector ran when the first of them entered
+
+
 @contextlib.contextmanager
 def _gc_paused():
     """Python's cyclic garbage collector paused (if it runs) for the duration. Recording and
     tracing allocate objects by the million that stay alive until the trace ends; the collector's
     passes over them took ~20 % of the Python side of G1's five algorithms (4096 states, setup +
-    trace, the columns of the compile table of ``experiments/bench_jax.py``: 6.9 -> 5.6 s)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    trace, the columns of the compile table of ``experiments/bench_jax.py``: 6.9 -> 5.6 s).
+    The collector is process-wide: nested and concurrent pauses (threads of
+    :func:`compile_many`) are counted, and the last one to end restores its state."""
+    global _gc_pauses, _gc_restore
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_restore = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_restore:
+                gc.enable()
 
 
 def _traced_without_gc(fn: Callable) -> Callable:
@@ -598,6 +645,7 @@ class Compiled:
         self._reuse_from = 0           # batch size from which results are reused (0: unknown)
         self._reusing: Callable | None = None
         self._checked: Callable | None = None
+        self._state_results: list | None = None     # (shape, dtype or None: the inputs') a state
         # NumPy arrays and concrete JAX arrays (not tracers): __call__'s fast path
         self._plain = (np.ndarray, type(jnp.zeros(0)))
 
@@ -646,17 +694,9 @@ class Compiled:
 
     def _call(self, xs):
         """The batch of concrete inputs ``xs``; large results written into a dropped set."""
-        shape = xs[0].shape
-        B = shape[0] if shape else 0
-        if B < self._reuse_from:
-            return self._fresh(xs)
-        if self._reuse_from == 0:            # not known yet: the results' bytes a state
-            self._reuse_from = sys.maxsize
-            if self.reuse_results and jax_lowering._on_cpu():
-                shapes = self._result_shapes(xs, 1)
-                state_bytes = sum(int(np.prod(o.shape)) * o.dtype.itemsize for o in shapes)
-                self._reuse_from = max(1, -(-REUSE_MIN // max(state_bytes, 1)))
-            return self._call(xs)
+        if not self._reuses(xs):
+            return self._verified(self._fresh_fn()(*xs), xs)
+        B = xs[0].shape[0]
         bufs = self._dropped(B)
         if bufs is None:                 # none to reuse: new ones (zeros: a fill, no compile)
             # placed like the results they stand for (committed to the inputs' device where
@@ -664,8 +704,31 @@ class Compiled:
             where = next((x.sharding for x in xs if getattr(x, "committed", False)), None)
             bufs = tuple(jnp.zeros(o.shape, o.dtype, device=where)
                          for o in self._result_shapes(xs, B))
+        out = self._reusing_fn(len(bufs))(*xs, *bufs)
+        del bufs
+        out = self._verified(out, xs)
+        with self._pool_lock:
+            if len(self._pool) < REUSE_POOL:
+                self._pool.append(tuple(jax.tree_util.tree_leaves(out)))
+        return out
+
+    def _reuses(self, xs) -> bool:
+        """Whether a batch shaped like ``xs`` writes its results into a result set (one of
+        :data:`REUSE_MIN` bytes or more, with ``reuse_results``, on a CPU)."""
+        shape = xs[0].shape
+        if self._reuse_from == 0:            # not known yet: the results' bytes a state
+            self._reuse_from = sys.maxsize
+            if self.reuse_results and jax_lowering._on_cpu():
+                shapes = self._result_shapes(xs, 1)
+                state_bytes = sum(int(np.prod(o.shape)) * o.dtype.itemsize for o in shapes)
+                self._reuse_from = max(1, -(-REUSE_MIN // max(state_bytes, 1)))
+        return (shape[0] if shape else 0) >= self._reuse_from
+
+    def _reusing_fn(self, n_sets: int) -> Callable:
+        """The jitted batch of :meth:`_call` that writes into a donated result set (of
+        ``n_sets`` arrays)."""
         if self._reusing is None:
-            fn, n, flagged = self._kernel(self.batch.fn), len(xs), self._flagged
+            fn, n, flagged = self._kernel(self.batch.fn), len(self.args), self._flagged
             if getattr(self.batch.fn, "writes_into", False):    # graph and program: chunks
                 def reusing(*a):                        # written into the set (no zero fill)
                     return flagged(a[:n], lambda xs: fn(*xs, out=a[n:]))
@@ -673,15 +736,9 @@ class Compiled:
                 def reusing(*a):
                     return flagged(a[:n], lambda xs: fn(*xs))
             self._reusing = _jit(reusing, self.one_kernel, keep_unused=True,
-                                    donate_argnums=tuple(range(n, n + len(bufs))),
-                                    **self.batch.options)
-        out = self._reusing(*xs, *bufs)
-        del bufs
-        out = self._verified(out, xs)
-        with self._pool_lock:
-            if len(self._pool) < REUSE_POOL:
-                self._pool.append(tuple(jax.tree_util.tree_leaves(out)))
-        return out
+                                 donate_argnums=tuple(range(n, n + n_sets)),
+                                 **self.batch.options)
+        return self._reusing
 
     def _flagged(self, xs, fn: Callable):
         """Traced: ``fn`` of the :meth:`_validated` ``xs``, with ``check`` also the flag of
@@ -723,13 +780,29 @@ class Compiled:
                 self._check_values(np.asarray(x), a)
         return out
 
-    def _fresh(self, xs):
-        """The batch ``xs`` into new results."""
+    def _fresh_fn(self) -> Callable:
+        """The jitted batch of :meth:`_call` into new results."""
         if self._checked is None:
             fn, flagged = self._kernel(self.batch.fn), self._flagged
             self._checked = _jit(lambda *a: flagged(a, lambda xs: fn(*xs)), self.one_kernel,
                                  **self.batch.options)
-        return self._verified(self._checked(*xs), xs)
+        return self._checked
+
+    def warm_up(self, *batch_sizes: int) -> Compiled:
+        """Compile now, without running anything, what calls with NumPy batches of these
+        sizes run (their trace, lowering and XLA's compile; JAX keeps the executables, and the
+        first such call runs at once). Returns ``self``. :func:`compile_many` does this for
+        several algorithms at once."""
+        dtype = jax.dtypes.canonicalize_dtype(np.float64)
+        for B in _batch_sizes(batch_sizes):
+            xs = tuple(jax.ShapeDtypeStruct((B, n), dtype) for n in self.sizes)
+            if self._reuses(xs):
+                sets = [jax.ShapeDtypeStruct(o.shape, o.dtype)
+                        for o in self._result_shapes(xs, B)]
+                _compile_ahead(self._reusing_fn(len(sets)), *xs, *sets)
+            else:
+                _compile_ahead(self._fresh_fn(), *xs)
+        return self
 
     def one_kernel_at(self, batch: int) -> bool:
         """Whether a batch of ``batch`` states runs as one kernel (``one_kernel=True``, a graph
@@ -749,8 +822,20 @@ class Compiled:
         return self._check
 
     def _result_shapes(self, xs, B: int) -> list:
-        one = [jax.ShapeDtypeStruct((B, n), x.dtype) for x, n in zip(xs, self.sizes)]
-        return jax.tree_util.tree_leaves(jax.eval_shape(self.batch.fn, *one))
+        """The results' shapes and dtypes of a batch of ``B`` states shaped like ``xs``: the
+        shapes of one state (known to the graph and program routes; the traced route's from one
+        trace of a batch of one, kept) behind the batch axis. Each trace of G1's programs takes
+        ~0.9 s; tracing the batch for its shapes took a first call's trace three times."""
+        if self._state_results is None:
+            shapes = getattr(self.batch.fn, "state_shapes", None)
+            if shapes is not None:
+                self._state_results = [(tuple(s), None) for s in shapes]
+            else:
+                one = [jax.ShapeDtypeStruct((1, n), x.dtype) for x, n in zip(xs, self.sizes)]
+                self._state_results = [(o.shape[1:], o.dtype) for o in
+                                       jax.tree_util.tree_leaves(jax.eval_shape(self.batch.fn, *one))]
+        return [jax.ShapeDtypeStruct((B,) + s, xs[0].dtype if d is None else d)
+                for s, d in self._state_results]
 
     def _dropped(self, B: int):
         """A result set of ``B`` states from the pool that the caller has dropped (no reference
@@ -832,6 +917,62 @@ def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noq
     time (see "One kernel" in the module docstring)."""
     return Compiled(model, algorithm, check=check, route=route, reuse_results=reuse_results,
                     one_kernel=one_kernel, **options)
+
+
+def _batch_sizes(sizes) -> tuple[int, ...]:
+    out = tuple(sizes)
+    for B in out:
+        if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 0:
+            raise ValueError(f"batch sizes must be integers >= 0, got {B!r}")
+    return tuple(int(B) for B in out)
+
+
+def compile_many(model, algorithms, *, batch_sizes: Sequence[int] = (),
+                 workers: int | None = None, check: bool = True, route: str = "auto",
+                 reuse_results: bool = True, one_kernel: bool = False) -> dict[str, Compiled]:
+    """Several algorithms of ``model`` compiled at once: ``{name: compile(model, algorithm,
+    ...)}`` in the order given, each warmed up for ``batch_sizes`` (:meth:`Compiled.warm_up`).
+    ``algorithms``: names or functions as :func:`compile` takes them, or ``(algorithm,
+    {keyword: value})`` pairs (the algorithm's options, and :func:`compile`'s keywords for this
+    one: ``("crba", {"one_kernel": True})``); a name may appear once. The compiles run on ``workers`` threads
+    (default: one per algorithm, at most one per core this process may use): while one
+    algorithm is recorded and traced in Python, XLA compiles another, and XLA compiles a
+    single-function kernel on one thread. The other keywords are :func:`compile`'s, for all;
+    the first error of a compile is raised once those running have ended (those not started
+    are cancelled).
+    Measured in reports/jax.md (G1's five algorithms, 4096 states: the compile table)."""
+    items = []
+    for a in algorithms:
+        alg, opts = a if isinstance(a, tuple) else (a, {})
+        if not isinstance(opts, dict):
+            raise TypeError(f"expected an algorithm or an (algorithm, options dict) pair, got {a!r}")
+        items.append((_resolve(alg)[0], alg, opts))
+    names = [name for name, _, _ in items]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]!r} appears more than once; compile the variants with "
+                         "symdyn.jax.compile, one call each")
+    batch_sizes = _batch_sizes(batch_sizes)
+    if workers is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        workers = max(1, min(len(items), cores or 1))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+
+    common = dict(check=check, route=route, reuse_results=reuse_results, one_kernel=one_kernel)
+
+    def one(alg, opts) -> Compiled:
+        return compile(model, alg, **{**common, **opts}).warm_up(*batch_sizes)
+    if workers == 1 or len(items) <= 1:
+        return {name: one(alg, opts) for name, alg, opts in items}
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="symdyn-compile") as ex:
+        futures = [ex.submit(one, alg, opts) for _, alg, opts in items]
+        try:
+            return {name: f.result() for (name, _, _), f in zip(items, futures)}
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def _batched_arguments(model, name: str, fn: Callable, options: dict) -> tuple[
@@ -1030,5 +1171,6 @@ def _wrap(route, reason, lowered_from, shapes, as_tuple, args, sizes, small_call
         return res if as_tuple else res[0]
     batch.writes_into = True             # type: ignore[attr-defined]
     batch.one_pass_below = fb.one_pass_below     # type: ignore[attr-defined]
+    batch.state_shapes = shapes                  # type: ignore[attr-defined]
     return route, reason, (Jitted(single), Jitted(batch))
 
