@@ -36,24 +36,46 @@ Conventions mapped (MuJoCo -> symdyn)
   velocities") pick up the derivative of ``R^T``: ``vdot_O = R^T a_world - omega x (R^T v_world)``
   (:meth:`MujocoMaps.a_from_mj`); generalized forces map with ``T^{-T} = T`` and matrices by
   congruence, ``M_mj = T^T M T``. Every other joint maps identically.
-* Gravity is ``opt.gravity``.
+* Gravity is ``opt.gravity``, or zero under ``<flag gravity="disable"/>`` (MuJoCo then applies
+  none and keeps ``opt.gravity``).
+* Compiler settings (``<compiler angle eulerseq inertiafromgeom boundmass boundinertia
+  balanceinertia alignfree ...>``) and default classes act while MuJoCo compiles; the loader
+  reads the compiled ``MjModel``, so they hold as in MuJoCo.
 
 * Actuation data, where the Model has these fields
   (:func:`symdyn.pinocchio_bridge.supports_actuation`): ``dof_armature`` -> ``model.armature``
   (so ``crba`` equals ``mj_fullM``), ``dof_damping`` -> ``model.damping``, ``dof_frictionloss`` ->
   ``model.friction``, ranges of limited hinge and slide joints ->
   ``model.limits.lower/upper``, symmetric ``actuatorfrcrange`` -> ``model.limits.effort``.
+  Damping is 0 under ``<flag damper="disable"/>`` and friction 0 under ``<flag
+  frictionloss="disable"/>`` or ``<flag constraint="disable"/>``, as MuJoCo then applies neither.
+  Comparing with ``mj_inverse``, which returns ``M qacc + bias - qfrc_passive -
+  qfrc_constraint``: damping is in ``qfrc_passive`` (``-damping * qvel``), so ``mj_inverse``
+  holds ``rnea + damping * v``; friction loss is a soft constraint whose force saturates at
+  ``frictionloss`` with the sign of ``qacc + B qvel`` (B about 100/s for the default
+  ``solref``), i.e. ``friction * sign(v)`` once ``|B v| > |qdd|``: then
+  ``mj_inverse = rnea + symdyn.friction_torque(model, v)``.
 
 What is not converted, reported by a :class:`MJCFWarning` (``strict=True`` raises
-:class:`MJCFError` instead): joint stiffness (springs), gravity compensation, equality
-constraints, tendons, actuators, mocap bodies (kept as fixed bodies), flexes, the cone limits of
-ball joints, the gyroscopic part of a free joint's linear armature (MuJoCo applies it in world
-axes), and, for a Model without actuation fields, armature (``mj_fullM`` is then symdyn's M plus
+:class:`MJCFError` instead), each only while MuJoCo's flags leave it on: joint stiffness
+(springs, linear or polynomial), polynomial damping (symdyn keeps the linear coefficient),
+gravity compensation, fluid forces (``<option density viscosity wind>``, ellipsoid
+``fluidshape``: symdyn's dynamics are those of ``density = viscosity = 0``), ``<flag
+invdiscrete="enable"/>`` (``mj_inverse`` then inverts the discrete-time step, symdyn's ``rnea``
+is continuous-time), equality constraints, tendons, actuators, mocap bodies (kept as fixed
+bodies), flexes, the cone limits of ball joints, the gyroscopic part of a free joint's linear
+armature and the friction loss of its linear dofs (MuJoCo applies both in world axes), and, for
+a Model without actuation fields, armature (``mj_fullM`` is then symdyn's M plus
 ``diag(armature)`` in MuJoCo's coordinates; the maps carry ``armature``), damping, friction loss
-and joint ranges.
+and joint ranges. MuJoCo drops gravity compensation and fluid forces when springs and dampers
+are both disabled, and gravity compensation when gravity is. ``<option magnetic>`` (read only by
+magnetometer sensors), ``wind`` without density or viscosity, ``timestep``, ``integrator``
+(without ``invdiscrete``), solver and contact settings leave the continuous-time dynamics
+unchanged and are not reported.
 Contacts, limits and geoms play no part in rigid-body tree dynamics (geoms only through the body
 inertias MuJoCo compiled from them). Compare with ``mj_inverse``/``mj_fullM`` after disabling
-constraints, springs and dampers and zeroing fluid forces (see the tests).
+constraints, springs and dampers and zeroing fluid forces (see the tests), or keep damping and
+friction loss and add :func:`symdyn.friction_torque` as above.
 """
 from __future__ import annotations
 
@@ -128,30 +150,93 @@ def _transform(R: np.ndarray, p: np.ndarray) -> Transform:
     return Transform(np.array(R, float).T.copy(), np.array(p, float).reshape(3).copy())
 
 
-def _ignored(mj, actuation: bool) -> list[str]:
+def _flags(mj) -> dict[str, bool]:
+    """Which parts of MuJoCo's dynamics ``mj.opt.disableflags`` / ``enableflags`` leave on.
+
+    ``gravity``: ``opt.gravity`` acts (``<flag gravity>``); ``springs`` / ``dampers``: joint and
+    tendon springs / dampers (``<flag spring>`` / ``<flag damper>``; MuJoCo before 3.3.6 had one
+    ``<flag passive>`` for all passive forces); ``passive``: the other passive forces (gravity
+    compensation, fluid forces), which MuJoCo drops only when springs *and* dampers are off;
+    ``frictionloss``, ``equality``: those constraints (each also needs ``<flag constraint>``);
+    ``actuation``: actuator forces; ``invdiscrete``: ``mj_inverse`` inverts the discrete-time step."""
+    mujoco = _mujoco()
+    D, E = mujoco.mjtDisableBit, mujoco.mjtEnableBit
+    dis, en = int(mj.opt.disableflags), int(mj.opt.enableflags)
+
+    def off(name: str) -> bool:
+        bit = getattr(D, f"mjDSBL_{name}", None)
+        return bit is not None and bool(dis & int(bit))
+
+    if hasattr(D, "mjDSBL_PASSIVE"):   # MuJoCo before 3.3.6: one flag for every passive force
+        springs = dampers = passive = not off("PASSIVE")
+    else:
+        springs, dampers = not off("SPRING"), not off("DAMPER")
+        passive = springs or dampers
+    constraint = not off("CONSTRAINT")
+    inv = getattr(E, "mjENBL_INVDISCRETE", None)
+    return dict(gravity=not off("GRAVITY"), springs=springs, dampers=dampers, passive=passive,
+                frictionloss=constraint and not off("FRICTIONLOSS"),
+                equality=constraint and not off("EQUALITY"), actuation=not off("ACTUATION"),
+                invdiscrete=inv is not None and bool(en & int(inv)))
+
+
+def _nonzero(mj, field: str, n: int) -> np.ndarray:
+    """Which of the ``n`` rows of the array field ``field`` have a nonzero entry (all False when
+    this MuJoCo version lacks the field)."""
+    v = getattr(mj, field, None)
+    if v is None or n == 0:
+        return np.zeros(n, bool)
+    return (np.asarray(v, float).reshape(n, -1) != 0).any(axis=1)
+
+
+def _ignored(mj, actuation: bool, flags: dict[str, bool] | None = None) -> list[str]:
     """What the symdyn model leaves out, one line each (``actuation``: the Model keeps armature,
-    damping, friction and limits)."""
+    damping, friction and limits; ``flags``: :func:`_flags`, so that what MuJoCo's flags switch off
+    is not reported)."""
+    flags = flags if flags is not None else _flags(mj)
     out = []
 
     def names(objtype, n, limit=8):
         shown = [_name(mj, objtype, i) or f"#{i}" for i in range(min(n, limit))]
         return ", ".join(shown) + (f", ... ({n} in all)" if n > limit else "")
 
-    fields = [("jnt_stiffness", "joint stiffness (springs)")]
+    if flags["springs"]:
+        springs = (_nonzero(mj, "jnt_stiffness", mj.njnt)
+                   | _nonzero(mj, "jnt_stiffnesspoly", mj.njnt))
+        if np.any(springs):
+            out.append(f"joint stiffness (springs) on {int(np.count_nonzero(springs))} "
+                       "joints/dofs")
+    fields = []
     if not actuation:
-        fields += [("dof_armature", "dof_armature (mj_fullM = M + diag(armature) in MuJoCo "
-                                    "coordinates)"),
-                   ("dof_damping", "joint damping"), ("dof_frictionloss", "joint friction loss")]
+        fields.append(("dof_armature", "dof_armature (mj_fullM = M + diag(armature) in MuJoCo "
+                                       "coordinates)"))
+        if flags["dampers"]:
+            fields.append(("dof_damping", "joint damping"))
+        if flags["frictionloss"]:
+            fields.append(("dof_frictionloss", "joint friction loss"))
     for field, what in fields:
         v = np.asarray(getattr(mj, field), float)
         if np.any(v != 0):
             out.append(f"{what} on {int(np.count_nonzero(v))} joints/dofs")
-    free_arm = [joint_name(mj, j) for j in range(mj.njnt) if int(mj.jnt_type[j]) == _FREE
-                and np.any(np.asarray(mj.dof_armature[mj.jnt_dofadr[j]:mj.jnt_dofadr[j] + 3]) != 0)]
+    if flags["dampers"]:
+        poly = _nonzero(mj, "dof_dampingpoly", mj.nv)
+        if np.any(poly):
+            out.append(f"polynomial joint damping on {int(np.count_nonzero(poly))} dofs (the "
+                       "2nd and 3rd coefficients of <joint damping=\"a b c\">: symdyn's damping "
+                       "keeps the linear coefficient a)")
+    free = [j for j in range(mj.njnt) if int(mj.jnt_type[j]) == _FREE]
+    free_arm = [joint_name(mj, j) for j in free
+                if np.any(np.asarray(mj.dof_armature[mj.jnt_dofadr[j]:mj.jnt_dofadr[j] + 3]) != 0)]
     if actuation and free_arm:
         out.append(f"the gyroscopic part of the linear armature of free joints {free_arm} (symdyn "
                    "adds armature * qdd in body axes, MuJoCo armature * qacc in world axes: M "
                    "agrees, inverse dynamics differ by armature * omega x v)")
+    free_fric = [joint_name(mj, j) for j in free if np.any(
+        np.asarray(mj.dof_frictionloss[mj.jnt_dofadr[j]:mj.jnt_dofadr[j] + 3]) != 0)]
+    if actuation and flags["frictionloss"] and free_fric:
+        out.append(f"the friction loss of the linear dofs of free joints {free_fric} (MuJoCo "
+                   "bounds each world-axis component, symdyn's friction each body-axis one; "
+                   "symdyn keeps the values)")
     limited = np.asarray(mj.jnt_limited, bool)
     balls = [joint_name(mj, j) for j in range(mj.njnt)
              if limited[j] and int(mj.jnt_type[j]) == _BALL]
@@ -165,13 +250,30 @@ def _ignored(mj, actuation: bool) -> list[str]:
     if frc:
         out.append(f"actuator-force ranges of joints {frc} (symdyn's effort limit is a symmetric "
                    "bound on one coordinate)")
-    if np.any(np.asarray(mj.body_gravcomp, float) != 0):
+    if (flags["passive"] and flags["gravity"] and np.any(np.asarray(mj.opt.gravity) != 0)
+            and np.any(np.asarray(mj.body_gravcomp, float) != 0)):
         out.append("body gravity compensation (gravcomp, a passive force)")
-    if mj.neq:
+    density, viscosity = float(mj.opt.density), float(mj.opt.viscosity)
+    if flags["passive"] and (density != 0 or viscosity != 0):
+        wind = np.asarray(mj.opt.wind, float)
+        opts = [f"density={density:g}", f"viscosity={viscosity:g}"] + (
+            [f"wind=\"{' '.join(f'{w:g}' for w in wind)}\""] if np.any(wind != 0) else [])
+        fluid = getattr(mj, "geom_fluid", None)   # column 0: the ellipsoid model is on
+        ell = 0 if fluid is None or not mj.ngeom else int(np.count_nonzero(
+            np.asarray(fluid, float).reshape(mj.ngeom, -1)[:, 0]))
+        shape = f", {ell} geoms with fluidshape=\"ellipsoid\"" if ell else ""
+        out.append(f"fluid forces (<option {' '.join(opts)}>{shape}: lift, drag, viscous "
+                   "resistance and added mass; symdyn's dynamics are those of density = "
+                   "viscosity = 0)")
+    if flags["invdiscrete"]:
+        out.append("<flag invdiscrete=\"enable\"> (MuJoCo's mj_inverse then inverts the "
+                   "discrete-time step of the integrator; symdyn's rnea is the continuous-time "
+                   "inverse dynamics, mj_inverse without the flag)")
+    if mj.neq and flags["equality"]:
         out.append(f"{mj.neq} equality constraints ({names('equality', mj.neq)})")
     if mj.ntendon:
         out.append(f"{mj.ntendon} tendons ({names('tendon', mj.ntendon)})")
-    if mj.nu:
+    if mj.nu and flags["actuation"]:
         out.append(f"{mj.nu} actuators ({names('actuator', mj.nu)})")
     if mj.nmocap:
         mocap = [_body_name(mj, b) for b in range(mj.nbody) if int(mj.body_mocapid[b]) >= 0]
@@ -187,10 +289,10 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
 
     Conventions: see the module docstring (:mod:`symdyn.mujoco_bridge`). ``model.joint_names``
     are MuJoCo's joint names (unnamed joints: ``"<body>:joint<k>"``); use :func:`mujoco_maps`
-    for qpos/qvel/qacc/forces/matrices. What the model leaves out (springs, gravity
-    compensation, equality constraints, tendons, actuators, mocap bodies, flexes, ...; see the
-    module docstring) is reported by one :class:`MJCFWarning` listing it, or refused with
-    :class:`MJCFError` when ``strict=True``.
+    for qpos/qvel/qacc/forces/matrices. What the model leaves out while MuJoCo's flags leave it
+    on (springs, gravity compensation, fluid forces, equality constraints, tendons, actuators,
+    mocap bodies, flexes, ...; see the module docstring) is reported by one
+    :class:`MJCFWarning` listing it, or refused with :class:`MJCFError` when ``strict=True``.
     ``source`` labels error messages (the file name; default ``"<MjModel>"``).
     """
     mj = mj_model
@@ -198,7 +300,8 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     from .pinocchio_bridge import supports_actuation
 
     actuation = supports_actuation()
-    ignored = _ignored(mj, actuation)
+    flags = _flags(mj)
+    ignored = _ignored(mj, actuation, flags)
     if ignored:
         msg = f"{label}: left out of the symdyn model: " + "; ".join(ignored)
         if strict:
@@ -291,19 +394,24 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
                       + ", ".join(renamed), MJCFWarning, stacklevel=2)
     if not jnames:
         raise MJCFError(f"{label}: the model has no joints (nothing moves)")
+    # <flag gravity="disable"/> zeroes gravity at runtime and keeps opt.gravity
+    gravity = np.array(mj.opt.gravity, float) if flags["gravity"] else np.zeros(3)
     try:
-        model = Model(bodies, gravity=np.array(mj.opt.gravity, float),
+        model = Model(bodies, gravity=gravity,
                       name=name if name is not None else (_model_name(mj) or "mjcf"),
                       check_inertias="semidefinite", allow_massless=True)
-        return _with_mj_actuation(model, mj) if actuation else model
+        return _with_mj_actuation(model, mj, flags) if actuation else model
     except ModelError as exc:
         raise MJCFError(f"{label}: {exc}") from exc
 
 
-def _with_mj_actuation(model: Model, mj) -> Model:
+def _with_mj_actuation(model: Model, mj, flags: dict[str, bool] | None = None) -> Model:
     """``model`` with MuJoCo's armature, damping, friction loss (per dof, the free joint's
     [linear; angular] reordered) and the ranges of limited hinge and slide joints (``q = qpos``),
-    and symmetric actuator-force ranges (``actfrcrange``) as effort limits."""
+    and symmetric actuator-force ranges (``actfrcrange``) as effort limits. Damping is 0 where
+    ``<flag damper>`` (or ``passive``) is off and friction 0 where ``<flag frictionloss>`` or
+    ``<flag constraint>`` is, as MuJoCo then applies neither (``flags``: :func:`_flags`)."""
+    flags = flags if flags is not None else _flags(mj)
     index = {n: i for i, n in enumerate(model.joint_names)}
     arm, damp, fric = np.zeros(model.nv), np.zeros(model.nv), np.zeros(model.nv)
     lower, upper = np.full(model.nq, -np.inf), np.full(model.nq, np.inf)
@@ -316,8 +424,10 @@ def _with_mj_actuation(model: Model, mj) -> Model:
         if t == _FREE:
             dofs = np.concatenate([dofs[3:], dofs[:3]])   # MuJoCo [v; omega] -> symdyn [omega; v]
         arm[va:vb] = np.asarray(mj.dof_armature, float)[dofs]
-        damp[va:vb] = np.asarray(mj.dof_damping, float)[dofs]
-        fric[va:vb] = np.asarray(mj.dof_frictionloss, float)[dofs]
+        if flags["dampers"]:
+            damp[va:vb] = np.asarray(mj.dof_damping, float)[dofs]
+        if flags["frictionloss"]:
+            fric[va:vb] = np.asarray(mj.dof_frictionloss, float)[dofs]
         if t in (_HINGE, _SLIDE):
             if bool(mj.jnt_limited[j]):
                 lower[qa], upper[qa] = float(mj.jnt_range[j][0]), float(mj.jnt_range[j][1])
