@@ -3,6 +3,7 @@ reference derivatives live, the optional extras, and what CI installs and runs."
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -29,8 +30,13 @@ def test_importing_symdyn_does_not_import_matplotlib():
         assert "matplotlib" not in sys.modules, "import symdyn imported matplotlib"
         names = [m.name for m in pkgutil.walk_packages(symdyn.__path__, "symdyn.")
                  if not m.name.endswith("__main__")]
+        optional = {"jax", "jaxlib", "dask", "distributed", "mujoco"}   # the extras' packages
         for name in names:
-            importlib.import_module(name)
+            try:
+                importlib.import_module(name)
+            except ImportError as e:   # a module of an optional extra, without that extra
+                if (e.name or "").split(".")[0] not in optional:
+                    raise
             bad = sorted(k for k in sys.modules if k == "matplotlib" or k.startswith("matplotlib."))
             assert not bad, f"{name} imported {bad[0]}"
         print(len(names))
@@ -117,18 +123,39 @@ def test_matplotlib_is_an_optional_extra():
     assert proj["scripts"]["symdyn"] == "symdyn.cli:main"
 
 
-def test_ci_installs_the_tested_extras_and_runs_the_readme_command():
-    ci = (REPO / ".ci" / "run").read_text()
+def _readme_setup_commands() -> list[str]:
     readme = (REPO / "README.md").read_text()
-    extras = set(_pyproject()["project"]["optional-dependencies"])
+    block = re.search(r"## Set-up\s+```bash\n(.*?)```", readme, re.S)
+    assert block, "README.md has no ## Set-up bash block"
+    return [ln.strip() for ln in block.group(1).splitlines() if ln.strip()]
+
+
+def test_ci_runs_the_readme_commands_on_the_readme_install_in_a_fresh_venv():
+    """.ci/run first creates a fresh virtual environment (so nothing installed outside it can
+    hide a missing dependency), runs the README's set-up commands exactly as written, and only
+    then installs the optional extras; the extras it installs are declared."""
+    ci = (REPO / ".ci" / "run").read_text()
     commands = [ln.strip() for ln in ci.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    install = next(c for c in commands if "pip install" in c)
-    wanted = re.search(r'"\.\[([a-z,]+)\]"', install).group(1).split(",")
-    assert "dev" in wanted and set(wanted) <= extras
-    if "docs" in extras:
-        assert "docs" in wanted
-    assert commands[-1] == "python -m pytest -q"
-    assert "\npython -m pytest -q\n" in readme
+    setup = _readme_setup_commands()
+    assert setup[0] == 'pip install -e ".[dev]" && symdyn demo'
+    assert "python -m pytest -q" in setup and "python -m pytest -q -m slow" in setup
+    venv = next(i for i, c in enumerate(commands) if "-m venv" in c)
+    activate = next(i for i, c in enumerate(commands) if c.startswith("source") and "activate" in c)
+    positions = [commands.index(c) for c in setup]          # each README command, verbatim
+    assert venv < activate < positions[0] and positions == sorted(positions)
+    first_pip = next(i for i, c in enumerate(commands) if "pip install" in c and "-e" in c)
+    assert first_pip == positions[0], "CI installs something before the README's install"
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    later = [c for c in commands[positions[-1]:] if "pip install" in c and '".[' in c]
+    assert later, "CI never installs the optional extras"
+    wanted = set(re.search(r'"\.\[([a-z,]+)\]"', later[0]).group(1).split(","))
+    assert {"dev", "jax", "dask", "mujoco", "docs"} <= wanted <= extras
+
+
+def test_default_test_command_leaves_out_only_the_slow_marker():
+    opts = _pyproject()["tool"]["pytest"]["ini_options"]
+    assert shlex.split(opts["addopts"]) == ["-m", "not slow"]
+    assert any(m.startswith("slow:") for m in opts["markers"])
 
 
 def test_every_joint_kind_of_the_spec_grammar_builds():
@@ -141,3 +168,43 @@ def test_every_joint_kind_of_the_spec_grammar_builds():
             assert from_spec(spec).N >= 2, spec
     with pytest.raises(SpecError, match="unknown joint kind 'bogus'"):
         from_spec("serial:2:joint=revolute+bogus")
+
+
+# import name -> distribution name, where the two differ
+_DISTRIBUTION = {"pinocchio": "pin", "example_robot_data": "example-robot-data"}
+
+
+def _third_party_imports(paths) -> dict[str, list[str]]:
+    import ast
+
+    std = set(sys.stdlib_module_names) | {"__future__"}
+    local = {"symdyn", "conftest", "matrix_support", "_common"} | {
+        p.stem for p in REPO.joinpath("tests").glob("*.py")}
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                root = name.split(".")[0]
+                if root not in std and root not in local:
+                    found.setdefault(root, []).append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_every_import_of_the_package_and_its_tests_is_declared():
+    """A fresh install of the README's command must pass the tests: every third-party module
+    that symdyn/ or tests/ imports is a declared dependency (core, or an optional extra whose
+    tests skip without it)."""
+    proj = _pyproject()["project"]
+    declared = set()
+    for req in [*proj["dependencies"], *sum(proj["optional-dependencies"].values(), [])]:
+        declared.add(re.split(r"[<>=!~\[; ]", req.strip(), maxsplit=1)[0].lower().replace("_", "-"))
+    paths = [*REPO.joinpath("symdyn").rglob("*.py"), *REPO.joinpath("tests").rglob("*.py")]
+    undeclared = {mod: where for mod, where in _third_party_imports(paths).items()
+                  if _DISTRIBUTION.get(mod, mod).lower().replace("_", "-") not in declared}
+    assert not undeclared, f"imports no dependency list declares: {undeclared}"
