@@ -364,7 +364,9 @@ class Model:
     ``is_symbolic``, ``check_inertias``/``allow_massless`` (the inertia policy that
     :meth:`replace` and :meth:`subs` re-apply), and the derived topology (``N``, ``nq``, ``nv``,
     ``q_idx``, ``v_idx``, ``children``, ``ancestors``, ``subtree``, ``depth``, ``d``,
-    ``is_floating``).
+    ``is_floating``). Bodies that are all fixed make a model with ``N = nq = nv = 0`` (as
+    Pinocchio builds a URDF of fixed joints): each body is a frame on the world, and ``crba``
+    is 0 x 0, ``rnea`` and ``aba`` are empty (numpy and CasADi backends).
 
     Actuation data (per joint, kept by :meth:`replace`, :meth:`subs` and :meth:`reduced`):
     ``limits`` (:class:`Limits`: ``lower``/``upper`` of length nq, ``velocity``/``effort`` of
@@ -539,8 +541,8 @@ class Model:
                 subtree[a].append(i)
         self._set(N=N, q_idx=tuple(q_idx), v_idx=tuple(v_idx), nq=nq, nv=nv,
                   children=tuple(tuple(c) for c in children), ancestors=tuple(ancestors),
-                  depth=depth, d=max(depth), subtree=tuple(tuple(s) for s in subtree),
-                  is_floating=self.joints[0].type == "floating" and self.parents[0] == -1)
+                  depth=depth, d=max(depth, default=0), subtree=tuple(tuple(s) for s in subtree),
+                  is_floating=N > 0 and self.joints[0].type == "floating" and self.parents[0] == -1)
 
     def _merged(self, i: int) -> list[str]:
         return [f for f, fr in self.frames.items() if fr.body == i and f != self.names[i]]
@@ -766,12 +768,13 @@ class Model:
         return ModelConstants(Xtree, I, a_grav, tuple(params), arm)
 
     def neutral(self) -> np.ndarray:
-        return np.concatenate([np.asarray(j.neutral(), float) for j in self.joints])
+        return np.concatenate([np.zeros(0), *(np.asarray(j.neutral(), float) for j in self.joints)])
 
     def random_q(self, rng: Seed = None) -> np.ndarray:
         """A random configuration: angles in [0, 2 pi) (paper 000 Sec. 5), unit quaternions."""
         rng = np.random.default_rng(rng)
-        return np.concatenate([np.asarray(j.random_q(rng), float) for j in self.joints])
+        return np.concatenate([np.zeros(0), *(np.asarray(j.random_q(rng), float)
+                                              for j in self.joints)])
 
     def integrate(self, q: Array, v: Array, dt: Any = 1.0, backend: str | None = None) -> Array:
         """q (+) v dt joint by joint (quaternion joints on the sphere)."""
@@ -901,8 +904,6 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
             I.append(Ibody)
             params.append((mass, com, Ic))
             frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))))
-    if not names:
-        raise ModelError("the model has no moving bodies (all joints are fixed)")
     return dict(names=names, parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
                 body_params=params, frames=frames)
 

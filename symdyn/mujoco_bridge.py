@@ -38,6 +38,9 @@ Conventions mapped (MuJoCo -> symdyn)
   congruence, ``M_mj = T^T M T``. Every other joint maps identically.
 * Gravity is ``opt.gravity``, or zero under ``<flag gravity="disable"/>`` (MuJoCo then applies
   none and keeps ``opt.gravity``).
+* MuJoCo's world body is the frame ``"world"`` (the identity). A model whose bodies are all
+  welded (no joints; or no bodies at all, an MJCF of assets only) has ``nq = nv = 0``: its
+  bodies and sites are frames on the world, ``crba`` is 0 x 0 and ``rnea``/``aba`` are empty.
 * Compiler settings (``<compiler angle eulerseq inertiafromgeom boundmass boundinertia
   balanceinertia alignfree ...>``) and default classes act while MuJoCo compiles; the loader
   reads the compiled ``MjModel``, so they hold as in MuJoCo.
@@ -293,6 +296,7 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     on (springs, gravity compensation, fluid forces, equality constraints, tendons, actuators,
     mocap bodies, flexes, ...; see the module docstring) is reported by one
     :class:`MJCFWarning` listing it, or refused with :class:`MJCFError` when ``strict=True``.
+    A model without joints loads with ``nq = nv = 0`` (its bodies and sites are frames).
     ``source`` labels error messages (the file name; default ``"<MjModel>"``).
     """
     mj = mj_model
@@ -318,6 +322,10 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
         used.add(body.name)
         bodies.append(body)
 
+    # MuJoCo's body 0: the frame "world" (MuJoCo reserves the name), so that a model without
+    # bodies (an MJCF of assets only) is a valid Model with nv = 0 too
+    add(Body("world", None, Fixed(), 0.0, np.zeros(3), np.zeros((3, 3)),
+             _transform(np.eye(3), np.zeros(3))))
     frame_of: dict[int, str | None] = {0: None}  # MuJoCo body -> symdyn name of its frame
     for b in range(1, mj.nbody):
         bname = _body_name(mj, b)
@@ -392,8 +400,6 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     if renamed:
         warnings.warn(f"{label}: sites named like a body are frames under another name: "
                       + ", ".join(renamed), MJCFWarning, stacklevel=2)
-    if not jnames:
-        raise MJCFError(f"{label}: the model has no joints (nothing moves)")
     # <flag gravity="disable"/> zeroes gravity at runtime and keeps opt.gravity
     gravity = np.array(mj.opt.gravity, float) if flags["gravity"] else np.zeros(3)
     try:

@@ -298,9 +298,6 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
     """
     pin = _pin()
     pm = pin_model
-    if pm.njoints < 2:
-        raise PinocchioConversionError(f"Pinocchio model {pm.name!r} has no joints besides the "
-                                       "universe")
     FT = pin.FrameType
     jnames = list(pm.names)
     leaves = {j: _leaves(pm, j) for j in range(1, pm.njoints)}

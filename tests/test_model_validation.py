@@ -49,11 +49,11 @@ def test_duplicate_names_are_rejected():
         Model([body("a", None), body("a", None)])
 
 
-def test_empty_and_all_fixed_models_are_rejected():
+def test_empty_model_is_rejected_and_all_fixed_model_has_nv_0():
     with pytest.raises(ModelError, match="at least one body"):
         Model([])
-    with pytest.raises(ModelError, match="no moving bodies"):
-        Model([body("base", None, Fixed())])
+    m = Model([body("base", None, Fixed())])    # a fixed base alone: a frame on the world
+    assert (m.N, m.nq, m.nv, m.d) == (0, 0, 0, 0) and m.frames["base"].body == -1
 
 
 def test_bodies_out_of_order_are_sorted_parents_first():

@@ -371,10 +371,13 @@ def test_point_mass_body_is_accepted_and_non_physical_inertia_rejected():
         load_urdf(neg)
 
 
-def test_fixed_base_without_moving_joints_is_an_error():
-    xml = robot(link("a"), link("b"), joint("f", "fixed", "a", "b"))
-    with pytest.raises(URDFError, match="no moving bodies"):
-        load_urdf(xml)
+def test_fixed_base_without_moving_joints_has_nv_0():
+    """As Pinocchio builds it (tests/test_fixed_only_models.py compares): no moving body, the
+    links are frames on the world."""
+    xml = robot(link("a"), link("b"), joint("f", "fixed", "a", "b", xyz="0 0 0.5"))
+    m = load_urdf(xml)
+    assert (m.N, m.nq, m.nv) == (0, 0, 0) and sd.crba(m, []).shape == (0, 0)
+    assert np.allclose(sd.frame_placement(m, [], "b")[1], [0, 0, 0.5])
     assert load_urdf(xml, floating_base=True).N == 1
 
 

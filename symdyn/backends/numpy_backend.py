@@ -48,6 +48,8 @@ def cols(x, a: int, b: int):
 
 
 def vcat(parts):
+    if not len(parts):   # a model with nv = 0: the empty vector
+        return np.zeros(0)
     return np.concatenate(parts, axis=0)
 
 
@@ -56,6 +58,8 @@ def hcat(parts):
 
 
 def block(blocks):
+    if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
+        return np.zeros((0, 0))
     return np.block(blocks)
 
 
