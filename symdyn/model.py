@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -43,7 +43,7 @@ from .spatial import Transform
 from .types import Array, Backend, Seed
 
 __all__ = ["Body", "Frame", "Limits", "MAX_BODIES", "Mimic", "Model", "ModelConstants", "ModelError",
-           "UnsupportedParameterError", "check_inertia", "check_size", "max_bodies_limit"]
+           "ROTATION_TOL", "UnsupportedParameterError", "check_inertia", "check_size", "max_bodies_limit"]
 
 #: Largest magnitude of a model constant (masses, lengths, inertias, gravity, and the spatial
 #: inertias and tree transforms derived from them). The algorithms multiply up to three constants
@@ -113,6 +113,9 @@ class Body:
     ``inertia`` is the 3x3 rotational inertia about the CoM in body coordinates.
     ``joint_name`` names the joint to the parent (default ``f"{name}_joint"``, the name
     :func:`symdyn.pinocchio_bridge.to_pinocchio` gives it; URDF import uses the file's names).
+    A fixed body's ``joint_name``, when given, becomes a joint frame of the model
+    (:attr:`Model.fixed_joints`: the joint's frame is the body's frame, as in URDF); without
+    one the fixed joint has no name.
 
     Parameters are numbers (floats, ints, NumPy arrays) or SymPy expressions (a symbolic model,
     for closed forms on the sympy backend). CasADi SX/MX symbols are refused.
@@ -284,20 +287,140 @@ def mass_com_inertia(I6) -> tuple[float, np.ndarray, np.ndarray]:
     return m, c, I6[:3, :3] - m * C @ C.T
 
 
+#: Largest deviation ``max |E E^T - I|`` accepted for a frame rotation (:class:`Frame`).
+ROTATION_TOL = 1e-6
+
+
+def _frame_label(name: str | None, body: Any) -> str:
+    return f"frame {name!r}" if name is not None else f"Frame(body={body!r})"
+
+
+def _rotation_problem(E: Any) -> str | None:
+    """Why the numeric 3x3 ``E`` is not a proper rotation (orthonormal, det = +1), or None."""
+    E = np.asarray(E, dtype=float)
+    err = float(np.abs(E @ E.T - np.eye(3)).max())
+    if err > ROTATION_TOL:
+        return (f"X.E is not a rotation matrix: max |E E^T - I| = {err:.3g} (above "
+                f"symdyn.model.ROTATION_TOL = {ROTATION_TOL:g}); E must be orthonormal")
+    if np.linalg.det(E) < 0:
+        return "X.E is a reflection (det(E) = -1), not a rotation: a proper rotation has det = +1"
+    return None
+
+
+def _check_frame(name: str | None, body: Any, X: Any) -> None:
+    """Validate a frame's body index and placement (see :class:`Frame`)."""
+    label = _frame_label(name, body)
+    if isinstance(body, bool) or not isinstance(body, (int, np.integer)) or body < -1:
+        raise ValueError(f"{label}: body must be a body index >= 0 or -1 (the world), got {body!r}")
+    if not (isinstance(X, tuple) and len(X) == 2):
+        raise ValueError(f"{label}: X must be a Transform(E, r) (rotation body -> frame "
+                         f"coordinates, origin in body coordinates), got {type(X).__name__}")
+    kind = _casadi_symbolic(list(X))
+    if kind:
+        raise UnsupportedParameterError(
+            f"{label}: X is a CasADi {kind} expression; frame placements must be numbers or SymPy "
+            "expressions, as model parameters are")
+    parts = []
+    for what, x, shape in (("X.E", X[0], (3, 3)), ("X.r", X[1], (3,))):
+        if _is_sym(x) or _has_symbols(x):
+            import sympy as sp
+
+            try:
+                m = sp.Matrix(x)
+            except (TypeError, ValueError):
+                raise ValueError(f"{label}: {what} must be numbers or SymPy expressions of shape "
+                                 f"{shape}") from None
+            if (m.shape != shape) if len(shape) == 2 else (len(m) != 3 or 1 not in m.shape):
+                raise ValueError(f"{label}: {what} must have shape {shape}, got {m.shape}")
+            if any(sp.sympify(e).has(sp.nan, sp.zoo, sp.oo, -sp.oo) for e in m):
+                raise ValueError(f"{label}: {what} contains NaN or inf")
+            parts.append(None if m.free_symbols else np.array(m.evalf(), dtype=float).reshape(shape))
+            continue
+        try:
+            arr = np.array(x, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{label}: {what} must be numbers of shape {shape}, got {x!r}") from None
+        if arr.shape != shape and not (len(shape) == 1 and arr.size == 3 and arr.ndim == 2):
+            raise ValueError(f"{label}: {what} must have shape {shape}, got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{label}: {what} contains NaN or inf")
+        if arr.size and float(np.abs(arr).max()) > MAX_MAGNITUDE:
+            raise ValueError(f"{label}: {what} has an entry above symdyn.model.MAX_MAGNITUDE = "
+                             f"{MAX_MAGNITUDE:g} in magnitude")
+        parts.append(arr)
+    if parts[0] is not None:  # a symbolic E is taken as given
+        problem = _rotation_problem(parts[0])
+        if problem:
+            raise ValueError(f"{label}: {problem}")
+
+
 @dataclass(frozen=True)
 class Frame:
-    """A named frame rigidly attached to body ``body`` (``X``: body coordinates -> frame);
-    ``body == -1`` is the world (a fixed root link)."""
+    """A frame rigidly attached to body ``body`` (``body == -1``: the world, e.g. a fixed root
+    link), placed by ``X = Transform(E, r)``: ``E`` rotates body coordinates into frame
+    coordinates and ``r`` is the frame origin in body coordinates (the convention of
+    :class:`~symdyn.spatial.Transform`; Pinocchio's placement is ``SE3(E^T, r)``).
+
+    ``name`` (optional, not part of equality) is the name the frame has in a model; error messages
+    use it. The frames of a model are :attr:`Model.frames` (links) and the joint frames (see
+    :func:`symdyn.algorithms.frames.joint_frames`).
+
+    Validated at construction (``ValueError`` naming the frame and the problem): ``body`` an
+    integer >= -1, ``E`` 3x3 and ``r`` 3 numbers, finite and at most
+    :data:`MAX_MAGNITUDE`, and ``E`` a proper rotation (``max |E E^T - I| <=`` :data:`ROTATION_TOL`,
+    ``det E = +1``). SymPy entries are accepted, as for model parameters: an ``E`` with free
+    symbols is taken as given (it cannot be checked), NaN/inf are refused. CasADi SX/MX
+    placements are refused (:class:`UnsupportedParameterError`).
+    """
 
     body: int
     X: Transform
+    name: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_frame(self.name, self.body, self.X)
+
+    def __eq__(self, other: object) -> bool:
+        """The same body and exactly equal placement entries (whatever their container: NumPy
+        arrays, nested tuples, SymPy matrices); the name is not compared."""
+        if not isinstance(other, Frame):
+            return NotImplemented
+        if int(self.body) != int(other.body):
+            return False
+        return all(_value(_entry(self.X.E, i, k)) == _value(_entry(other.X.E, i, k))
+                   for i in range(3) for k in range(3)) \
+            and all(_value(_entry(self.X.r, k)) == _value(_entry(other.X.r, k)) for k in range(3))
+
+    def __hash__(self) -> int:
+        return hash(int(self.body))
+
+
+def _value(e: Any) -> Any:
+    """A float for numbers (SymPy numbers included), the expression itself otherwise."""
+    try:
+        return float(e)
+    except (TypeError, ValueError):
+        return e
+
+
+def _entry(x: Any, a: int, b: int | None = None) -> Any:
+    """Entry ``[a]`` or ``[a, b]`` of an array, SymPy matrix or nested sequence (a 3-vector may be
+    a column)."""
+    if b is None:
+        arr = x if _is_sym(x) else np.asarray(x, dtype=object).reshape(-1)
+        return arr[a]
+    try:
+        return x[a, b]
+    except (TypeError, IndexError):
+        return x[a][b]
 
 
 class _ReadOnlyDict(dict):
     """A dict that refuses changes (picklable, unlike ``types.MappingProxyType``)."""
 
     def _refuse(self, *args, **kwargs):
-        raise TypeError("model.frames is read-only (the Model is immutable)")
+        raise TypeError("this mapping of the model (frames, fixed_joints, mimic) is read-only (the "
+                        "Model is immutable; use model.replace(...) for a variant)")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
     __ior__ = _refuse  # type: ignore[assignment]
@@ -360,7 +483,11 @@ class Model:
     Fields: ``name``, ``gravity`` (3-vector), ``names``, ``parents``, ``joints``, ``joint_names``,
     ``Xtree``, ``I`` (tuples with one entry per moving body), ``body_params`` (per body the
     ``(mass, com, Ic)`` it was given, or None where fixed bodies were merged into it), ``frames``
-    (read-only mapping name -> :class:`Frame`, every body given, fixed ones included),
+    (read-only mapping name -> :class:`Frame`, every body given, fixed ones included: the link
+    frames), ``fixed_joints`` (read-only mapping joint name -> child link name, a key of
+    ``frames``: the named joints that do not move, fixed joints merged away and joints locked by
+    :meth:`reduced`; the joint's frame is its child link's frame, as for Pinocchio's FIXED_JOINT
+    frames; see :func:`symdyn.algorithms.frames.resolve_frame` for how names resolve),
     ``is_symbolic``, ``check_inertias``/``allow_massless`` (the inertia policy that
     :meth:`replace` and :meth:`subs` re-apply), and the derived topology (``N``, ``nq``, ``nv``,
     ``q_idx``, ``v_idx``, ``children``, ``ancestors``, ``subtree``, ``depth``, ``d``,
@@ -393,6 +520,7 @@ class Model:
     I: tuple[Any, ...]
     body_params: tuple[tuple[Any, Any, Any] | None, ...]
     frames: dict[str, Frame]
+    fixed_joints: dict[str, str]
     is_symbolic: bool
     check_inertias: bool | str
     allow_massless: bool
@@ -465,7 +593,8 @@ class Model:
 
     def _setup(self, *, name, gravity, names, parents, joints, joint_names, Xtree, I, body_params,
                frames, check_inertias, allow_massless, is_symbolic=None,
-               _prechecked: bool = False, actuation: dict | None = None) -> None:
+               _prechecked: bool = False, actuation: dict | None = None,
+               fixed_joints: dict | None = None) -> None:
         """Validate, convert and freeze every field, derive the topology and check the inertias
         (shared by the constructor, :meth:`replace` and :meth:`subs`). ``_prechecked``: the
         constructor already applied the strict check to each given body, so only bodies with
@@ -504,11 +633,12 @@ class Model:
         params = tuple(None if p is None else
                        (p[0] if _is_sym(p[0]) else float(p[0]), _freeze(p[1]), _freeze(p[2]))
                        for p in body_params)
+        frames, fixed_joints = _frame_tables(names, joint_names, frames, fixed_joints)
         self._set(name=str(name), is_symbolic=sym,
                   gravity=_const(gravity, (3,), "gravity", sym),
                   names=names, parents=parents, joints=joints, joint_names=joint_names,
                   Xtree=tuple(Xt), I=Is, body_params=params,
-                  frames=_ReadOnlyDict(frames), check_inertias=check_inertias,
+                  frames=frames, fixed_joints=fixed_joints, check_inertias=check_inertias,
                   allow_massless=bool(allow_massless), _constants_cache={})
         self._derive()
         self._set(**_actuation(self, actuation or {}))
@@ -588,6 +718,7 @@ class Model:
         return dict(name=self.name, gravity=self.gravity, names=self.names, parents=self.parents,
                     joints=self.joints, joint_names=self.joint_names, Xtree=self.Xtree, I=self.I,
                     body_params=self.body_params, frames=dict(self.frames),
+                    fixed_joints=dict(self.fixed_joints),
                     check_inertias=self.check_inertias, allow_massless=self.allow_massless,
                     actuation=self._actuation_fields())
 
@@ -700,6 +831,11 @@ class Model:
             None if p is None else (float(num(sp.Matrix([p[0]]), f"body {n!r} mass")[0, 0]),
                                     num(p[1], f"body {n!r} com").reshape(3), num(p[2], f"body {n!r} inertia"))
             for n, p in zip(self.names, self.body_params)]
+        fields["frames"] = {
+            n: Frame(fr.body, Transform(num(fr.X.E, f"frame {n!r} X.E"),
+                                        num(fr.X.r, f"frame {n!r} X.r").reshape(3)), n)
+            if _has_symbols(list(fr.X)) or _is_sym(fr.X.E) or _is_sym(fr.X.r) else fr
+            for n, fr in self.frames.items()}
         fields["is_symbolic"] = False
         new = Model.__new__(Model)
         new._setup(**fields)
@@ -846,6 +982,7 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
     I: list[Any] = []
     params: list[tuple[Any, Any, Any] | None] = []
     frames: dict[str, Frame] = {}
+    fixed_joints: dict[str, str] = {}  # fixed joint name -> its child body (a frame)
     where: dict[str, tuple[int, Transform | None]] = {}  # body name -> (model body index, X body<-that)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _const
         for b in ordered:
@@ -893,7 +1030,12 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
                                f"{names[parent]!r}", sym, b.name)
                     params[parent] = None
                 where[b.name] = (parent, X)
-                frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)))
+                frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)), b.name)
+                if b.joint_name is not None:
+                    if b.joint_name in fixed_joints:
+                        raise ModelError(f"duplicate joint names [{b.joint_name!r}] (fixed joints of "
+                                         f"bodies {fixed_joints[b.joint_name]!r} and {b.name!r})")
+                    fixed_joints[b.joint_name] = b.name
                 continue
             where[b.name] = (len(names), None)
             names.append(b.name)
@@ -903,9 +1045,38 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
             Xtree.append(X)
             I.append(Ibody)
             params.append((mass, com, Ic))
-            frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))))
+            frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))),
+                                   b.name)
     return dict(names=names, parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
-                body_params=params, frames=frames)
+                body_params=params, frames=frames, fixed_joints=fixed_joints)
+
+
+def _frame_tables(names, joint_names, frames, fixed_joints) -> tuple[_ReadOnlyDict, _ReadOnlyDict]:
+    """Validated, read-only ``frames`` (name -> :class:`Frame`, each carrying its name, bodies in
+    range) and ``fixed_joints`` (joint name -> the name of its child link, a key of ``frames``;
+    no name shared with a moving joint)."""
+    N = len(names)
+    out: dict[str, Frame] = {}
+    for fname, fr in dict(frames).items():
+        if not isinstance(fname, str) or not fname:
+            raise ModelError(f"frame names must be non-empty strings, got {fname!r}")
+        if not isinstance(fr, Frame):
+            raise ModelError(f"frame {fname!r} must be a symdyn.model.Frame, got {type(fr).__name__}")
+        if not -1 <= int(fr.body) < N:
+            raise ModelError(f"frame {fname!r}: body {fr.body} is out of range [-1, {N - 1}]")
+        out[fname] = fr if fr.name == fname else Frame(int(fr.body), fr.X, fname)
+    fixed: dict[str, str] = {}
+    moving = set(joint_names)
+    for jn, link in dict(fixed_joints or {}).items():
+        if not isinstance(jn, str) or not jn:
+            raise ModelError(f"joint names must be non-empty strings, got {jn!r}")
+        if jn in moving:
+            raise ModelError(f"duplicate joint names [{jn!r}]: a fixed (or locked) joint and a "
+                             "moving joint have the same name")
+        if link not in out:
+            raise ModelError(f"fixed joint {jn!r}: its child link {link!r} is not a frame of the model")
+        fixed[jn] = link
+    return _ReadOnlyDict(out), _ReadOnlyDict(fixed)
 
 
 def _scalar(x, what, sym, body: str | None = None):

@@ -394,3 +394,211 @@ def test_planar_joints_rates_by_ad():
             check(dJ, _rate_along(m, lambda x: frame_jacobian(m, x, fr, ref), q, qd), f"dJ {ref}")
             check(_rate_along(m, lambda x, v: frame_velocity(m, x, v, fr, ref), q, qd, qdd),
                   J @ qdd + dJ @ qd, f"d/dt v {ref}")
+
+
+# --- hand-made frames are validated ---------------------------------------------------------------
+
+@pytest.mark.parametrize("E, r, msg", [
+    (2 * np.eye(3), np.zeros(3), r"frame 'tip': X.E is not a rotation matrix: max \|E E\^T - I\| = 3"),
+    (np.diag([1.0, 1.0, -1.0]), np.zeros(3), r"frame 'tip': X.E is a reflection \(det\(E\) = -1\)"),
+    (np.eye(3) + 1e-4, np.zeros(3), "X.E is not a rotation matrix"),
+    (np.full((3, 3), np.nan), np.zeros(3), "frame 'tip': X.E contains NaN or inf"),
+    (np.eye(3), [0.0, np.inf, 0.0], "frame 'tip': X.r contains NaN or inf"),
+    (np.eye(3), [0.0, 1e200, 0.0], "X.r has an entry above symdyn.model.MAX_MAGNITUDE"),
+    (np.eye(2), np.zeros(3), r"X.E must have shape \(3, 3\), got \(2, 2\)"),
+    (np.eye(3), np.zeros(4), r"X.r must have shape \(3,\)"),
+    (np.eye(3), ["a", 0, 0], "X.r must be numbers"),
+    (sp.eye(3) * 2, sp.zeros(3, 1), "X.E is not a rotation matrix"),        # numeric SymPy: checked
+    (sp.eye(3), sp.Matrix([sp.nan, 0, 0]), "X.r contains NaN or inf"),
+])
+def test_hand_made_frame_is_validated(E, r, msg):
+    from symdyn.spatial import Transform
+
+    with pytest.raises(ValueError, match=msg):
+        Frame(1, Transform(E, r), "tip")
+
+
+def test_hand_made_frame_other_checks():
+    from symdyn.model import UnsupportedParameterError
+    from symdyn.spatial import Transform
+
+    I3 = np.eye(3)
+    with pytest.raises(ValueError, match=r"Frame\(body=True\): body must be a body index"):
+        Frame(True, Transform(I3, np.zeros(3)))
+    with pytest.raises(ValueError, match="body must be a body index >= 0 or -1"):
+        Frame(-2, Transform(I3, np.zeros(3)))
+    with pytest.raises(ValueError, match=r"Frame\(body=0\): X must be a Transform\(E, r\)"):
+        Frame(0, I3)
+    with pytest.raises(UnsupportedParameterError, match="CasADi SX"):
+        Frame(0, Transform(ca.SX.eye(3), np.zeros(3)))
+    # accepted: rotations to ROTATION_TOL, column vectors, symbolic placements (as a model's Xtree)
+    c, s_ = np.cos(0.3), np.sin(0.3)
+    Frame(0, Transform(np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1]]) + 1e-9, np.zeros((3, 1))))
+    a, l = sp.symbols("a l")
+    Rz = sp.Matrix([[sp.cos(a), -sp.sin(a), 0], [sp.sin(a), sp.cos(a), 0], [0, 0, 1]])
+    Frame(0, Transform(Rz, sp.Matrix([l, 0, 0])))
+    # equality: body and exact placement entries, whatever the containers; not the name
+    assert Frame(0, Transform(I3, np.zeros(3)), "a") == Frame(0, Transform(I3.copy(), [0, 0, 0]), "b")
+    assert Frame(0, Transform(I3, np.zeros(3))) != Frame(0, Transform(I3, [0, 0, 1e-12]))
+    assert Frame(0, Transform(I3, np.zeros(3))) != Frame(1, Transform(I3, np.zeros(3)))
+    assert Frame(0, Transform(sp.eye(3), sp.zeros(3, 1))) == Frame(0, Transform(I3, np.zeros(3)))
+    assert Frame(-1, Transform(((1, 0, 0), (0, 1, 0), (0, 0, 1)), (0, 0, 0))).name is None
+
+
+# --- joint frames as Pinocchio's ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ur5", "talos"])
+def test_fixed_joint_frames_match_pinocchio(name):
+    """Every Pinocchio frame (BODY: a link, JOINT: a moving joint, FIXED_JOINT: a fixed joint) is a
+    symdyn frame of that name, at the same placement; the Jacobians of the fixed-joint frames
+    equal Pinocchio's with order="linear_first" and Pinocchio's column order."""
+    from symdyn.pinocchio_bridge import matrix_to_pin
+
+    P = pair(name)
+    m, pm = P.model, P.pm
+    pd = pm.createData()
+    q, qd, _ = state(m, 6)
+    qp = P.q_pin(q)
+    pin.framesForwardKinematics(pm, pd, qp)
+    pin.computeJointJacobians(pm, pd, qp)
+    FT = pin.FrameType
+    fixed = {f.name for f in pm.frames if f.type == FT.FIXED_JOINT and f.name != "universe"}
+    assert fixed and fixed == set(m.fixed_joints)
+    if name == "ur5":
+        assert m.fixed_joints["ee_fixed_joint"] == "ee_link"
+    for fid, f in enumerate(pm.frames):
+        if f.name == "universe" or f.type not in (FT.BODY, FT.JOINT, FT.FIXED_JOINT):
+            continue
+        R, p = frame_placement(m, q, f.name)
+        check(R, pd.oMf[fid].rotation, f"{name} {f.name} R")
+        check(p, pd.oMf[fid].translation, f"{name} {f.name} p")
+        if f.type == FT.FIXED_JOINT and f.parentJoint > 0:
+            for ref, rf in PIN_REF.items():
+                J = frame_jacobian(m, q, f.name, ref, order="linear_first")
+                check(matrix_to_pin(m, J, rows=None, pin_model=pm),
+                      pin.getFrameJacobian(pm, pd, fid, rf), f"{name} {f.name} {ref} J")
+    assert set(joint_frames(m)) == set(m.joint_names) | fixed
+
+
+def test_fixed_joint_names_in_hand_built_models():
+    from symdyn.joints import Fixed, Revolute
+    from symdyn.model import Body, Model, ModelError
+    from symdyn.spatial import Transform
+
+    I3 = np.eye(3)
+    X = Transform(I3, np.array([0.0, 0.0, 0.5]))
+    bodies = [Body("a", None, Revolute("z"), joint_name="j1"),
+              Body("tool", "a", Fixed(), 0.0, X_tree=X, joint_name="weld"),
+              Body("marker", "a", Fixed(), 0.0, X_tree=X)]           # no joint name: no joint frame
+    m = Model(bodies, allow_massless=True, check_inertias="semidefinite")
+    assert dict(m.fixed_joints) == {"weld": "tool"}
+    assert resolve_frame(m, "weld") == m.frames["tool"]
+    assert resolve_frame(m, "weld").name == "weld" and m.frames["tool"].name == "tool"
+    with pytest.raises(TypeError, match="read-only"):
+        m.fixed_joints["x"] = "a"
+    assert m.replace(name="b").fixed_joints == m.fixed_joints
+    with pytest.raises(ModelError, match=r"duplicate joint names \['j1'\]"):
+        Model([*bodies[:2], Body("m2", "a", Fixed(), 0.0, joint_name="j1")], allow_massless=True,
+              check_inertias="semidefinite")
+    with pytest.raises(ModelError, match=r"duplicate joint names \['weld'\]"):
+        Model([*bodies[:2], Body("m2", "a", Fixed(), 0.0, joint_name="weld")], allow_massless=True,
+              check_inertias="semidefinite")
+    with pytest.raises(ModelError, match=r"duplicate joint names \['weld'\]"):
+        m.replace(joint_names=["weld"])
+
+
+# --- a name shared by a link and a joint ---------------------------------------------------------
+
+@pytest.mark.parametrize("robot, name, body_of_joint", [("anymal_c", "LF_HAA", "LF_HIP"),
+                                                        ("so100", "gripper", "jaw")])
+def test_name_shared_by_link_and_joint_must_be_qualified(robot, name, body_of_joint):
+    m = load_robot(robot)
+    assert name in m.frames and name in m.joint_names
+    q = m.random_q(0)
+    with pytest.raises(ValueError, match=rf"frame name '{name}' is ambiguous in model '{robot}': "
+                                         rf"it is the link '{name}' .* and the moving joint "
+                                         rf"'{name}' .*; write 'link:{name}' or 'joint:{name}'"):
+        frame_placement(m, q, name)
+    with pytest.raises(ValueError, match="ambiguous"):
+        frame_jacobian(m, q, name)
+    assert resolve_frame(m, f"link:{name}") is m.frames[name]
+    joint = resolve_frame(m, f"joint:{name}")
+    assert joint.body == m.names.index(body_of_joint) == m.joint_names.index(name)
+    assert resolve_frame(m, m.frames[name]) is m.frames[name]          # a Frame object
+    # against Pinocchio's BODY and JOINT frames of that name
+    path = str(robot_urdf(robot))
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if ROBOTS[robot].floating_base \
+        else pin.buildModelFromUrdf(path)
+    from symdyn.pinocchio_bridge import q_to_pin
+
+    pd = pm.createData()
+    pin.framesForwardKinematics(pm, pd, q_to_pin(m, q, pin_model=pm))
+    for kind, ft in (("link", pin.BODY), ("joint", pin.JOINT)):
+        R, p = frame_placement(m, q, f"{kind}:{name}")
+        oMf = pd.oMf[pm.getFrameId(name, ft)]
+        check(R, oMf.rotation, kind)
+        check(p, oMf.translation, kind)
+    with pytest.raises(KeyError, match="has no joint named 'nope'"):
+        resolve_frame(m, "joint:nope")
+    with pytest.raises(KeyError, match="has no frame or joint named 'hinge:x'"):
+        resolve_frame(m, "hinge:x")
+
+
+def test_link_and_joint_that_are_one_frame_need_no_prefix():
+    m = load_robot("z1")          # fixed joint 'gripperStator' whose child link is 'gripperStator'
+    assert m.fixed_joints["gripperStator"] == "gripperStator"
+    assert resolve_frame(m, "gripperStator") is m.frames["gripperStator"]
+    assert resolve_frame(m, "joint:gripperStator") == m.frames["gripperStator"]
+    # a moving joint named after the body it moves is that body's frame
+    chain = serial_chain(2).replace(joint_names=["link1", "j2"])
+    assert resolve_frame(chain, "link1").body == 0
+
+
+# --- row order ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ur5", "solo12"])
+def test_order_linear_first_is_pinocchios(name):
+    """order="linear_first" gives Pinocchio's rows; with Pinocchio's column order
+    (matrix_to_pin) the Jacobian and its rate equal getFrameJacobian(TimeVariation) entry by entry,
+    the velocity and classical acceleration getFrame*(...).vector."""
+    from symdyn.pinocchio_bridge import matrix_to_pin
+
+    P = pair(name)
+    m, pm = P.model, P.pm
+    pd = pm.createData()
+    q, qd, qdd = state(m, 7)
+    qp, vp, ap = P.q_pin(q), P.v_pin(qd), P.v_pin(qdd)
+    pin.forwardKinematics(pm, pd, qp, vp, ap)
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobians(pm, pd, qp)
+    pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+    for fname in P.frames(seed=2)[:3]:
+        fid = pm.getFrameId(fname, pin.BODY)
+        for ref, rf in PIN_REF.items():
+            J = frame_jacobian(m, q, fname, ref, order="linear_first")
+            Jp = pin.getFrameJacobian(pm, pd, fid, rf)
+            check(matrix_to_pin(m, J, rows=None, pin_model=pm), Jp, f"{fname} {ref} J")
+            if np.abs(Jp[:3]).max() > 1e-6 and np.abs(Jp[3:]).max() > 1e-6:  # the default differs
+                assert np.abs(matrix_to_pin(m, frame_jacobian(m, q, fname, ref), rows=None,
+                                            pin_model=pm) - Jp).max() > 1e-6
+            dJ = frame_jacobian_time_variation(m, q, qd, fname, ref, order="linear_first")
+            check(matrix_to_pin(m, dJ, rows=None, pin_model=pm),
+                  pin.getFrameJacobianTimeVariation(pm, pd, fid, rf), f"{fname} {ref} dJ")
+            check(frame_velocity(m, q, qd, fname, ref, order="linear_first"),
+                  pin.getFrameVelocity(pm, pd, fid, rf).vector, f"{fname} {ref} v")
+            check(frame_classical_acceleration(m, q, qd, qdd, fname, ref, order="linear_first"),
+                  pin.getFrameClassicalAcceleration(pm, pd, fid, rf).vector, f"{fname} {ref} a")
+            check(swap(J), frame_jacobian(m, q, fname, ref), "the default is the swap")
+    with pytest.raises(ValueError, match="order must be one of 'angular_first', 'linear_first'"):
+        frame_jacobian(m, q, fname, order="pinocchio")
+    for fn in (frame_jacobian, frame_velocity, frame_jacobian_time_variation,
+               frame_classical_acceleration):
+        assert "the reverse of Pinocchio's" in fn.__doc__ and 'order="linear_first"' in fn.__doc__
+
+
+def test_order_on_symbolic_backends():
+    m = serial_chain(3)
+    q, qd, _ = state(m, 1)
+    expect = swap(frame_jacobian(m, q, 2, "world"))
+    got = run("casadi", lambda mo, x: frame_jacobian(mo, x, 2, "world", order="linear_first"), m, q)
+    check(np.reshape(got, expect.shape), expect, "casadi linear_first")

@@ -108,11 +108,12 @@ def test_poses_and_velocities_match_mujoco(src):
     res = np.zeros(6)
     for b in range(1, mj.nbody):
         name = mb._body_name(mj, b)
-        R, p = sd.frame_placement(model, q, name)
+        link = f"link:{name}"  # MuJoCo names bodies and joints apart ("wheel_1" is both here)
+        R, p = sd.frame_placement(model, q, link)
         assert np.allclose(R, d.xmat[b].reshape(3, 3), atol=1e-12), name
         assert np.allclose(p, d.xpos[b], atol=1e-12), name
         mujoco.mj_objectVelocity(mj, d, mujoco.mjtObj.mjOBJ_XBODY, b, res, 1)  # body frame, local
-        assert np.allclose(sd.frame_velocity(model, q, v, name, reference="local"), res,
+        assert np.allclose(sd.frame_velocity(model, q, v, link, reference="local"), res,
                            atol=1e-10), name
     body_names = {mb._body_name(mj, b) for b in range(1, mj.nbody)}
     for s in range(mj.nsite):
@@ -121,7 +122,7 @@ def test_poses_and_velocities_match_mujoco(src):
             continue
         if name in body_names:   # MuJoCo names sites and bodies apart; symdyn renames the site
             name = f"site:{name}"
-        R, p = sd.frame_placement(model, q, name)
+        R, p = sd.frame_placement(model, q, model.frames[name])  # (a joint may share the name)
         assert np.allclose(R, d.site_xmat[s].reshape(3, 3), atol=1e-12), name
         assert np.allclose(p, d.site_xpos[s], atol=1e-12), name
 

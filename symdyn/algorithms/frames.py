@@ -6,18 +6,24 @@ coordinates, ``X.r`` is the frame origin in body coordinates); ``body == -1`` is
 function here accepts, as ``frame``,
 
 * a link name: ``model.frames[name]`` (every URDF link, fixed links such as end effectors included);
-* a joint name (a name of ``model.joint_names`` that is not also a link name): the joint's
-  *successor* frame, i.e. the frame of the body that the joint moves (``Frame(i, identity)`` for
-  ``model.joint_names[i]``). URDF puts the child link frame on the joint frame, so this is also
-  Pinocchio's ``JOINT`` frame of that name (``data.oMi``); see :func:`joint_frames` for the
-  predecessor side;
+* a joint name: for a moving joint (``model.joint_names``) its *successor* frame, i.e. the frame
+  of the body that the joint moves (``Frame(i, identity)`` for ``model.joint_names[i]``); URDF
+  puts the child link frame on the joint frame, so this is Pinocchio's ``JOINT`` frame of that
+  name (``data.oMi``); see :func:`joint_frames` for the predecessor side. For a joint that does
+  not move (``model.fixed_joints``: fixed URDF joints such as ur5's ``ee_fixed_joint``, joints
+  locked by ``model.reduced``) its child link's frame, Pinocchio's ``FIXED_JOINT`` frame;
+* ``"link:NAME"`` or ``"joint:NAME"`` where a link and a joint share ``NAME`` and are different
+  frames (anymal_c's ``LF_HAA``, so100's ``gripper``): the bare name is then refused with a
+  ``ValueError`` saying so (:func:`resolve_frame`);
 * a body index ``i`` (the body frame, ``Frame(i, identity)``), or a :class:`~symdyn.model.Frame`.
 
 Conventions (symdyn vs Pinocchio)
 ---------------------------------
 Spatial motion vectors are ``[angular; linear]`` = ``[omega; v]`` in symdyn; Pinocchio's
-``Motion.vector`` and the rows of its Jacobians are ``[linear; angular]`` (swap the two 3-blocks
-to compare). The three references are Pinocchio's:
+``Motion.vector`` and the rows of its Jacobians are ``[linear; angular]``. **The functions here
+have Pinocchio's names and references but return rows ``[angular; linear]`` by default**: pass
+``order="linear_first"`` to get Pinocchio's row order (the two 3-row blocks swapped; see
+:data:`ORDERS`). The three references are Pinocchio's:
 
 * ``"local"`` (``pin.LOCAL``): frame coordinates; ``v`` is the velocity of the frame origin.
 * ``"world"`` (``pin.WORLD``): world coordinates of the spatial velocity, whose linear part is the
@@ -61,59 +67,120 @@ FrameRef = Any
 
 REFERENCES = ("local", "world", "local_world_aligned")
 
-__all__ = ["FrameRef", "REFERENCES", "frame_classical_acceleration", "frame_jacobian",
+__all__ = ["FrameRef", "KINDS", "ORDERS", "REFERENCES", "frame_classical_acceleration", "frame_jacobian",
            "frame_jacobian_time_variation", "frame_placement", "frame_velocity", "joint_frames",
            "resolve_frame"]
 
 
 # --- frame names ---------------------------------------------------------------------------------
 
-def _identity_frame(body: int):
+def _identity_frame(body: int, name: str | None = None):
     from ..model import Frame
 
-    return Frame(body, Transform(((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), (0.0, 0.0, 0.0)))
+    return Frame(body, Transform(((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), (0.0, 0.0, 0.0)),
+                 name)
 
 
 def joint_frames(model: Model, side: str = "child") -> dict[str, Frame]:
-    """Frames of the moving joints by joint name (``model.joint_names``).
+    """Frames of the joints by joint name.
 
     ``side="child"`` (what a joint name resolves to elsewhere in this module): the successor
-    frame, rigidly attached to body ``i`` and equal to its body frame, ``Frame(i, identity)``;
-    it moves with the joint (Pinocchio's ``JOINT`` frame, ``data.oMi[joint]``). ``side="parent"``:
-    the predecessor frame ``Frame(parents[i], Xtree[i])`` fixed on the parent body (``-1``: the
-    world), in which the joint axis is given; the two coincide where the joint transform is the
-    identity (q = 0 for revolute and prismatic joints).
+    frame of each moving joint (``model.joint_names``), rigidly attached to body ``i`` and equal
+    to its body frame, ``Frame(i, identity)``; it moves with the joint (Pinocchio's ``JOINT``
+    frame, ``data.oMi[joint]``). Then the joints that do not move (``model.fixed_joints``: fixed
+    URDF joints and joints locked by ``model.reduced``), each the frame of its child link
+    (Pinocchio's ``FIXED_JOINT`` frames).
 
-    Fixed URDF joints are merged away by the Model and their names are not kept; their child
-    link is in ``model.frames`` under the link's name.
+    ``side="parent"``: the predecessor frame of each moving joint, ``Frame(parents[i],
+    Xtree[i])`` fixed on the parent body (``-1``: the world), in which the joint axis is given;
+    it coincides with the successor frame where the joint transform is the identity (q = 0 for
+    revolute and prismatic joints). Fixed and locked joints have one frame (the child side, as
+    in Pinocchio) and are not listed here.
     """
     from ..model import Frame
 
     if side == "child":
-        return {n: _identity_frame(i) for i, n in enumerate(model.joint_names)}
+        out = {n: _identity_frame(i, n) for i, n in enumerate(model.joint_names)}
+        out.update({n: Frame(model.frames[link].body, model.frames[link].X, n)
+                    for n, link in model.fixed_joints.items()})
+        return out
     if side == "parent":
-        return {n: Frame(model.parents[i], model.Xtree[i]) for i, n in enumerate(model.joint_names)}
+        return {n: Frame(model.parents[i], model.Xtree[i], n) for i, n in enumerate(model.joint_names)}
     raise ValueError(f"side must be 'child' or 'parent', got {side!r}")
 
 
+#: Prefixes that say which kind of frame a name means where a link and a joint share it.
+KINDS = ("link", "joint")
+
+
+def _lookup(model: Model, name: str):
+    """(link frame or None, joint frame or None, whether they are one frame) for an exact name."""
+    from ..model import Frame
+
+    link = model.frames.get(name)
+    joint = None
+    if name in model.joint_names:
+        joint = _identity_frame(model.joint_names.index(name), name)
+    elif name in model.fixed_joints:
+        child = model.frames[model.fixed_joints[name]]
+        joint = Frame(child.body, child.X, name)
+    return link, joint, link is not None and joint is not None and link == joint
+
+
+def _joint_description(model: Model, name: str) -> str:
+    if name in model.joint_names:
+        i = model.joint_names.index(name)
+        return f"the moving joint {name!r} (frame of body {model.names[i]!r}, moving with it)"
+    return f"the fixed joint {name!r} (frame of its child link {model.fixed_joints[name]!r})"
+
+
 def resolve_frame(model: Model, frame: FrameRef) -> Frame:
-    """The :class:`~symdyn.model.Frame` that ``frame`` names: a link name (``model.frames``), a
-    joint name (its successor frame, see :func:`joint_frames`), a body index or a Frame."""
+    """The :class:`~symdyn.model.Frame` that ``frame`` names.
+
+    * a name: a link (``model.frames``), a moving joint (its successor frame, see
+      :func:`joint_frames`) or a fixed or locked joint (``model.fixed_joints``: its child link's
+      frame). A name that is both a link and a joint with different frames (anymal_c's
+      ``LF_HAA``: the link before the joint ``LF_HAA``) raises ``ValueError``: qualify it as
+      ``"link:LF_HAA"`` or ``"joint:LF_HAA"``. A link and a joint that are one frame (the same
+      body, exactly equal placements: e.g. a fixed joint named after its own child link, z1's
+      ``gripperStator``) need no prefix. An exact name always wins over a prefix (a
+      link literally named ``"joint:x"`` is that link);
+    * a body index ``i``: the body frame ``Frame(i, identity)``;
+    * a :class:`~symdyn.model.Frame` (e.g. ``model.frames["tool0"]`` or a hand-made one).
+
+    Raises ``KeyError`` for unknown names, ``ValueError`` for ambiguous names and out-of-range
+    bodies, ``TypeError`` for other types."""
     from ..model import Frame
 
     if isinstance(frame, Frame):
         b = frame.body
         if isinstance(b, bool) or not hasattr(b, "__index__") or not -1 <= b.__index__() < model.N:
             raise ValueError(f"frame body {b!r} is out of range [-1, {model.N - 1}]")
-        return frame if type(b) is int else Frame(b.__index__(), frame.X)
+        return frame if type(b) is int else Frame(b.__index__(), frame.X, frame.name)
     if isinstance(frame, str):
-        if frame in model.frames:
-            return model.frames[frame]
-        if frame in model.joint_names:
-            return _identity_frame(model.joint_names.index(frame))
-        known = sorted(model.frames)
-        raise KeyError(f"model {model.name!r} has no frame or joint named {frame!r}; frames: "
-                       f"{', '.join(known[:20])}{', ...' if len(known) > 20 else ''}")
+        link, joint, same = _lookup(model, frame)
+        if link is not None and joint is not None and not same:
+            where = "the world" if link.body < 0 else f"body {model.names[link.body]!r}"
+            raise ValueError(
+                f"frame name {frame!r} is ambiguous in model {model.name!r}: it is the link "
+                f"{frame!r} (on {where}) "
+                f"and {_joint_description(model, frame)}, two different frames; write "
+                f"'link:{frame}' or 'joint:{frame}' to choose (or pass a symdyn.model.Frame, e.g. "
+                f"model.frames[{frame!r}] for the link)")
+        if link is not None or joint is not None:
+            return link if link is not None else joint
+        kind, sep, rest = frame.partition(":")
+        if sep and kind in KINDS:
+            link, joint, _ = _lookup(model, rest)
+            found = link if kind == "link" else joint
+            if found is None:
+                raise KeyError(f"model {model.name!r} has no {kind} named {rest!r}"
+                               + (f" (there is a {'joint' if kind == 'link' else 'link'} of that "
+                                  "name)" if (link or joint) is not None else ""))
+            return found
+        known = sorted(set(model.frames) | set(model.joint_names) | set(model.fixed_joints))
+        raise KeyError(f"model {model.name!r} has no frame or joint named {frame!r}; frames and "
+                       f"joints: {', '.join(known[:20])}{', ...' if len(known) > 20 else ''}")
     if isinstance(frame, bool) or not hasattr(frame, "__index__"):
         raise TypeError(f"frame must be a frame or joint name, a body index or a Frame, "
                         f"got {type(frame).__name__}")
@@ -234,11 +301,27 @@ def _linear_plus(B, x, w, u):
 
 # --- public functions ----------------------------------------------------------------------------
 
+#: Row orders of the 6-row outputs: symdyn's ``[angular; linear]`` (default) or Pinocchio's
+#: ``[linear; angular]``.
+ORDERS = ("angular_first", "linear_first")
+
+def _check_order(order: str) -> None:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(map(repr, ORDERS))}, got {order!r} "
+                         "('angular_first': symdyn's [angular; linear] rows; 'linear_first': "
+                         "Pinocchio's [linear; angular])")
+
+
+def _in_order(B, x, order: str):
+    return x if order == "angular_first" else B.vcat([B.rows(x, 3, 6), B.rows(x, 0, 3)])
+
+
 def frame_placement(model: Model, q: Array, frame: FrameRef, *,
                     backend: str | None = None) -> tuple[Array, Array]:
     """``(R, p)``: ``R`` (3x3) rotates frame coordinates into world coordinates and ``p`` (3) is
     the frame origin in world coordinates (Pinocchio: ``data.oMf[id].rotation``,
-    ``data.oMf[id].translation``)."""
+    ``data.oMf[id].translation``). ``frame``: a link or joint name, a body index or a
+    :class:`~symdyn.model.Frame` (:func:`resolve_frame`)."""
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     fr = resolve_frame(model, frame)
     K = path_kinematics(B, model, qs, bodies=[fr.body])
@@ -247,15 +330,23 @@ def frame_placement(model: Model, q: Array, frame: FrameRef, *,
 
 
 def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference: str = "local",
-                   *, backend: str | None = None) -> Array:
+                   *, order: str = "angular_first", backend: str | None = None) -> Array:
     """Spatial velocity ``[omega; v]`` (6) of ``frame`` in ``reference`` (module docstring):
     ``"local"`` frame coordinates (v: frame origin velocity), ``"world"`` world coordinates (v:
     velocity of the body point at the world origin), ``"local_world_aligned"`` the frame origin
     velocity in world axes. Equals ``frame_jacobian(model, q, frame, reference) @ qd``.
-    Pinocchio's ``getFrameVelocity(..., rf).vector`` is ``[v; omega]``."""
+
+    **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameVelocity(...).vector``**
+    **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
+    which swaps the two 3-row blocks and nothing else.
+    """
     _check_reference(reference)
+    _check_order(order)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    fr = resolve_frame(model, frame)
+    return _in_order(B, _velocity(B, model, qs, vs, resolve_frame(model, frame), reference), order)
+
+
+def _velocity(B, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
@@ -271,14 +362,25 @@ def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference
 
 
 def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "local", *,
-                   backend: str | None = None) -> Array:
-    """Frame Jacobian (6 x nv, rows ``[angular; linear]``) with
-    ``frame_velocity(model, q, qd, frame, reference) = J qd`` (Pinocchio's ``getFrameJacobian``,
-    whose rows are ``[linear; angular]`` and whose free-flyer columns are ``[v; omega]``).
-    Columns of joints that do not support the frame are zero."""
+                   order: str = "angular_first", backend: str | None = None) -> Array:
+    """Frame Jacobian (6 x nv, rows ``[angular; linear]``: NOT Pinocchio's order, see below) with
+    ``frame_velocity(model, q, qd, frame, reference) = J qd``: Pinocchio's ``getFrameJacobian``
+    with its rows swapped. Columns of joints that do not support the frame
+    are zero.
+
+    **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameJacobian``**
+    **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
+    which swaps the two 3-row blocks and nothing else. The columns stay over symdyn's speeds (free-flyer ``[omega; v]``, Pinocchio's
+    ``[v; omega]``; Pinocchio's column order: ``symdyn.pinocchio_bridge.matrix_to_pin(model, J,
+    rows=None, pin_model=pm)``).
+    """
     _check_reference(reference)
+    _check_order(order)
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
-    fr = resolve_frame(model, frame)
+    return _in_order(B, _jacobian(B, model, qs, resolve_frame(model, frame), reference), order)
+
+
+def _jacobian(B, model, qs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, bodies=[fr.body])
@@ -304,18 +406,30 @@ def _world_jacobian_rate(B, model, K, body):
 
 
 def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: FrameRef,
-                                  reference: str = "local", *,
+                                  reference: str = "local", *, order: str = "angular_first",
                                   backend: str | None = None) -> Array:
     """``dJ/dt`` (6 x nv): the time derivative of :func:`frame_jacobian` for the same reference
     while ``q`` moves with speeds ``qd`` (Pinocchio's ``getFrameJacobianTimeVariation`` after
-    ``computeJointJacobiansTimeVariation``; rows ``[angular; linear]`` here).
+    ``computeJointJacobiansTimeVariation``, with its rows swapped: rows 0-2 angular, 3-5 linear).
 
     world: column j is ``v0_j x J0_j`` (+ the apparent derivative of S_j for planar joints);
     local: ``^fX_0 (dJ0 - v0_f x J0)``; local_world_aligned: ``[dJ0_w; dJ0_v - p x dJ0_w -
-    pdot x J0_w]``."""
+    pdot x J0_w]``.
+
+    **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameJacobianTimeVariation``**
+    **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
+    which swaps the two 3-row blocks and nothing else. The columns stay over symdyn's speeds (free-flyer ``[omega; v]``, Pinocchio's
+    ``[v; omega]``; Pinocchio's column order: ``symdyn.pinocchio_bridge.matrix_to_pin(model, J,
+    rows=None, pin_model=pm)``).
+    """
     _check_reference(reference)
+    _check_order(order)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    fr = resolve_frame(model, frame)
+    return _in_order(B, _jacobian_rate(B, model, qs, vs, resolve_frame(model, frame), reference),
+                     order)
+
+
+def _jacobian_rate(B, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
@@ -332,19 +446,30 @@ def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: Fram
 
 
 def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: FrameRef,
-                                 reference: str = "local", *,
+                                 reference: str = "local", *, order: str = "angular_first",
                                  backend: str | None = None) -> Array:
     """Classical acceleration ``[alpha; a]`` (6) of ``frame`` (Pinocchio's
     ``getFrameClassicalAcceleration``: the spatial acceleration plus ``[0; omega x v]`` in the same
-    reference). ``"local"``/``"local_world_aligned"``: ``a`` is the frame origin's acceleration
-    ``pddot`` in frame / world axes; ``"world"``: the acceleration of the body point at the world
-    origin. Gravity is not included. With ``qdd = 0`` this is the task-space drift; for
-    ``"local_world_aligned"`` it equals ``frame_jacobian_time_variation(...) @ qd`` (the other
-    references add ``[0; omega x v]``, see the module docstring)."""
+    reference, whose ``.vector`` is ``[a; alpha]``). ``"local"``/``"local_world_aligned"``: ``a``
+    is the frame origin's acceleration ``pddot`` in frame / world axes; ``"world"``: the
+    acceleration of the body point at the world origin. Gravity is not included. With ``qdd = 0``
+    this is the task-space drift; for ``"local_world_aligned"`` it equals
+    ``frame_jacobian_time_variation(...) @ qd`` (the other references add ``[0; omega x v]``, see
+    the module docstring).
+
+    **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameClassicalAcceleration(...).vector``**
+    **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
+    which swaps the two 3-row blocks and nothing else.
+    """
     _check_reference(reference)
+    _check_order(order)
     B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend)
-    fr = resolve_frame(model, frame)
+    return _in_order(B, _classical(B, model, qs, vs, us, resolve_frame(model, frame), reference),
+                     order)
+
+
+def _classical(B, model, qs, vs, us, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, us, bodies=[fr.body])
