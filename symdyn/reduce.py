@@ -8,8 +8,12 @@ children hang from the parent through the same transform, and every frame of the
 link, fixed links merged into it earlier) stays in ``model.frames`` as a frame of the body it was
 merged into (a locked body on the world becomes a world frame, ``body == -1``, and its inertia no
 longer counts). Remaining joints keep their order, names and actuation data (limits, armature,
-damping, friction). Mimic relations: locking a master locks its mimic joints at
-``multiplier * value + offset`` too; a locked mimic joint simply leaves ``model.mimic``.
+damping, friction). Each locked joint's name becomes a frame (``model.fixed_joints``: joint name
+-> its child link, whose frame it is), as Pinocchio keeps a locked joint as a FIXED_JOINT frame.
+A lock value outside the joint's position limits (``model.limits``) gives a ``UserWarning``
+naming the joint, the value and the limits (the model is built all the same). Mimic relations:
+locking a master locks its mimic joints at ``multiplier * value + offset`` too; a locked mimic
+joint simply leaves ``model.mimic``.
 
 Mimic joints (URDF ``<mimic>``): symdyn loads them as independent joints and records the relation
 ``q_mimic = multiplier * q_master + offset`` in ``model.mimic`` (name -> :class:`~symdyn.model.Mimic`).
@@ -27,6 +31,8 @@ independent coordinates, the master's actuator driving its mimic joints).
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -103,7 +109,40 @@ def lock_values(model: "Model", lock: Any) -> dict[str, list]:
     for jn, m in model.mimic.items():
         if m.master in out and jn not in out:
             out[jn] = [m.multiplier * out[m.master][0] + m.offset]
+    if not sym:
+        _warn_outside_limits(model, out, lock)
     return out
+
+
+def _warn_outside_limits(model: "Model", values: dict[str, list], given: Mapping) -> None:
+    """A ``UserWarning`` naming each locked joint whose value lies outside its position limits
+    (``model.limits.lower``/``upper``), with the value and the limits."""
+    lower, upper = model.limits.lower, model.limits.upper
+    bad = []
+    for jn, vals in values.items():
+        i = model.joint_names.index(jn)
+        a, _ = model.q_idx[i]
+        for k, v in enumerate(vals):
+            lo, up = float(lower[a + k]), float(upper[a + k])
+            if not lo <= float(v) <= up:
+                entry = f"[{k}]" if len(vals) > 1 else ""
+                how = ("" if jn in given and given[jn] is not None else
+                       " (its neutral value)" if jn in given else
+                       f" (from its mimic relation to {model.mimic[jn].master!r})")
+                bad.append(f"joint {jn!r}{entry} = {float(v):g}{how} is outside its limits "
+                           f"[{lo:g}, {up:g}]")
+    if bad:
+        warnings.warn(f"model {model.name!r}: locking outside the joint limits: {'; '.join(bad)}",
+                      UserWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning raised by the caller at the first frame outside
+    symdyn (the user's call to ``model.reduced``, ``load_urdf(lock=...)``, ...)."""
+    f, level = sys._getframe(1), 1
+    while f is not None and str(f.f_globals.get("__name__", "")).split(".")[0] == "symdyn":
+        f, level = f.f_back, level + 1
+    return level
 
 
 def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "Model":
@@ -166,7 +205,10 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
             continue
         k, Xw = where[fr.body]
         X = fr.X if Xw is None else spatial.compose(Bk, Transform(fr.X.E, fr.X.r), Xw)
-        frames[fname] = Frame(k, Transform(_freeze(X.E), _freeze(X.r)))
+        frames[fname] = Frame(k, Transform(_freeze(X.E), _freeze(X.r)), fname)
+    # locked joints become fixed joints: their frame is their body's (child link) frame
+    fixed_joints = dict(model.fixed_joints)
+    fixed_joints.update({jn: model.names[i] for i, jn in enumerate(model.joint_names) if jn in values})
 
     def take(arr, idx):
         return np.concatenate([arr[a:b] for a, b in idx]) if idx else np.zeros(0)
@@ -183,7 +225,8 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
     new = Model.__new__(Model)
     new._setup(name=model.name if name is None else name, gravity=model.gravity, names=names,
                parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
-               body_params=params, frames=frames, check_inertias=model.check_inertias,
+               body_params=params, frames=frames, fixed_joints=fixed_joints,
+               check_inertias=model.check_inertias,
                allow_massless=model.allow_massless, is_symbolic=sym, actuation=actuation)
     return new
 

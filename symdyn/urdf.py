@@ -9,12 +9,18 @@ Conventions mapped (URDF -> symdyn)
 * Joint types: revolute and continuous -> :class:`~symdyn.joints.Revolute` (Pinocchio
   stores a continuous joint as (cos, sin) with nq = 2, symdyn as the angle), prismatic ->
   ``Prismatic``, fixed -> ``Fixed`` (merged into the parent by the Model; the link stays a named
-  frame in ``model.frames``), floating -> ``Floating``, planar -> ``Planar`` (only with axis ``0 0 1``).
+  frame in ``model.frames`` and the joint's name a frame in ``model.fixed_joints``), floating ->
+  ``Floating``, planar -> ``Planar`` (only with axis ``0 0 1``).
   Visuals and collisions are ignored.
 * Actuation data (:class:`~symdyn.model.Model` fields): ``<limit lower upper velocity effort>`` ->
-  ``model.limits`` (not required here, unlike urdfdom; a missing ``lower``/``upper`` is -inf/+inf
-  where urdfdom reads 0, a missing ``velocity``/``effort`` +inf; continuous, floating and planar
-  joints are unlimited in position whatever the file says); ``<dynamics damping friction>`` ->
+  ``model.limits``. A missing ``lower`` or ``upper`` is 0, the URDF specification's default (as
+  urdfdom and Pinocchio read it): a revolute or prismatic joint whose ``<limit>`` gives neither
+  has the position range [0, 0]. Continuous, floating and planar joints are unlimited in position
+  whatever the file says. Deviation from the specification, which requires ``<limit>`` with
+  ``velocity`` and ``effort`` on revolute and prismatic joints (urdfdom, hence Pinocchio, refuses
+  files without them): symdyn loads such files, reading a missing ``<limit>`` element as no
+  position limits (-inf, +inf) and a missing ``velocity`` or ``effort`` as +inf (unknown), since
+  no dynamics algorithm uses the limits. ``<dynamics damping friction>`` ->
   ``model.damping``, ``model.friction`` (missing: 0). Armature (rotor inertia) is not part of
   URDF: pass ``armature=`` (a number, a dict joint name -> number, or nv numbers).
 * ``<mimic joint multiplier offset>`` (``q = multiplier * q_master + offset``; defaults 1, 0):
@@ -22,7 +28,10 @@ Conventions mapped (URDF -> symdyn)
   relation in ``model.mimic`` (chains of mimic joints resolved to the independent joint); the
   coupled dynamics comes from :mod:`symdyn.reduce` (``mimic_crba``, ``mimic_rnea``,
   ``mimic_aba``, ``expand_mimic``, ``mimic_matrix``); ``mimic="error"`` refuses files with mimic
-  joints, naming the first one. A ``<mimic>`` on a fixed joint has no coordinate to couple and is
+  joints, naming the first one. A ``<mimic>`` naming a joint that does not exist is an error;
+  ``mimic="ignore"`` loads such joints as independent joints without coupling (a ``UserWarning``
+  names them; the other relations are recorded as with ``"independent"``), which is how Pinocchio
+  loads example-robot-data's ``alex_psyonic_hands.urdf``. A ``<mimic>`` on a fixed joint has no coordinate to couple and is
   ignored (talos's URDFs have such leftovers).
 * ``<inertial>``: CoM = origin xyz; the inertia tensor (about the CoM, inertial-frame axes) is rotated
   into link axes, ``Ic = R I R^T``. A link without ``<inertial>`` is massless (zero inertia), as in
@@ -47,6 +56,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.parsers import expat
@@ -239,7 +249,7 @@ def _read(source) -> tuple[bytes | str, str]:
 
 # --- loader ---------------------------------------------------------------------------------------
 
-MIMIC_MODES = ("independent", "error")
+MIMIC_MODES = ("independent", "ignore", "error")
 
 
 def _actuation(ctx: _Ctx, j, jname: str, joint) -> tuple:
@@ -255,9 +265,9 @@ def _actuation(ctx: _Ctx, j, jname: str, joint) -> tuple:
         for k in ("velocity", "effort"):
             if vals.get(k, 0.0) < 0:
                 raise ctx.error(owner, lim, f"<limit {k}={lim.get(k)!r}>: must be >= 0")
-        if j.get("type") != "continuous":
-            lower = [vals.get("lower", -math.inf)]
-            upper = [vals.get("upper", math.inf)]
+        if j.get("type") != "continuous":  # the URDF specification's defaults: lower = upper = 0
+            lower = [vals.get("lower", 0.0)]
+            upper = [vals.get("upper", 0.0)]
             if lower[0] > upper[0]:
                 raise ctx.error(owner, lim, f"<limit lower={lim.get('lower')!r} "
                                             f"upper={lim.get('upper')!r}>: lower > upper")
@@ -279,8 +289,11 @@ def _actuation(ctx: _Ctx, j, jname: str, joint) -> tuple:
 
 
 def _mimics(ctx: _Ctx, elements: dict, kinds: dict, mode: str) -> dict:
-    """joint name -> (master, multiplier, offset) with chains resolved to the independent joint."""
+    """joint name -> (master, multiplier, offset) with chains resolved to the independent joint.
+    ``mode="ignore"``: a ``<mimic>`` whose master joint does not exist is skipped (one
+    ``UserWarning`` lists them); ``"error"``: any ``<mimic>`` is refused."""
     raw = {}
+    skipped: list[str] = []
     for jname, j in elements.items():
         m = j.find("mimic")
         if m is None or kinds[jname] == "fixed":  # a fixed joint has no coordinate to couple
@@ -294,7 +307,13 @@ def _mimics(ctx: _Ctx, elements: dict, kinds: dict, mode: str) -> dict:
         if not master:
             raise ctx.error(owner, m, "<mimic> has no 'joint' attribute")
         if master not in elements:
-            raise ctx.error(owner, m, f"<mimic joint={master!r}>: no such joint")
+            if mode == "ignore":
+                line = ctx.lines.get(m)
+                skipped.append(f"{jname!r} (mimics {master!r}" + (f", line {line})" if line else ")"))
+                continue
+            raise ctx.error(owner, m, f"<mimic joint={master!r}>: no such joint; pass "
+                                      "mimic='ignore' to load this joint as an independent joint "
+                                      "(the relation is dropped, with a warning)")
         for k in (jname, master):
             if kinds[k] not in ("revolute", "continuous", "prismatic"):
                 raise ctx.error(owner, m, f"<mimic joint={master!r}>: joint {k!r} is {kinds[k]!r}; "
@@ -303,6 +322,10 @@ def _mimics(ctx: _Ctx, elements: dict, kinds: dict, mode: str) -> dict:
         mult = float(ctx.numbers(owner, m, "multiplier", 1, (1.0,))[0])
         off = float(ctx.numbers(owner, m, "offset", 1, (0.0,))[0])
         raw[jname] = (master, mult, off)
+    if skipped:
+        warnings.warn(f"{ctx.label}: mimic='ignore': <mimic> tags naming a joint that does not "
+                      f"exist were ignored; these joints load as independent joints without "
+                      f"coupling: {', '.join(skipped)}", UserWarning, stacklevel=3)
     out = {}
     for jname, (master, mult, off) in raw.items():
         seen = {jname}
@@ -326,14 +349,19 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
     Bodies are the non-fixed links in depth-first order from the root (children in document
     order), named after their links; ``model.joint_names[i]`` is the URDF joint moving body i
     (``"root_joint"`` for the floating base). Every link, fixed ones included, is a frame in
-    ``model.frames``. See the module docstring for the conventions and the inertia policy.
+    ``model.frames``, and every fixed joint is a frame too (``model.fixed_joints``: joint name ->
+    child link, whose frame the joint's frame is; Pinocchio's FIXED_JOINT frames). See the module
+    docstring for the conventions and the inertia policy.
 
     ``max_bodies``: refuse files with more ``<link>`` elements than this, right after parsing
     (default :data:`symdyn.model.MAX_BODIES` or the environment variable ``SYMDYN_MAX_BODIES``).
 
     Actuation data (see the module docstring): ``model.limits``, ``model.damping``,
     ``model.friction`` from the file; ``armature``: a number, a dict joint name -> number, or nv
-    numbers (default 0); ``mimic``: ``"independent"`` (record ``model.mimic``) or ``"error"``.
+    numbers (default 0); ``mimic``: ``"independent"`` (record ``model.mimic``; a ``<mimic>``
+    naming a missing joint is an error), ``"ignore"`` (the same, but a ``<mimic>`` naming a
+    missing joint is skipped with a ``UserWarning`` and its joint loads as an independent joint)
+    or ``"error"`` (refuse any ``<mimic>``).
     ``lock``: joints to lock after loading (names or a dict name -> value), as
     :meth:`Model.reduced <symdyn.model.Model.reduced>`.
 
@@ -422,7 +450,8 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
         mass, com, Ic = _link_inertia(ctx, links[lname])
         if lname == roots[0]:
             joint = make_joint("floating" if floating_base else "fixed")
-            bodies.append(Body(lname, None, joint, mass, com, Ic, joint_name="root_joint"))
+            bodies.append(Body(lname, None, joint, mass, com, Ic,
+                               joint_name="root_joint" if floating_base else None))
             continue
         jname, parent, j = parent_joint[lname]
         R, xyz = ctx.origin(f"joint {jname!r}", j)

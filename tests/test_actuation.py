@@ -84,7 +84,8 @@ def test_urdf_limits_dynamics_and_defaults():
     lim = m.limits
     assert isinstance(lim, Limits)
     inf = math.inf
-    np.testing.assert_array_equal(lim.lower, [-1.5, -inf, -inf, 0.0, -inf])  # j2 continuous
+    # j2 continuous; j3 gives no lower: the URDF default 0; j5 has no <limit>: unlimited
+    np.testing.assert_array_equal(lim.lower, [-1.5, -inf, 0.0, 0.0, -inf])
     np.testing.assert_array_equal(lim.upper, [2.0, inf, 0.04, 0.04, inf])
     np.testing.assert_array_equal(lim.velocity, [3, inf, 0.2, inf, inf])
     np.testing.assert_array_equal(lim.effort, [40, 10, inf, inf, inf])

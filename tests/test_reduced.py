@@ -8,6 +8,7 @@ backend, floating base, spherical and planar joints, symbolic parameters), again
 values), and through ``load_robot(..., lock=)``, spec strings and ``symdyn demo --lock``.
 """
 import importlib.util
+import warnings
 
 import casadi as ca
 import numpy as np
@@ -233,7 +234,7 @@ def pin_reduced_pair(name, lock):
 @pytest.mark.parametrize("name, lock", [
     ("panda", {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0}),
     ("panda", {"panda_finger_joint1": 0.03, "panda_finger_joint2": 0.03, "panda_joint4": -1.2}),
-    ("talos", {"arm_left_4_joint": 0.3, "leg_right_3_joint": -0.4, "torso_1_joint": 0.2,
+    ("talos", {"arm_left_4_joint": -0.3, "leg_right_3_joint": -0.4, "torso_1_joint": 0.2,
                "head_2_joint": 0.1, "arm_right_7_joint": -0.25}),
 ])
 def test_against_pinocchio_build_reduced_model(name, lock):
@@ -251,6 +252,28 @@ def test_against_pinocchio_build_reduced_model(name, lock):
         assert np.abs(sd.rnea(red, q, v, a)[P] - tp).max() <= 1e-12 * np.abs(tp).max()
         ap = pin.aba(pm, pd, qp, v[P], a[P])
         assert np.abs(sd.aba(red, q, v, a)[P] - ap).max() <= 1e-12 * np.abs(ap).max()
+        check_frames_against_pinocchio(pin, red, pm, pd, q, qp)
+
+
+def check_frames_against_pinocchio(pin, model, pm, pd, q, qp):
+    """Every Pinocchio frame (but ``universe``) is a symdyn frame of the same name and kind at the
+    same placement: BODY frames are links, JOINT frames moving joints, FIXED_JOINT frames fixed or
+    locked joints (``model.fixed_joints``)."""
+    FT = pin.FrameType
+    pin.framesForwardKinematics(pm, pd, qp)
+    kinds = {FT.BODY: "link", FT.JOINT: "joint", FT.FIXED_JOINT: "joint"}
+    names: dict = {FT.BODY: set(), FT.JOINT: set(), FT.FIXED_JOINT: set()}
+    for fid, f in enumerate(pm.frames):
+        if f.name == "universe" or f.type not in kinds:
+            continue
+        names[f.type].add(f.name)
+        R, p = sd.frame_placement(model, q, f"{kinds[f.type]}:{f.name}")
+        scale = max(1.0, float(np.abs(pd.oMf[fid].translation).max()))
+        assert np.abs(R - pd.oMf[fid].rotation).max() <= 1e-12, f.name
+        assert np.abs(p - pd.oMf[fid].translation).max() <= 1e-12 * scale, f.name
+    assert names[FT.BODY] == set(model.frames)
+    assert names[FT.JOINT] == set(model.joint_names)
+    assert names[FT.FIXED_JOINT] == set(model.fixed_joints)
 
 
 # --- load_robot, specs, CLI ----------------------------------------------------------------------
@@ -291,3 +314,55 @@ def test_cli_lock_option(capsys):
     rc = main(["demo", "--model", "serial:3", "--lock", "nope", "--backends", "numpy"])
     err = capsys.readouterr().err
     assert rc == 2 and "symdyn demo: error: cannot lock 'nope'" in err
+
+
+# --- locked joints as frames, lock values outside the limits ---------------------------------------
+
+def test_locked_joints_become_frames():
+    full = sd.load_robot("ur5")
+    lock = {"shoulder_lift_joint": -0.7, "wrist_2_joint": 1.1}
+    red = full.reduced(lock)
+    assert set(red.fixed_joints) == set(full.fixed_joints) | set(lock)
+    assert red.fixed_joints["shoulder_lift_joint"] == "upper_arm_link"
+    assert "shoulder_lift_joint" not in full.fixed_joints  # the full model is unchanged
+    q_r = red.random_q(3)
+    q, _ = full_state(full, red, q_r, lock)
+    for jn in lock:  # the joint's (child side) frame, where the joint name pointed before locking
+        for a, b in zip(sd.frame_placement(red, q_r, jn), sd.frame_placement(full, q, jn)):
+            np.testing.assert_allclose(a, b, atol=1e-13)
+    assert sd.joint_frames(red)["wrist_2_joint"] == red.frames["wrist_2_link"]
+    assert "wrist_2_joint" not in sd.joint_frames(red, "parent")
+
+
+@pytest.mark.parametrize("name, lock", [
+    ("ur5", {"shoulder_lift_joint": -0.7, "wrist_2_joint": 1.1}),
+    ("solo12", {"FL_KFE": -1.0, "HR_HFE": 0.4}),
+])
+def test_locked_joint_frames_match_pinocchio(name, lock):
+    pin, red, pm, (P, q_pin) = pin_reduced_pair(name, lock)
+    q = red.random_q(5)
+    check_frames_against_pinocchio(pin, red, pm, pm.createData(), q, q_pin(q))
+
+
+def test_lock_outside_limits_warns():
+    panda = sd.load_robot("panda")
+    lo, up = panda.limits.lower[3], panda.limits.upper[3]   # panda_joint4: [-3.0718, -0.0698]
+    with pytest.warns(UserWarning, match=rf"locking outside the joint limits: joint 'panda_joint4' = "
+                                         rf"0.5 is outside its limits \[{lo:g}, {up:g}\]") as rec:
+        red = panda.reduced({"panda_joint4": 0.5})
+    assert red.nv == panda.nv - 1 and len(rec) == 1
+    assert rec[0].filename == __file__                    # points at the caller
+    # a mimic joint locked through its master is named with the relation
+    with pytest.warns(UserWarning, match=r"'panda_finger_joint1' = 0.05 is outside its limits "
+                                         r"\[0, 0.04\]; joint 'panda_finger_joint2' = 0.05 \(from "
+                                         r"its mimic relation to 'panda_finger_joint1'\)"):
+        panda.reduced({"panda_finger_joint1": 0.05})
+    # the neutral value, when outside, is named as such
+    with pytest.warns(UserWarning, match=r"'panda_joint4' = 0 \(its neutral value\) is outside"):
+        panda.reduced(["panda_joint4"])
+    with pytest.warns(UserWarning, match="outside the joint limits"):
+        sd.load_robot("panda", lock={"panda_joint1": 3.5})
+    with warnings.catch_warnings():                       # inside the limits: no warning
+        warnings.simplefilter("error")
+        panda.reduced({"panda_joint4": -1.0, "panda_finger_joint1": 0.04})
+        serial_chain(3).reduced({"link1_joint": 100.0})   # no limits

@@ -499,3 +499,119 @@ def test_robots_dir_override(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMDYN_ROBOTS_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="SYMDYN_ROBOTS_DIR=.*nowhere.*not a directory"):
         robot_urdf("ur5")
+
+
+# --- limits: the URDF specification's defaults ------------------------------------------------------
+
+def _limited(kind, limit):
+    j = joint("j", kind, "base", "a", axis="0 0 1").replace("</joint>", f"{limit}</joint>")
+    return robot(link("base"), link("a"), j)
+
+
+@pytest.mark.parametrize("kind", ["revolute", "prismatic"])
+def test_missing_lower_upper_are_zero_as_the_specification_says(kind):
+    """URDF: <limit lower upper> default to 0 (Pinocchio reads the same); a joint without a
+    <limit> element, which the specification requires, loads unlimited; a missing velocity or
+    effort (required too) is +inf (unknown)."""
+    pin = pytest.importorskip("pinocchio")
+    xml = _limited(kind, '<limit effort="3" velocity="2"/>')
+    m = load_urdf(xml)
+    assert m.limits.lower.tolist() == [0.0] and m.limits.upper.tolist() == [0.0]
+    pm = pin.buildModelFromXML(xml)
+    assert pm.lowerPositionLimit.tolist() == [0.0] and pm.upperPositionLimit.tolist() == [0.0]
+    assert m.limits.velocity.tolist() == [2.0] and m.limits.effort.tolist() == [3.0]
+    m = load_urdf(_limited(kind, '<limit upper="0.5" effort="3" velocity="2"/>'))
+    assert m.limits.lower.tolist() == [0.0] and m.limits.upper.tolist() == [0.5]
+    m = load_urdf(_limited(kind, '<limit lower="-0.5" effort="3" velocity="2"/>'))
+    assert m.limits.lower.tolist() == [-0.5] and m.limits.upper.tolist() == [0.0]
+    with pytest.raises(URDFError, match="lower > upper"):            # lower 0.5 > the default 0
+        load_urdf(_limited(kind, '<limit lower="0.5" effort="3" velocity="2"/>'))
+    m = load_urdf(_limited(kind, ""))                                 # deviation: no <limit>
+    assert m.limits.lower.tolist() == [-math.inf] and m.limits.upper.tolist() == [math.inf]
+    m = load_urdf(_limited(kind, '<limit lower="-1" upper="1"/>'))    # deviation: no velocity/effort
+    assert m.limits.velocity.tolist() == [math.inf] and m.limits.effort.tolist() == [math.inf]
+
+
+def test_continuous_joints_stay_unlimited():
+    m = load_urdf(_limited("continuous", '<limit effort="3" velocity="2"/>'))
+    assert m.limits.lower.tolist() == [-math.inf] and m.limits.upper.tolist() == [math.inf]
+    assert m.limits.velocity.tolist() == [2.0]
+
+
+def test_centauro_wheels_limits_equal_pinocchio():
+    """centauro's wheel joints give velocity and effort but no lower/upper: [0, 0] in both."""
+    pin = pytest.importorskip("pinocchio")
+    from symdyn.pinocchio_bridge import pinocchio_maps
+
+    m = load_urdf(robot_urdf("centauro"))
+    pm = pin.buildModelFromUrdf(str(robot_urdf("centauro")))
+    maps = pinocchio_maps(m, pm)
+    for i, jn in enumerate(m.joint_names):
+        if m.joints[i].type != "revolute" or pm.nqs[pm.getJointId(jn)] != 1:
+            continue
+        a = m.q_idx[i][0]
+        k = pm.idx_qs[pm.getJointId(jn)]
+        assert (m.limits.lower[a], m.limits.upper[a]) == (pm.lowerPositionLimit[k],
+                                                          pm.upperPositionLimit[k]), jn
+    assert maps is not None and m.limits.upper[m.q_idx[m.joint_names.index("j_wheel_1")][0]] == 0.0
+
+
+# --- frames of fixed joints ------------------------------------------------------------------------
+
+def test_fixed_joints_are_frames_and_fixed_root_has_no_root_joint():
+    xml = robot(link("world", None), link("base"), link("a"), link("tool", None),
+                joint("weld", "fixed", "world", "base", xyz="0 0 1"),
+                joint("j1", "revolute", "base", "a", axis="0 0 1"),
+                joint("tool_joint", "fixed", "a", "tool", xyz="0.5 0 0"))
+    m = load_urdf(xml)
+    assert dict(m.fixed_joints) == {"weld": "base", "tool_joint": "tool"}
+    assert "root_joint" not in m.fixed_joints and "root_joint" not in m.joint_names
+    q = np.array([0.3])
+    for a, b in zip(sd.frame_placement(m, q, "tool_joint"), sd.frame_placement(m, q, "tool")):
+        np.testing.assert_array_equal(a, b)
+    f = load_urdf(xml, floating_base=True)
+    assert f.joint_names[0] == "root_joint" and "root_joint" not in f.fixed_joints
+
+
+# --- mimic tags naming a missing joint ---------------------------------------------------------------
+
+def test_mimic_of_a_missing_joint_error_says_how_to_load_it():
+    xml = robot(link("base"), link("a"), link("b"),
+                joint("j1", "revolute", "base", "a", axis="0 0 1"),
+                joint("j2", "revolute", "a", "b", axis="0 0 1").replace(
+                    "</joint>", '<mimic joint="nope" multiplier="2"/></joint>'))
+    with pytest.raises(URDFError, match=r"joint 'j2' \(line \d+\): <mimic joint='nope'>: no such "
+                                        r"joint; pass mimic='ignore' to load this joint as an "
+                                        r"independent joint"):
+        load_urdf(xml)
+    with pytest.warns(UserWarning, match=r"mimic='ignore': <mimic> tags naming a joint that does "
+                                         r"not exist were ignored; .*'j2' \(mimics 'nope', line \d+\)"):
+        m = load_urdf(xml, mimic="ignore")
+    assert m.joint_names == ("j1", "j2") and m.mimic == {}
+    # valid relations are still recorded with mimic="ignore"
+    ok = xml.replace('joint="nope"', 'joint="j1"')
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_urdf(ok, mimic="ignore").mimic == load_urdf(ok).mimic != {}
+
+
+def test_alex_psyonic_hands_loads_with_mimic_ignore_like_pinocchio():
+    pin = pytest.importorskip("pinocchio")
+    path = sd.robots.robots_dir() / "alex_description" / "urdf" / "alex_psyonic_hands.urdf"
+    if not path.is_file():
+        pytest.skip("alex_psyonic_hands.urdf is not in the installed example-robot-data")
+    with pytest.raises(URDFError, match="mimic='ignore'"):
+        load_urdf(path)
+    with pytest.warns(UserWarning, match="'Left_index_q2' \\(mimics 'index_q1'"):
+        m = load_urdf(path, mimic="ignore")
+    pm = pin.buildModelFromUrdf(str(path))
+    assert m.nv == pm.nv and set(m.joint_names) == set(pm.names[1:])
+    from symdyn.pinocchio_bridge import pinocchio_maps
+
+    maps = pinocchio_maps(m, pm)
+    q = m.random_q(0)
+    Mp = pin.crba(pm, pm.createData(), maps.q_to_pin(q))
+    Mp = np.triu(Mp) + np.triu(Mp, 1).T
+    np.testing.assert_allclose(maps.matrix_to_pin(sd.crba(m, q)), Mp, atol=1e-12 * np.abs(Mp).max())
