@@ -13,12 +13,14 @@ whose callables run the generated C directly. The layers:
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import platform
 import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -60,7 +62,10 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     Without ``out_dir`` the build goes to the cache (:func:`symdyn.codegen.cache.cache_root`),
     keyed by the model's content, algorithms, options, flags and symdyn/CasADi/compiler
     versions; a second build is a cache hit (``lib.cache_hit``), safe across concurrent
-    processes. ``cache_dir`` overrides the cache location (default ``$SYMDYN_CACHE`` or
+    processes. Entries are verified before use (checksums of every file and of the manifest;
+    sizes from the library itself) and rebuilt when they do not verify; a read-only cache
+    serves its valid entries, and a build it cannot store goes to a temporary directory (with a
+    ``RuntimeWarning``). ``cache_dir`` overrides the cache location (default ``$SYMDYN_CACHE`` or
     ``~/.cache/symdyn``). With ``out_dir`` the sources and library are written there (no cache).
     ``name`` (default: model name) is the C prefix, sanitized into an identifier. ``opt``:
     ``"auto"`` (by function size, see the module docstring) or a gcc level such as ``"-O1"``;
@@ -144,14 +149,44 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
                             recursive.program.FUSE]
     key = _cache.build_key(key_data)
     root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
-    root.mkdir(parents=True, exist_ok=True)
     entry = root / key
-    with _cache.lock(root, key):
+
+    def lookup():
+        """(the loaded entry, "") when it verifies, else (None, why not)."""
         manifest, reason = _cache.verify(entry, key)
-        if manifest is not None:
-            log.info("cache hit %s (%s)", entry, prefix)
-            return load(entry, cache_hit=True, verified=True,
-                        reuse_results=reuse_results, quaternions=quaternions)
+        if manifest is None:
+            return None, reason
+        try:
+            lib = load(entry, cache_hit=True, verified=True, manifest=manifest,
+                       reuse_results=reuse_results, quaternions=quaternions)
+        except _cache.InvalidBuild as exc:
+            return None, str(exc)
+        log.info("cache hit %s (%s)", entry, prefix)
+        return lib, ""
+
+    # a lookup takes no lock (entries appear by an atomic rename and are never modified in
+    # place): a read-only cache serves its valid entries
+    lib, reason = lookup()
+    if lib is not None:
+        return lib
+    locked = contextlib.ExitStack()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        locked.enter_context(_cache.lock(root, key))
+    except OSError as exc:
+        warnings.warn(f"the code-generation cache {root} is not writable ({exc}); building "
+                      "in a temporary directory instead (set $SYMDYN_CACHE or pass cache_dir= "
+                      "to cache builds)", RuntimeWarning, stacklevel=2)
+        directory = Path(tempfile.mkdtemp(prefix=f"symdyn-{prefix}-"))
+        manifest = make(directory)
+        manifest["key"] = None
+        _cache.write_manifest(directory, manifest)
+        return load(directory, cache_hit=False, reuse_results=reuse_results,
+                    quaternions=quaternions)
+    with locked:
+        lib, reason = lookup()            # another builder may have finished meanwhile
+        if lib is not None:
+            return lib
         if entry.exists():
             prog(f"cache entry {entry.name} is invalid ({reason}): rebuilding", slow=True)
             _cache.discard(entry)

@@ -1,12 +1,18 @@
 """The build cache: content-addressed entries, safe under concurrent builders.
 
 An entry is a directory ``<root>/<key>`` holding the generated sources, the shared library and a
-manifest (``symdyn_build.json``) with the SHA-256 of every file. The key hashes the model's
+manifest (``symdyn_build.json``) with the SHA-256 of every file and of the manifest's own content
+(``manifest_sha256``, over its canonical JSON without that field). The key hashes the model's
 content (not its name), the algorithms and their options, the code-generation options and the
-symdyn, CasADi and compiler versions, so stale entries are never looked up. Builders take a lock
-file (``<root>/locks/<key>.lock``, POSIX ``flock``), build in a private temporary directory and
-publish it with one atomic ``rename``; an entry whose manifest or checksums do not verify
-(corrupted, truncated, half-deleted) is moved aside and rebuilt.
+symdyn, CasADi and compiler versions, so stale entries are never looked up. Lookups take no lock
+(entries appear by one atomic ``rename`` and are never modified in place), so a read-only cache
+serves its valid entries. Builders take a lock file (``<root>/locks/<key>.lock``, POSIX
+``flock``), build in a private temporary directory and publish it with one atomic ``rename``; an
+entry whose manifest or checksums do not verify (corrupted, truncated, half-deleted, edited) is
+moved aside and rebuilt. The manifest's checksums detect damage, not a deliberate edit (anyone
+can recompute them): the sizes the C code reads and writes are never taken from the manifest
+but from the compiled library itself (:mod:`symdyn.codegen.loader`), and an entry whose manifest
+disagrees with its library is rebuilt as well (:class:`InvalidBuild`).
 
 The root is ``$SYMDYN_CACHE`` if set, else ``$XDG_CACHE_HOME/symdyn`` or ``~/.cache/symdyn``
 (plus ``/codegen``).
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import keyword
 import os
 import shutil
 import time
@@ -26,6 +33,13 @@ from typing import Any, Iterator
 import numpy as np
 
 MANIFEST = "symdyn_build.json"
+DIGEST_KEY = "manifest_sha256"
+
+
+class InvalidBuild(ValueError):
+    """A build directory whose manifest and compiled library disagree (sizes, function counts):
+    corrupted or modified after it was built. :func:`symdyn.codegen.build` rebuilds such a
+    cache entry."""
 
 
 def cache_root() -> Path:
@@ -100,24 +114,39 @@ def build_files(manifest: dict) -> list[str]:
     names = [f"{prefix}_api.c", f"{prefix}_api.h", "main.c", "Makefile"]
     for fd in manifest["functions"]:
         names += [fd["source"], fd["header"]]
+        if fd.get("derivatives"):
+            names += [fd["derivatives"]["source"], fd["derivatives"]["header"]]
     if manifest.get("library"):
         names.append(manifest["library"])
     return names
 
 
+def manifest_digest(manifest: dict) -> str:
+    """SHA-256 of a manifest's content: its canonical JSON (sorted keys, no spaces) without the
+    :data:`DIGEST_KEY` entry."""
+    body = {k: v for k, v in manifest.items() if k != DIGEST_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def write_manifest(directory: Path, manifest: dict) -> None:
-    """Record the checksums of the build's files and write the manifest atomically (other files
-    in ``directory`` are left alone)."""
+    """Record the checksums of the build's files and of the manifest's content, and write the
+    manifest atomically (other files in ``directory`` are left alone)."""
     directory = Path(directory)
     files = {name: file_sha256(directory / name) for name in build_files(manifest)}
-    manifest = dict(manifest, files=files)
+    # through JSON once, so that the digest covers exactly what a reader parses (tuples become
+    # lists, keys strings)
+    manifest = json.loads(json.dumps({k: v for k, v in dict(manifest, files=files).items()
+                                      if k != DIGEST_KEY}))
+    manifest[DIGEST_KEY] = manifest_digest(manifest)
     tmp = directory / f"{MANIFEST}.{uuid.uuid4().hex}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     os.replace(tmp, directory / MANIFEST)
 
 
 def read_manifest(directory: Path) -> dict:
-    """The manifest of a build directory (OSError/ValueError when missing or unreadable)."""
+    """The manifest of a build directory (OSError/ValueError when missing, unreadable, of the
+    wrong shape or when its content does not match its ``manifest_sha256``)."""
     path = Path(directory) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -129,6 +158,9 @@ def read_manifest(directory: Path) -> dict:
     problem = manifest_problem(manifest)
     if problem:
         raise ValueError(f"{path} is corrupted: {problem}")
+    if manifest.get(DIGEST_KEY) != manifest_digest(manifest):
+        raise ValueError(f"{path} does not match its checksum ({DIGEST_KEY}): corrupted or "
+                         "modified, or written by a version of symdyn that recorded none")
     return manifest
 
 
@@ -163,6 +195,21 @@ def manifest_problem(manifest) -> str:
         for key, typ in _FUNCTION_KEYS.items():
             if not isinstance(fd.get(key), typ):
                 return f"functions[{k}] has no valid {key!r}"
+        # the loader writes Python source with these names (the specialized calls)
+        for name in [fd["algorithm"], *fd["input_names"]]:
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                return f"functions[{k}] holds {name!r}, which is not a Python identifier"
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                   for n in fd["input_sizes"]) or \
+                not all(isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool)
+                                                    and n >= 0 for n in s)
+                        for s in fd["output_shapes"]):
+            return f"functions[{k}] has sizes that are not non-negative integers"
+        der = fd.get("derivatives")
+        if der is not None and not (isinstance(der, dict) and all(
+                isinstance(der.get(n), str) and Path(der[n]).name == der[n]
+                for n in ("source", "header"))):
+            return f"functions[{k}] has invalid 'derivatives'"
         if len(fd["input_names"]) != len(fd["input_sizes"]) or \
                 len(fd["output_names"]) != len(fd["output_shapes"]):
             return f"functions[{k}]: names and sizes disagree"
@@ -242,8 +289,10 @@ def sweep(root: Path, max_age: float = 86400.0) -> None:
 
 @contextlib.contextmanager
 def lock(root: Path, key: str) -> Iterator[None]:
-    """Exclusive lock for one key across processes (no-op where fcntl is unavailable: the atomic
-    rename still keeps concurrent builders safe, they only duplicate work)."""
+    """Exclusive lock for one key across processes, taken by builders only (lookups need none).
+    No-op where fcntl is unavailable: the atomic rename still keeps concurrent builders safe,
+    they only duplicate work. ``OSError`` when the lock file cannot be created (a read-only
+    cache)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows

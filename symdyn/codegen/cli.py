@@ -4,6 +4,12 @@ Writes CasADi-generated C sources (one file per algorithm), the call/batch wrapp
 ``main.c`` and a Makefile into DIR; the sources compile without Python (``make`` in DIR).
 ``--compile`` also builds the shared library and the example program, loadable from Python with
 ``symdyn.codegen.load(DIR)``.
+
+The library also exports the derivative entry points that CasADi's ``casadi.external`` looks up
+(``--derivatives``, default 2: ``jac_F``, ``fwd1_F``, ``adj1_F``, ``fwd1_adj1_F``,
+``adj1_adj1_F`` for each function ``F`` of the unrolled form), so that
+``casadi.external("panda_aba", "libpanda.so")`` can be differentiated, e.g. inside an ipopt
+problem with exact Hessians.
 """
 from __future__ import annotations
 
@@ -52,6 +58,10 @@ def register(subparsers) -> None:
                    help="unrolled: one straight-line graph per function; recursive: per-step "
                         "kernels and a C loop over the model's table (code size independent of "
                         "N); auto: unrolled up to 40k SX instructions (default)")
+    p.add_argument("--derivatives", type=int, choices=(0, 1, 2), default=2, metavar="N",
+                   help="derivative entry points for casadi.external (unrolled functions): 0 "
+                        "none, 1 jac_F, fwd1_F, adj1_F, 2 (default) also fwd1_adj1_F, "
+                        "adj1_adj1_F (exact Hessians, e.g. ipopt's default)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(func=run)
 
@@ -91,13 +101,18 @@ def run(args) -> int:
     progress = False if args.quiet else True
     manifest = generate_sources(model, args.algorithms, out, args.name, cse=args.cse,
                                 progress=progress, parameters=args.parameters,
-                                form=args.form, **_options(args.option))
+                                form=args.form, derivatives=args.derivatives,
+                                **_options(args.option))
     print(f"{model!r}: wrote C sources to {out}/")
     for fd in manifest["functions"]:
         print(f"  {fd['source']:<40} {fd['n_nodes']:>8} SX nodes {fd['n_instructions']:>8} "
               f"instructions  {fd['source_bytes'] / 1e3:8.0f} kB  {fd['form']} "
               f"({fd['form_reason']})")
     print(f"  {manifest['prefix']}_api.c/.h (call/batch wrappers), main.c (example), Makefile")
+    der = [fd for fd in manifest["functions"] if fd.get("derivatives")]
+    if der:
+        print(f"  derivatives for casadi.external: "
+              f"{', '.join(fd['derivatives']['source'] for fd in der)}")
     if args.compile:
         cc, _ = compiler_info()
         manifest = compile_library(out, manifest, opt=args.opt, cflags=args.cflags.split(),

@@ -208,6 +208,12 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
         units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
                       "flags": fd["cflags"], "label": f"{fd['n_instructions']} instructions",
                       "weight": fd["n_instructions"], "fd": fd})
+        der = fd.get("derivatives")
+        if der:      # CasADi's derivative entry points (casadi.external), one unit
+            units.append({"source": der["source"], "object": der["source"][:-2] + ".o",
+                          "flags": [choose_opt(der["n_instructions"], 0, opt), *extra],
+                          "label": f"derivatives, {der['n_instructions']} instructions",
+                          "weight": der["n_instructions"]})
     api = f"{prefix}_api.c"
     units.append({"source": api, "object": f"{prefix}_api.o", "flags": ["-O2", "-pthread", *extra],
                   "label": "wrapper", "weight": 0})

@@ -13,8 +13,13 @@ with the same arguments, so conversions, error messages and threads behave exact
 
 The extension is compiled once per Python, NumPy and compiler into the build cache
 (``cache_root()/fastcall``, ~1 s of gcc) on the first build in a process, and shared by every
-build. Without Python's or NumPy's headers, or with ``$SYMDYN_FASTCALL=0``, the ctypes path is
-used; :func:`status` says which and why.
+build. Its SHA-256 is recorded next to it (``<file>.sha256``, written before the library is
+published) and checked before every load: loading a truncated or overwritten shared library
+crashes the process (SIGBUS, SIGSEGV), so a file that does not match (or has no record) is
+rebuilt, with a ``RuntimeWarning`` when it did not match. Rebuilds take a lock file in the
+same directory; where the cache cannot be written (read-only), the extension is compiled into a
+private temporary directory instead. Without Python's or NumPy's headers, or with
+``$SYMDYN_FASTCALL=0``, the ctypes path is used; :func:`status` says which and why.
 """
 from __future__ import annotations
 
@@ -25,7 +30,9 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +60,77 @@ def module():
     return _state["module"]
 
 
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _check(path: Path) -> str:
+    """"" when ``path`` exists and matches its recorded SHA-256, else what is wrong
+    ("missing", "unrecorded" or a mismatch)."""
+    from .cache import file_sha256
+
+    if not path.is_file():
+        return "missing"
+    try:
+        recorded = _digest_path(path).read_text().strip()
+    except OSError:
+        return "unrecorded"
+    if file_sha256(path) != recorded:
+        return (f"{path} does not match its recorded SHA-256 (truncated or overwritten); "
+                "rebuilding it")
+    return ""
+
+
+def _compile(cmd: list[str], out: Path) -> str:
+    """Compile the extension to ``out``; "" or the compiler's complaint."""
+    res = subprocess.run([*cmd, str(out)], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        out.unlink(missing_ok=True)
+        return f"compiling {SOURCE.name} failed: {res.stderr.strip()[-500:]}"
+    return ""
+
+
+def _rebuild(path: Path, cmd: list[str], problem: str) -> tuple[Path | None, str]:
+    """Compile the extension and publish it at ``path`` with its SHA-256 (under a lock, the
+    digest first, each by an atomic rename, so that a reader sees a whole file that matches its
+    record, or a mismatch that sends it here); ``(path to load, "")`` or ``(None, why)``.
+    Where the cache is not writable, the extension goes to a private temporary directory."""
+    from .cache import file_sha256
+
+    directory = path.parent
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        fcntl = None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = open(directory / ".lock", "a+")
+    except OSError as exc:
+        private = Path(tempfile.mkdtemp(prefix="symdyn-fastcall-")) / path.name
+        why = _compile(cmd, private)
+        if not why:
+            warnings.warn(f"{directory} is not writable ({exc}): compiled the fastcall "
+                          f"extension into {private.parent}", RuntimeWarning, stacklevel=4)
+        return (None, why) if why else (private, "")
+    with lock:
+        if fcntl is not None:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        problem = _check(path)           # another process may have rebuilt it meanwhile
+        if not problem:
+            return path, ""
+        if problem not in ("missing", "unrecorded"):
+            warnings.warn(problem, RuntimeWarning, stacklevel=4)
+        tmp = directory / f".{path.name}.{os.getpid()}.tmp"
+        why = _compile(cmd, tmp)
+        if why:
+            return None, why
+        record = directory / f".{path.name}.{os.getpid()}.sha256.tmp"
+        record.write_text(file_sha256(tmp) + "\n")
+        os.replace(record, _digest_path(path))
+        os.replace(tmp, path)
+    return path, ""
+
+
 def _load():
     if os.environ.get("SYMDYN_FASTCALL", "1").strip() in ("0", "off", "no", "false"):
         return None, "$SYMDYN_FASTCALL is off"
@@ -78,20 +156,17 @@ def _load():
                      version.encode()):
             h.update(part)
             h.update(b"\0")
+        cmd = [*cc.split(), "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{np.get_include()}",
+               str(SOURCE), "-o"]
+        if sys.platform == "darwin":
+            cmd[1:1] = ["-undefined", "dynamic_lookup"]
         directory = cache_root() / "fastcall"
         path = directory / f"{MODULE}-{h.hexdigest()[:16]}{suffix}"
-        if not path.exists():
-            directory.mkdir(parents=True, exist_ok=True)
-            tmp = directory / f".{path.name}.{os.getpid()}.tmp"
-            cmd = [*cc.split(), "-O2", "-shared", "-fPIC", f"-I{include}",
-                   f"-I{np.get_include()}", str(SOURCE), "-o", str(tmp)]
-            if sys.platform == "darwin":
-                cmd[1:1] = ["-undefined", "dynamic_lookup"]
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            if res.returncode != 0:
-                tmp.unlink(missing_ok=True)
-                return None, f"compiling {SOURCE.name} failed: {res.stderr.strip()[-500:]}"
-            os.replace(tmp, path)     # atomic: concurrent first builds each publish a whole file
+        problem = _check(path)
+        if problem:
+            path, why = _rebuild(path, cmd, problem)
+            if path is None:
+                return None, why
         loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
         spec = importlib.util.spec_from_file_location(MODULE, str(path), loader=loader)
         if spec is None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from . import cache as _cache
-from .csource import API_VERSION, api_sources, example_main, makefile
+from .csource import API_VERSION, api_sources, example_main, library_sources, makefile
 from .emit_order import remap_output_writes
 from .functions import (algorithm_options, algorithm_spec, casadi_function, check_options,
                         required_options)
@@ -222,7 +222,8 @@ def _source_digest() -> str:
 
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
                      fast_trig: bool = True, progress: bool | None | Callable = None,
-                     parameters: str | None = None, form: str = "auto", **options) -> dict:
+                     parameters: str | None = None, form: str = "auto", derivatives: int = 0,
+                     **options) -> dict:
     """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
     call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
     ``out_dir``.
@@ -238,6 +239,13 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     (per-step kernels and a C loop over a program, :mod:`symdyn.codegen.recursive`; only the
     algorithms of ``recursive.RECURSIVE_ALGORITHMS``) or ``"auto"`` (the measured rule of
     :func:`symdyn.codegen.recursive.choose_form`); each function's form is in the manifest.
+
+    ``derivatives``: the derivative entry points that ``casadi.external`` looks up in a library
+    (:data:`DERIVATIVE_LEVELS`), written to ``<symbol>_derivatives.c/.h`` for each function of
+    the unrolled form: 0 none (what :func:`symdyn.codegen.build` uses), 1 first order
+    (``jac_F``, ``fwd1_F``, ``adj1_F``), 2 also second order (``fwd1_adj1_F``, ``adj1_adj1_F``:
+    exact Hessians of Lagrangians, what ipopt asks for by default). The recursive form has
+    none (its manifest entry says so); ``form="unrolled"`` exports them for every function.
     """
     import casadi as ca
     import numpy as np
@@ -248,6 +256,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
 
     parameters = check_parameters(parameters)
     recursive.check_form(form)
+    check_derivatives(derivatives)
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
     directory = Path(out_dir)
@@ -283,6 +292,10 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             functions.append(_generate_recursive(model, key, alg, opts, fname, prefix, directory,
                                                  prog, cse=cse, fast_trig=fast_trig,
                                                  reason=reason, program=program))
+            if derivatives:
+                functions[-1]["derivatives"] = None
+                prog(f"{key}: recursive form, no derivative entry points (form='unrolled' "
+                     "exports them)")
             continue
         if f is None:
             f = trace_unrolled()
@@ -316,6 +329,9 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
             "source_bytes": src.stat().st_size, "form": "unrolled", "form_reason": reason,
         })
+        if derivatives:
+            functions[-1]["derivatives"] = _generate_derivatives(
+                f, info["orders"], fname, directory, derivatives, cse, prog, key)
     quaternions = quaternion_slices(model)
     header, body = api_sources(prefix, functions, model, versions["symdyn"], quaternions)
     (directory / f"{prefix}_api.h").write_text(header)
@@ -334,7 +350,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         example_inputs["pi"] = inertial_parameters(model)
     (directory / "main.c").write_text(example_main(prefix, functions, example_inputs,
                                                    versions["symdyn"]))
-    sources = [fd["source"] for fd in functions] + [f"{prefix}_api.c"]
+    sources = library_sources(prefix, functions)
     (directory / "Makefile").write_text(makefile(prefix, sources, f"lib{prefix}.so"))
     return {
         "format": FORMAT, "api_version": API_VERSION, "prefix": prefix, "versions": versions,
@@ -344,6 +360,61 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         "quaternions": quaternions,
         "example_inputs": {k: [float(x) for x in v] for k, v in example_inputs.items()},
     }
+
+
+DERIVATIVE_LEVELS = (0, 1, 2)
+
+
+def check_derivatives(derivatives) -> None:
+    """``ValueError``/``TypeError`` unless ``derivatives`` is one of :data:`DERIVATIVE_LEVELS`."""
+    if isinstance(derivatives, bool) or not isinstance(derivatives, (int, np.integer)):
+        raise TypeError(f"derivatives must be an integer in {DERIVATIVE_LEVELS}, got "
+                        f"{derivatives!r}")
+    if int(derivatives) not in DERIVATIVE_LEVELS:
+        raise ValueError(f"derivatives must be one of {DERIVATIVE_LEVELS}, got {derivatives!r}")
+
+
+def derivative_functions(f, orders, level: int, cse: bool = True) -> list:
+    """The ``casadi.Function`` s of ``f``'s derivatives at ``level`` (1: ``jac_F``, ``fwd1_F``,
+    ``adj1_F``; 2: also ``fwd1_adj1_F``, ``adj1_adj1_F``), named as CasADi's ``External`` looks
+    them up in a shared library, with ``F``'s outputs in the row-major order of the generated C
+    (``orders``: the emission permutations of :func:`casadi_function`'s ``emit_order``, undone
+    here, since the C of ``F`` writes its outputs row-major)."""
+    import casadi as ca
+
+    ins = f.sx_in()
+    outs = f.call(ins)
+    for k, p in enumerate(orders or ()):
+        if p is not None:
+            outs[k] = outs[k][[int(i) for i in np.argsort(p)]]
+    g = ca.Function(f.name(), ins, outs, f.name_in(), f.name_out(), {"cse": bool(cse)})
+    fns = [g.jacobian(), g.forward(1), g.reverse(1)]
+    if level >= 2:
+        adj = g.reverse(1)
+        fns += [adj.forward(1), adj.reverse(1)]
+    return fns
+
+
+def _generate_derivatives(f, orders, fname: str, directory: Path, level: int, cse: bool, prog,
+                          key: str) -> dict:
+    """Write ``<fname>_derivatives.c/.h`` (:func:`derivative_functions`); its manifest entry."""
+    import casadi as ca
+
+    t0 = time.perf_counter()
+    with prog.step(f"generating derivatives of {key} (order {level})", slow=True):
+        fns = derivative_functions(f, orders, level, cse)
+        cg = ca.CodeGenerator(f"{fname}_derivatives.c", {"with_header": True,
+                                                          "casadi_int": "long long int",
+                                                          "casadi_real": "double"})
+        for g in fns:
+            cg.add(g)
+        cg.generate(str(directory) + os.sep)
+    n_instr = sum(g.n_instructions() for g in fns)
+    prog(f"{key}: derivatives {', '.join(g.name() for g in fns)} ({n_instr} instructions, "
+         f"{time.perf_counter() - t0:.2f}s)")
+    return {"order": int(level), "source": f"{fname}_derivatives.c",
+            "header": f"{fname}_derivatives.h", "functions": [g.name() for g in fns],
+            "n_instructions": int(n_instr)}
 
 
 def _recursive_options(alg: str, opts: dict) -> dict:

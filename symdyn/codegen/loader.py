@@ -105,8 +105,12 @@ class CompiledFunction:
         self._bpool: list = []              # batch result sets: (arrays, baseline refcounts)
         self._block = threading.Lock()
         self.input_names = tuple(meta["input_names"])
-        self.input_shapes = tuple((int(n),) for n in meta["input_sizes"])
         self.output_names = tuple(meta["output_names"])
+        # the sizes the C code reads and writes come from the library; the manifest only names
+        # them and gives the outputs' shapes, which must hold exactly that many entries
+        sizes_in, sizes_out = library_sizes(single_lib, self.symbol)
+        self._check_sizes(meta, sizes_in, sizes_out)
+        self.input_shapes = tuple((n,) for n in sizes_in)
         self.output_shapes = tuple(tuple(int(d) for d in s) for s in meta["output_shapes"])
         self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "n_fast_trig", "t_trace", "t_function",
                                            "t_generate", "t_compile", "cpu_compile", "cflags",
@@ -120,12 +124,9 @@ class CompiledFunction:
         sizes = [ll() for _ in range(4)]
         work(*[ctypes.byref(s) for s in sizes])
         self._sz_arg, self._sz_res, self._sz_iw, self._sz_w = (int(s.value) for s in sizes)
-        n_in = getattr(single_lib, f"{self.symbol}_n_in")
-        n_in.restype = ll
-        n_out = getattr(single_lib, f"{self.symbol}_n_out")
-        n_out.restype = ll
-        if (n_in(), n_out()) != (len(self.input_names), len(self.output_names)):
-            raise RuntimeError(f"{self.name}: the library does not match its manifest")
+        if self._sz_arg < len(self.input_names) or self._sz_res < len(self.output_names):
+            raise _cache.InvalidBuild(f"{self.name}: the library's work sizes are smaller than "
+                                      "its number of inputs and outputs")
         self._call = getattr(single_lib, f"{self.symbol}_call_inputs")
         # no argtypes: every argument is a bytes object (char*) or the c_void_p context, which
         # ctypes passes as is; skipping the per-argument from_param conversion saves ~70 ns a call
@@ -145,6 +146,25 @@ class CompiledFunction:
         self._tune: dict[int, float] = {}   # threads=None: wall ns a state per thread count
         self._tune_calls = 0
         self._allocate()
+
+    def _check_sizes(self, meta: dict, sizes_in: list[int], sizes_out: list[int]) -> None:
+        """:class:`~symdyn.codegen.cache.InvalidBuild` unless the manifest's signature matches
+        the compiled function's (counts, input sizes, entries of each output shape)."""
+        def bad(what: str) -> _cache.InvalidBuild:
+            return _cache.InvalidBuild(f"{self.name}: {what}; the build is corrupted or was "
+                                       "modified after it was built")
+        if (len(sizes_in), len(sizes_out)) != (len(self.input_names), len(self.output_names)):
+            raise bad(f"the library has {len(sizes_in)} inputs and {len(sizes_out)} outputs, "
+                      f"the manifest {len(self.input_names)} and {len(self.output_names)}")
+        for k, (name, n) in enumerate(zip(self.input_names, sizes_in)):
+            if int(meta["input_sizes"][k]) != n:
+                raise bad(f"input {name} has {n} entries in the library, "
+                          f"{meta['input_sizes'][k]} in the manifest")
+        for k, (name, n) in enumerate(zip(self.output_names, sizes_out)):
+            shape = tuple(int(d) for d in meta["output_shapes"][k])
+            if int(np.prod(shape)) != n:
+                raise bad(f"output {name} has {n} entries in the library, the manifest's shape "
+                          f"{shape} {int(np.prod(shape))}")
 
     def _context(self, outs):
         """(ctypes context array, its address) with the output buffers ``outs``."""
@@ -475,6 +495,51 @@ class CompiledFunction:
             self._bpool.clear()
 
 
+def _casadi_nnz(sparsity) -> int:
+    """Entries of a CasADi compressed sparsity pattern (``nrow, ncol, 1`` when dense, else
+    ``nrow, ncol, colind[0..ncol], row[...]``)."""
+    nrow, ncol = int(sparsity[0]), int(sparsity[1])
+    if nrow < 0 or ncol < 0:
+        return -1
+    if ncol == 0 or int(sparsity[2]) == 1:       # dense (colind[0] of a sparse one is 0)
+        return nrow * ncol
+    return int(sparsity[2 + ncol])
+
+
+def library_sizes(lib, symbol: str) -> tuple[list[int], list[int]]:
+    """``(input sizes, output sizes)`` in doubles of the compiled function ``symbol``, as the
+    library itself says: ``F_n_in``/``F_n_out`` and the wrapper's ``F_symdyn_size_in/out``,
+    checked against CasADi's ``F_sparsity_in/out`` where the function exports them (the
+    unrolled form). :class:`~symdyn.codegen.cache.InvalidBuild` when they disagree."""
+    ll = ctypes.c_longlong
+    counts = []
+    for which in ("in", "out"):
+        fn = getattr(lib, f"{symbol}_n_{which}")
+        fn.restype, fn.argtypes = ll, []
+        counts.append(int(fn()))
+    sizes: list[list[int]] = []
+    for which, count in zip(("in", "out"), counts):
+        if not 0 <= count <= 1024:
+            raise _cache.InvalidBuild(f"{symbol}: the library reports {count} {which}puts")
+        mine = getattr(lib, f"{symbol}_symdyn_size_{which}")
+        mine.restype, mine.argtypes = ll, [ctypes.c_int]
+        got = [int(mine(k)) for k in range(count)]
+        sparsity = getattr(lib, f"{symbol}_sparsity_{which}", None)
+        if sparsity is not None:
+            sparsity.restype, sparsity.argtypes = ctypes.POINTER(ll), [ll]
+            for k in range(count):
+                sp = sparsity(k)
+                nnz = _casadi_nnz(sp) if sp else -1
+                if nnz != got[k]:
+                    raise _cache.InvalidBuild(
+                        f"{symbol}: {which}put {k} has {nnz} entries in CasADi's function and "
+                        f"{got[k]} in the wrapper; the library is corrupted")
+        if any(n < 0 for n in got):
+            raise _cache.InvalidBuild(f"{symbol}: the library reports {which}put sizes {got}")
+        sizes.append(got)
+    return sizes[0], sizes[1]
+
+
 # results up to this size (bytes, all outputs) are fresh arrays from the fastcall extension;
 # above it single calls keep the result pool (a fresh array of more than glibc's 128 KiB
 # mmap threshold costs page faults on every call)
@@ -709,7 +774,8 @@ class CompiledModule:
 
 
 def load(directory, *, cache_hit: bool = False, verified: bool = False,
-         reuse_results: bool = True, quaternions: str = "check") -> CompiledModule:
+         reuse_results: bool = True, quaternions: str = "check",
+         manifest: dict | None = None) -> CompiledModule:
     """Load a build directory written by :func:`symdyn.codegen.build` (or ``symdyn codegen
     --compile``), after checking its manifest checksums. ``reuse_results`` (default True) lets
     single calls and ``.batch`` return buffers that the caller has dropped instead of fresh
@@ -717,17 +783,22 @@ def load(directory, *, cache_hit: bool = False, verified: bool = False,
     ``quaternions``: ``"check"`` (default) refuses a q whose unit quaternions (floating and
     spherical joints) are off by more than 1e-6, like :func:`symdyn.rnea`; ``"normalize"``
     divides each by its norm first (on a copy of q; costs a few microseconds a call), and still
-    refuses zero or non-finite ones."""
+    refuses zero or non-finite ones.
+
+    The manifest's and every file's checksums are verified first (``verified=True`` with the
+    verified ``manifest`` skips that); the sizes the C code reads and writes are then taken from
+    the library itself, and a manifest that disagrees with it raises
+    :class:`~symdyn.codegen.cache.InvalidBuild` (a ``ValueError``)."""
     if quaternions not in QUATERNION_MODES:
         raise ValueError(f"quaternions must be one of {QUATERNION_MODES}, got {quaternions!r}")
     directory = Path(directory)
-    manifest: dict | None
-    if verified:
+    if verified and manifest is None:
         manifest = _cache.read_manifest(directory)
-    else:
+    elif not verified:
         manifest, reason = _cache.verify(directory)
         if manifest is None:
             raise ValueError(f"cannot load {directory}: {reason}")
+    assert manifest is not None          # read or verified above
     if not manifest.get("library"):
         raise ValueError(f"{directory} holds sources only; compile them first (symdyn codegen "
                          "--compile, or symdyn.codegen.build)")

@@ -375,7 +375,7 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   return status;
 }
 
-int floating1_crba_symdyn_api_version(void) { return 4; }
+int floating1_crba_symdyn_api_version(void) { return 5; }
 /* the owner value of a call context for the calling thread (0 where threads are unknown) */
 void* floating1_crba_symdyn_thread_id(void) { return SYMDYN_SELF(); }
 static const long long floating1_crba_quat[1] = {3};
@@ -398,3 +398,5 @@ int floating1_crba_crba_batch_write(const casadi_real* const* in, casadi_real* c
                         int nthreads, int stream, long long* bad) {
   return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, stream, bad);
 }
+long long floating1_crba_crba_symdyn_size_in(int k) { return k >= 0 && k < 1 ? floating1_crba_crba_nin[k] : -1; }
+long long floating1_crba_crba_symdyn_size_out(int k) { return k >= 0 && k < 1 ? floating1_crba_crba_nout[k] : -1; }
