@@ -920,6 +920,13 @@ def compile(model, algorithm, *, check: bool = True, route: str = "auto",  # noq
 
 
 def _batch_sizes(sizes) -> tuple[int, ...]:
+    """Batch sizes as a tuple of ints: one integer ``B`` means ``(B,)``; a sequence of integers
+    >= 0 is taken as it is (``TypeError`` for anything else, ``ValueError`` for a bad size)."""
+    if isinstance(sizes, (int, np.integer)) and not isinstance(sizes, bool):
+        sizes = (sizes,)
+    elif isinstance(sizes, (str, bytes, bool)) or not hasattr(sizes, "__iter__"):
+        raise TypeError(f"batch_sizes must be an integer or a sequence of integers, got "
+                        f"{sizes!r}")
     out = tuple(sizes)
     for B in out:
         if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 0:
@@ -927,11 +934,12 @@ def _batch_sizes(sizes) -> tuple[int, ...]:
     return tuple(int(B) for B in out)
 
 
-def compile_many(model, algorithms, *, batch_sizes: Sequence[int] = (),
+def compile_many(model, algorithms, *, batch_sizes: int | Sequence[int] = (),
                  workers: int | None = None, check: bool = True, route: str = "auto",
                  reuse_results: bool = True, one_kernel: bool = False) -> dict[str, Compiled]:
     """Several algorithms of ``model`` compiled at once: ``{name: compile(model, algorithm,
-    ...)}`` in the order given, each warmed up for ``batch_sizes`` (:meth:`Compiled.warm_up`).
+    ...)}`` in the order given, each warmed up for ``batch_sizes`` (:meth:`Compiled.warm_up`;
+    one integer ``B`` means ``(B,)``).
     ``algorithms``: names or functions as :func:`compile` takes them, or ``(algorithm,
     {keyword: value})`` pairs (the algorithm's options, and :func:`compile`'s keywords for this
     one: ``("crba", {"one_kernel": True})``); a name may appear once. The compiles run on ``workers`` threads
