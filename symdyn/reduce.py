@@ -139,7 +139,8 @@ def _warn_outside_limits(model: "Model", values: dict[str, list], given: Mapping
 def _caller_level() -> int:
     """The ``stacklevel`` that points a warning raised by the caller at the first frame outside
     symdyn (the user's call to ``model.reduced``, ``load_urdf(lock=...)``, ...)."""
-    f, level = sys._getframe(1), 1
+    f: Any = sys._getframe(1)
+    level = 1
     while f is not None and str(f.f_globals.get("__name__", "")).split(".")[0] == "symdyn":
         f, level = f.f_back, level + 1
     return level
