@@ -99,7 +99,8 @@ def _rebuild(path: Path, cmd: list[str], problem: str) -> tuple[Path | None, str
 
     directory = path.parent
     try:
-        import fcntl
+        import fcntl as _fcntl
+        fcntl: Any = _fcntl
     except ImportError:  # pragma: no cover - Windows
         fcntl = None
     try:
@@ -164,9 +165,10 @@ def _load():
         path = directory / f"{MODULE}-{h.hexdigest()[:16]}{suffix}"
         problem = _check(path)
         if problem:
-            path, why = _rebuild(path, cmd, problem)
-            if path is None:
+            built, why = _rebuild(path, cmd, problem)
+            if built is None:
                 return None, why
+            path = built
         loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
         spec = importlib.util.spec_from_file_location(MODULE, str(path), loader=loader)
         if spec is None:
