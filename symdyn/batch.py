@@ -100,7 +100,7 @@ class _Kernel:
             return lambda *xs: tuple(np.asarray(x) for x in _leaves(f(*xs)))
         from symdyn.codegen import build
         lib = build(self.model, [self.algorithm], reuse_results=False, **self.options)
-        f = lib[self.algorithm]
+        f = _compiled_function(lib, self.algorithm)
         # one thread per block: Dask already runs blocks in parallel (workers, threads)
         return lambda *xs: _as_tuple(f.batch(*xs, threads=1))
 
@@ -113,6 +113,20 @@ class _Kernel:
             n = len(blocks[0]) if blocks else 0
             raise ValueError(f"block of states {start}..{start + n - 1} (indices below count "
                              f"from {start}): {e}") from None
+
+
+def _compiled_function(lib, algorithm: str):
+    """The one function of ``algorithm`` in a build: ``lib[algorithm]``, or the build's only
+    labelled one (a frame function built for ``frame=NAME`` is keyed ``"algorithm:NAME"``).
+    Several (``frame=[A, B]``): ValueError, since one evaluate gives one algorithm's results."""
+    if algorithm in lib.functions:
+        return lib.functions[algorithm]
+    found = [f for f in lib.functions.values() if f.algorithm == algorithm]
+    if len(found) == 1:
+        return found[0]
+    raise ValueError(f"symdyn.batch.evaluate evaluates one function, but these options build "
+                     f"{algorithm} {len(found)} times ({', '.join(f.key for f in found)}): "
+                     "give one frame (frame='NAME') and call evaluate once per frame")
 
 
 def _apply_jax_settings(settings: dict) -> None:
@@ -153,7 +167,7 @@ def _state_sizes(engine: str, model, algorithm: str, options: dict):
         return kernel, names, sizes, shapes, isinstance(out, (tuple, list))
     from symdyn.codegen import build
     lib = build(model, [algorithm], reuse_results=False, **options)
-    f = lib[algorithm]
+    f = _compiled_function(lib, algorithm)
     names, sizes = f.input_names, tuple(s[0] for s in f.input_shapes)
     return kernel, names, sizes, list(f.output_shapes), len(f.output_shapes) > 1
 
@@ -174,7 +188,9 @@ def evaluate(model, algorithm: str, *arrays, engine: str = "compiled", chunk: in
     argument, in order), evaluated block by block with the ``"compiled"`` C library or the
     ``"jax"`` kernel; lazy Dask arrays with the states first (a tuple for several outputs).
     ``options`` go to :func:`symdyn.codegen.build` (compiled) or :func:`symdyn.jax.compile`
-    (algorithm options such as ``factorization=``, ``frame=``). See the module docstring."""
+    (algorithm options such as ``factorization=``, ``method=``, ``frame=``, ``reference=``);
+    ``frame`` names one frame (a link or joint name, or a body index): the frame functions give
+    one result per call. See the module docstring."""
     dask, da = _dask()
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -182,6 +198,10 @@ def evaluate(model, algorithm: str, *arrays, engine: str = "compiled", chunk: in
         raise TypeError(f"algorithm must be a name (e.g. 'rnea'), got {type(algorithm).__name__}")
     if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
         raise ValueError(f"chunk must be a positive number of states, got {chunk!r}")
+    frame = options.get("frame")
+    if isinstance(frame, (list, tuple)) and len(frame) != 1:
+        raise ValueError(f"symdyn.batch.evaluate evaluates one function: give one frame "
+                         f"(frame='NAME'), not {frame!r}, and call evaluate once per frame")
     kernel, names, sizes, shapes, several = _state_sizes(engine, model, algorithm, options)
     if len(arrays) != len(names):
         raise TypeError(f"{algorithm} takes {len(names)} arrays of states ({', '.join(names)}), "
