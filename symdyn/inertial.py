@@ -11,6 +11,11 @@ parametrization in which the spatial inertia ``I = [[Ibar, S(m c)], [S(m c)^T, m
 every dynamics quantity -- is linear. ``inertial_parameters(model)`` stacks the bodies in model
 order (``model.names``); fixed links are merged into their parent body, exactly as in ``model.I``.
 
+Armature: ``model.armature`` (nv rotor inertias on the joint speeds) is not a body parameter; with
+``armature=True`` :func:`inertial_parameters` appends it (``[pi; model.armature]``, 10 N + nv
+entries), the vector of the regressors called with ``armature=True``
+(:mod:`symdyn.algorithms.regressors`), and :func:`with_inertial_parameters` reads it back.
+
 Works for numeric models (NumPy float vectors) and symbolic ones (SymPy column matrices), in both
 directions: ``with_inertial_parameters(model, sympy.symbols("p0:20"))`` gives a symbolic model
 whose dynamics are linear in the symbols.
@@ -90,11 +95,21 @@ def inertia_from_parameters(p: Sequence[Any]) -> tuple:
     return m, c, Ibar - (np.dot(h, h) * np.eye(3) - np.outer(h, h)) / m
 
 
-def inertial_parameters(model: Model) -> Any:
+def _check_flag(armature: Any) -> bool:
+    if armature is True or armature is False or isinstance(armature, np.bool_):
+        return bool(armature)
+    raise TypeError(f"armature must be True or False, got {armature!r}")
+
+
+def inertial_parameters(model: Model, *, armature: bool = False) -> Any:
     """The model's inertial parameters: a vector of 10 N entries, body by body in model order,
     each in Pinocchio's order ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]`` (inertia about the
-    body origin). A NumPy float array for numeric models, a SymPy column for symbolic ones."""
+    body origin). A NumPy float array for numeric models, a SymPy column for symbolic ones.
+    ``armature=True`` appends ``model.armature`` (nv entries, velocity order): the parameters of
+    the regressors called with ``armature=True``."""
     vals = [x for Ii in model.I for x in parameters_from_spatial(Ii)]
+    if _check_flag(armature):
+        vals += [float(a) for a in model.armature]
     if model.is_symbolic:
         import sympy as sp
 
@@ -102,13 +117,18 @@ def inertial_parameters(model: Model) -> Any:
     return np.array(vals, dtype=float)
 
 
-def with_inertial_parameters(model: Model, pi: Any) -> Model:
+def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -> Model:
     """A new model equal to ``model`` with the inertial parameters ``pi`` (10 N entries, the
     order of :func:`inertial_parameters`; numbers or SymPy expressions). Built with
     ``model.replace(inertias=...)``, so the model's inertia policy is applied again (with the
     default policy: mass > 0, rotational inertia positive definite with the triangle
     inequalities; a violation raises :class:`symdyn.model.ModelError` naming the body). A body
-    that had fixed links merged into it keeps them as part of its parameters (frames are kept)."""
+    that had fixed links merged into it keeps them as part of its parameters (frames are kept).
+
+    ``armature=True``: ``pi`` has 10 N + nv entries, the last nv the new ``model.armature``
+    (numbers >= 0, as ``model.replace(armature=...)`` requires); by default the armature is
+    kept."""
+    with_arm = _check_flag(armature)
     if type(pi).__module__.split(".")[0] == "casadi" or (
             isinstance(pi, (list, tuple)) and any(type(x).__module__.split(".")[0] == "casadi"
                                                   for x in pi)):
@@ -122,9 +142,24 @@ def with_inertial_parameters(model: Model, pi: Any) -> Model:
         vals = [pi[k] for k in range(pi.shape[0] * pi.shape[1])]
     else:
         vals = list(np.asarray(pi, dtype=object).reshape(-1)) if not _is_sym(pi) else list(pi)
-    if len(vals) != 10 * model.N:
-        raise ValueError(f"pi must have 10 N = {10 * model.N} entries (10 per body of "
-                         f"{model.name!r}), got {len(vals)}")
+    n_arm = model.nv if with_arm else 0
+    if len(vals) != 10 * model.N + n_arm:
+        what = (f"10 N + nv = {10 * model.N + n_arm} entries (10 per body of {model.name!r}, then "
+                f"its {model.nv} armature values)" if with_arm else
+                f"10 N = {10 * model.N} entries (10 per body of {model.name!r})")
+        raise ValueError(f"pi must have {what}, got {len(vals)}")
+    changes: dict[str, Any] = {}
+    if with_arm:
+        arm = vals[10 * model.N:]
+        vals = vals[:10 * model.N]
+        if any(_is_sym(a) for a in arm):
+            raise ValueError("with_inertial_parameters: the armature entries must be numbers "
+                             "(model.armature is numeric); symbolic ones are not supported")
+        try:
+            changes["armature"] = np.array(arm, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"with_inertial_parameters: the armature entries must be numbers, "
+                             f"got {arm!r}") from None
     triples = []
     for i in range(model.N):
         try:
@@ -133,9 +168,16 @@ def with_inertial_parameters(model: Model, pi: Any) -> Model:
             from .model import ModelError
 
             raise ModelError(f"body {model.names[i]!r}: {exc}") from None
-    return model.replace(inertias=triples)
+    return model.replace(inertias=triples, **changes)
 
 
-def parameter_names(model: Model) -> list[str]:
-    """Labels ``"<body>.<parameter>"`` of the 10 N entries of :func:`inertial_parameters`."""
-    return [f"{n}.{p}" for n in model.names for p in PARAMETER_NAMES]
+def parameter_names(model: Model, *, armature: bool = False) -> list[str]:
+    """Labels ``"<body>.<parameter>"`` of the 10 N entries of :func:`inertial_parameters`; with
+    ``armature=True`` followed by the nv armature labels, ``"<joint>.armature"`` for a one-speed
+    joint and ``"<joint>.armature[k]"`` for speed k of a multi-speed joint."""
+    out = [f"{n}.{p}" for n in model.names for p in PARAMETER_NAMES]
+    if _check_flag(armature):
+        for name, (a, b) in zip(model.joint_names, model.v_idx):
+            out += ([f"{name}.armature"] if b - a == 1 else
+                    [f"{name}.armature[{k}]" for k in range(b - a)])
+    return out

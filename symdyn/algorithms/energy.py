@@ -1,8 +1,11 @@
 """Kinetic and potential energy.
 
-``T = 1/2 sum_i v_i . (I_i v_i)`` over the bodies (``v_i`` the body velocities, equal to
-``1/2 qd^T M(q) qd``) and ``V = -sum_i m_i g . c_i = -m g . c`` with ``g = model.gravity`` and
-``c_i`` the bodies' centres of mass in world coordinates (Pinocchio's ``computeKineticEnergy`` and
+``T = 1/2 sum_i v_i . (I_i v_i) + 1/2 sum_k armature_k qd_k^2`` (``v_i`` the body velocities;
+equal to ``1/2 qd^T M(q) qd`` with M from :func:`~symdyn.algorithms.crba.crba`, which holds
+``model.armature`` on its diagonal: the rotors' energy, as Pinocchio's ``computeKineticEnergy``
+and MuJoCo count it; ``model.replace(armature=0)`` leaves it out) and
+``V = -sum_i m_i g . c_i = -m g . c`` with ``g = model.gravity`` and ``c_i`` the bodies' centres
+of mass in world coordinates (Pinocchio's ``computeKineticEnergy`` and
 ``computePotentialEnergy``, same convention: V = 0 at a centre of mass on the world origin). With
 ``tau = rnea(q, qd, qdd)`` (gravity included) they satisfy the power balance
 ``d/dt (T + V) = qd^T tau``.
@@ -21,16 +24,27 @@ if TYPE_CHECKING:
 __all__ = ["kinetic_energy", "mechanical_energy", "potential_energy"]
 
 
-def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
-    """Kinetic energy ``T = 1/2 qd^T M(q) qd`` (a scalar of the backend), by one velocity pass."""
-    B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    I = model.constants(B).I
-    K = path_kinematics(B, model, qs, vs)
+def _twice_kinetic(B, model, vs, K):
+    """``2 T = sum_i v_i . I_i v_i + sum_k armature_k qd_k^2`` (joints without armature add
+    nothing, so their expressions are those of a model without armature)."""
+    consts = model.constants(B)
     T: Any = None
     for i in range(model.N):
-        Ti = B.dot(K.v[i], I[i] @ K.v[i])
+        Ti = B.dot(K.v[i], consts.I[i] @ K.v[i])
+        if consts.armature[i] is not None:                                     # rotor inertia
+            Ti = Ti + B.dot(vs[i], consts.armature[i] @ vs[i])
         T = Ti if T is None else T + Ti
-    return T / 2
+    return T
+
+
+def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
+    """Kinetic energy ``T = 1/2 qd^T M(q) qd`` (a scalar of the backend), by one velocity pass.
+
+    M is :func:`~symdyn.algorithms.crba.crba`'s, ``model.armature`` included (``1/2 sum_k
+    armature_k qd_k^2`` on top of the bodies' energy, as Pinocchio's ``computeKineticEnergy``);
+    ``kinetic_energy(model.replace(armature=0), q, qd)`` is the bodies' part alone."""
+    B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
+    return _twice_kinetic(B, model, vs, path_kinematics(B, model, qs, vs)) / 2
 
 
 def _potential(B, model, K):
@@ -53,11 +67,8 @@ def potential_energy(model: Model, q: Array, *, backend: str | None = None) -> A
 
 
 def mechanical_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
-    """``T + V`` (Pinocchio's ``computeMechanicalEnergy``)."""
+    """``T + V`` (Pinocchio's ``computeMechanicalEnergy``), T with ``model.armature`` as in
+    :func:`kinetic_energy`."""
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    I = model.constants(B).I
     K = path_kinematics(B, model, qs, vs)
-    E = _potential(B, model, K)
-    for i in range(model.N):
-        E = E + B.dot(K.v[i], I[i] @ K.v[i]) / 2
-    return E
+    return _potential(B, model, K) + _twice_kinetic(B, model, vs, K) / 2

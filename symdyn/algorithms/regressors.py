@@ -32,6 +32,15 @@ Energies: ``T = 1/2 sum v_i^T I_i v_i = Y_T pi`` with the body row
 ``V = -sum m_i g . c_i(world) = Y_V pi`` with the body row ``[-g . p_i, -(E_i g)^T, 0]``
 (``p_i`` the body origin in world coordinates, ``E_i`` world -> body rotation).
 
+Armature. ``model.armature`` (rotor inertia on the joint speeds, added by ``rnea`` as
+``armature * qdd`` and by ``crba`` to M's diagonal) is not an inertial parameter of a body. By
+default the regressors cover the rigid-body part only: ``Y @ pi`` is the quantity of
+``model.replace(armature=0)``. With ``armature=True`` they append nv columns, one per speed, and
+``Y @ [pi; model.armature]`` is the quantity of ``model`` itself: ``diag(qdd)`` for the joint
+torque regressor, ``diag(qr_dd)`` for Slotine-Li, ``qd_k^2 / 2`` for the kinetic energy (the
+potential energy does not depend on the armature). ``symdyn.inertial.inertial_parameters(model,
+armature=True)`` gives that vector.
+
 Every function here is written once over the backends (NumPy, SymPy, SymEngine, CasADi) and
 returns a native matrix of the inputs' backend.
 """
@@ -86,10 +95,30 @@ def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array,
     return body_inertia_map(B, ar - cross_motion(B, v, vr) / 2) + sym / 2
 
 
-def _tree_regressor(B, model, Xup, S, Y):
+def check_armature_flag(armature: Any) -> bool:
+    """``armature`` must be True or False (a TypeError otherwise: a vector of armature values
+    belongs in the model, ``model.replace(armature=...)``, not here)."""
+    if armature is True or armature is False or (type(armature).__module__ == "numpy"
+                                                  and type(armature).__name__ in ("bool", "bool_")):
+        return bool(armature)
+    raise TypeError(f"armature must be True (append the nv armature columns) or False, got "
+                    f"{armature!r}; the armature values themselves are model.armature")
+
+
+def _diagonal(B, x, n):
+    """``diag(x)`` of a joint's speed segment ``x`` (``n`` entries) as an n x n matrix."""
+    return B.matrix([[x[k] if k == c else 0 for c in range(n)] for k in range(n)])
+
+
+def _tree_regressor(B, model, Xup, S, Y, diag=None):
     """nv x 10N regressor from the body-level 6 x 10 maps ``Y[i]`` (forces in body-i coordinates):
-    block (j, i) = S_j^T X_{j<-i}^T Y_i for every ancestor j of i (i included)."""
-    out = B.zeros(model.nv, 10 * model.N)
+    block (j, i) = S_j^T X_{j<-i}^T Y_i for every ancestor j of i (i included). ``diag``: the
+    per-joint speed segments whose diagonal fills nv further columns (the armature columns)."""
+    out = B.zeros(model.nv, 10 * model.N + (0 if diag is None else model.nv))
+    if diag is not None:
+        n0 = 10 * model.N
+        for i, (a, b) in enumerate(model.v_idx):
+            out = B.assign(out, slice(a, b), slice(n0 + a, n0 + b), _diagonal(B, diag[i], b - a))
     for i in range(model.N):
         F, j = Y[i], i
         while True:
@@ -104,15 +133,22 @@ def _tree_regressor(B, model, Xup, S, Y):
 
 
 def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
-                           backend: str | None = None) -> Array:
-    """The joint torque regressor Y (nv x 10N) with ``rnea(q, qd, qdd) == Y @ pi``.
+                           armature: bool = False, backend: str | None = None) -> Array:
+    """The joint torque regressor Y (nv x 10N) with
+    ``rnea(model.replace(armature=0), q, qd, qdd) == Y @ pi``.
 
     ``pi`` are the inertial parameters of :func:`symdyn.inertial.inertial_parameters` (10 per
     body, Pinocchio's order, inertia about the body origin); gravity comes from
-    ``model.gravity`` and is included. Columns ``10 i .. 10 i + 9`` belong to body ``i``. Equals
-    Pinocchio's ``computeJointTorqueRegressor`` up to its body order and free-flyer velocity
-    order. O(N d): each body's 6 x 10 map is moved up its ancestor path once.
+    ``model.gravity`` and is included. Columns ``10 i .. 10 i + 9`` belong to body ``i``. The
+    identity holds with ``rnea(model, ...)`` itself when ``model.armature`` is zero; otherwise
+    ``rnea(model, ...) == Y @ pi + model.armature * qdd``. ``armature=True`` appends the nv
+    columns ``diag(qdd)`` (Y is nv x (10N + nv)) so that
+    ``rnea(model, q, qd, qdd) == Y @ inertial_parameters(model, armature=True)``
+    (``[pi; model.armature]``). Without them it equals Pinocchio's
+    ``computeJointTorqueRegressor`` up to its body order and free-flyer velocity order. O(N d):
+    each body's 6 x 10 map is moved up its ancestor path once.
     """
+    with_arm = check_armature_flag(armature)
     B, (q, qd, qdd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend)
     a_grav = model.constants(B).a_grav
@@ -127,14 +163,20 @@ def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
         if cJ is not None:
             a[i] = a[i] + cJ @ qd[i]
         Y[i] = body_regressor(B, v[i], a[i])                                     # (7): f_i = Y_i pi
-    return _tree_regressor(B, model, Xup, S, Y)
+    return _tree_regressor(B, model, Xup, S, Y, qdd if with_arm else None)
 
 
 def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: Array,
-                         factorization: str = "christoffel", *,
+                         factorization: str = "christoffel", *, armature: bool = False,
                          backend: str | None = None) -> Array:
     """The Slotine-Li regressor Y (nv x 10N) with
-    ``Y @ pi == M(q) qr_dd + C*(q, qd) qr_d + g(q)`` for the Christoffel-consistent C*.
+    ``Y @ pi == M(q) qr_dd + C*(q, qd) qr_d + g(q)`` for the Christoffel-consistent C*, where M is
+    the rigid-body mass matrix, ``crba(model.replace(armature=0), q)``.
+
+    With non-zero ``model.armature`` the full ``crba(model, q) qr_dd + C* qr_d + g`` is
+    ``Y @ pi + model.armature * qr_dd``; ``armature=True`` appends the nv columns ``diag(qr_dd)``
+    (Y is nv x (10N + nv)) so that it is ``Y @ inertial_parameters(model, armature=True)``
+    (``[pi; model.armature]``; the armature is constant, so C* does not depend on it).
 
     C* is the factorization of :func:`coriolis_matrix` (paper 000 eq. (10), Remark 2; paper 001
     explains why it is the right one for passivity-based control: Mdot - 2 C* is skew and C* is
@@ -150,6 +192,7 @@ def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: 
     factorization (for comparisons such as paper 001 Sec. IV); both agree when ``qr_d = qd``.
     """
     check_factorization(factorization)
+    with_arm = check_armature_flag(armature)
     B, (q, qd, qr, qrr) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qr_d", qr_d, "v"),
                                 ("qr_dd", qr_dd, "v"), backend=backend)
     a_grav = model.constants(B).a_grav
@@ -166,7 +209,7 @@ def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: 
         if Sring is not None:
             ar[i] = ar[i] + Sring @ qr[i]
         Y[i] = body_slotine_li_regressor(B, v[i], vr[i], ar[i], factorization)
-    return _tree_regressor(B, model, Xup, S, Y)
+    return _tree_regressor(B, model, Xup, S, Y, qrr if with_arm else None)
 
 
 def _velocities(B, model, q, qd):
@@ -178,13 +221,19 @@ def _velocities(B, model, q, qd):
     return v
 
 
-def kinetic_energy_regressor(model: Model, q: Array, qd: Array, *,
+def kinetic_energy_regressor(model: Model, q: Array, qd: Array, *, armature: bool = False,
                              backend: str | None = None) -> Array:
-    """The kinetic energy regressor (1 x 10N) with ``T = 1/2 qd^T M qd = Y @ pi``.
+    """The kinetic energy regressor (1 x 10N) with ``T = 1/2 qd^T M qd = Y @ pi`` for the
+    rigid-body M (``crba(model.replace(armature=0), q)``; Pinocchio's
+    ``computeKineticEnergyRegressor``).
 
     Body i's 10 entries are ``1/2 v_i^T Phi(v_i)``: ``[u.u/2, (u x w)^T, w1^2/2, w1 w2,
     w2^2/2, w1 w3, w2 w3, w3^2/2]`` for the body velocity ``v_i = [w; u]`` in body coordinates.
+    :func:`symdyn.kinetic_energy` includes ``model.armature``: it is ``Y @ pi + 1/2 sum_k
+    armature_k qd_k^2``. ``armature=True`` appends the nv entries ``qd_k^2 / 2`` (1 x (10N + nv))
+    so that ``kinetic_energy(model, q, qd) == Y @ inertial_parameters(model, armature=True)``.
     """
+    with_arm = check_armature_flag(armature)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     rows = []
     for vi in _velocities(B, model, q, qd):
@@ -193,6 +242,9 @@ def kinetic_energy_regressor(model: Model, q: Array, qd: Array, *,
         w1, w2, w3 = w[0], w[1], w[2]
         rows.append(B.matrix([[B.dot(u, u) / 2, h[0], h[1], h[2], w1 * w1 / 2, w1 * w2,
                                w2 * w2 / 2, w1 * w3, w2 * w3, w3 * w3 / 2]]))
+    if with_arm:
+        rows += [B.matrix([[x[k] * x[k] / 2 for k in range(b - a)]])
+                 for x, (a, b) in zip(qd, model.v_idx)]
     return B.hcat(rows)
 
 
