@@ -54,6 +54,71 @@ def test_demo_floating_model_and_backend_subset(capsys):
     assert "nv=10" in out and "sympy" not in out.split("timings")[1]
 
 
+def test_demo_sympy_row_symbols_or_numbers(capsys):
+    """Small one-DoF models build SymPy expressions; --sympy numbers evaluates SymPy at the state
+    instead, and the results still agree with NumPy."""
+    from symdyn.cli.specs import from_spec
+
+    assert cli.sympy_mode(from_spec("serial:3"))[0] == "symbols"
+    assert cli.sympy_mode(from_spec(f"serial:{cli.SYMPY_SYMBOLS_MAX_NV + 1}"))[0] == "numbers"
+    mode, why = cli.sympy_mode(from_spec("quadruped:4:floating"))
+    assert mode == "numbers" and "floating" in why
+    assert cli.sympy_mode(from_spec("quadruped:4:floating"), "symbols")[0] == "symbols"
+    assert cli.main(["demo", "--model", "serial:3", "--repeat", "2", "--sympy", "numbers",
+                     "--backends", "sympy"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\s+sympy\s+evaluate at numbers \(once\)(\s+\S+ s){3}$", out, re.M), out
+    assert "note: sympy evaluated at sympy.Float inputs" in out
+    d = float(re.search(r"sympy results .* max \|diff\| = (\S+)", out).group(1))
+    assert d < 1e-8
+
+
+def _readme_demo_specs() -> list[str]:
+    """The spec strings README.md lists for `symdyn demo --model SPEC`, optional parts expanded
+    (``quadruped:20[:floating]`` gives two), the .urdf path replaced by a file of the tests."""
+    import itertools
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    para = text[text.index("`symdyn demo --model SPEC` accepts"):]
+    para = para[:para.index("\n\n")]
+    specs = []
+    for raw in re.findall(r"`([a-z0-9]+:[^`\s]*)`", para):
+        parts = re.split(r"\[(:[^\]]+)\]", raw)           # base, optional, rest, ...
+        options = [(p,) if i % 2 == 0 else ("", p) for i, p in enumerate(parts)]
+        specs += ["".join(c) for c in itertools.product(*options)]
+    assert ".urdf" in para
+    specs.append(str(Path(__file__).parent / "data" / "two_link_arm.urdf"))
+    return specs
+
+
+def test_every_readme_demo_spec_parses():
+    from symdyn.cli.specs import from_spec
+
+    specs = _readme_demo_specs()
+    assert {"quadruped:20:floating", "planar:10:symbolic", "random:12:seed=3",
+            "robot:panda"} <= set(specs), specs
+    for spec in specs:
+        assert from_spec(spec).nv >= 1, spec
+
+
+@pytest.mark.parametrize("spec", ["quadruped:4:floating", "quadruped:20:floating", "biped:20",
+                                  "planar:10:symbolic"])
+def test_demo_finishes_on_readme_specs(spec):
+    """These demos used to run for hours (SymPy ABA inverting a symbolic 6x6 articulated inertia,
+    symbolic expressions of 20-DoF models, sympy.simplify of a 10-link M); the limit is loose
+    because the machine may be shared, but far below the old run times."""
+    r = subprocess.run([sys.executable, "-m", "symdyn.cli", "demo", "--model", spec,
+                        "--repeat", "2"], capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    if spec.endswith(":symbolic"):
+        assert "M = crba(q)" in r.stdout and "operations" in r.stdout
+        return
+    assert "evaluate at numbers" in r.stdout and "note: sympy evaluated" in r.stdout
+    diffs = re.findall(r"agree with numpy to max \|diff\| = (\S+)", r.stdout)
+    assert len(diffs) == 2 and all(float(d) < 1e-8 for d in diffs), r.stdout
+
+
 def test_demo_symbolic_model(capsys):
     assert cli.main(["demo", "--model", "planar:2:symbolic"]) == 0
     out = capsys.readouterr().out
@@ -65,6 +130,15 @@ def test_demo_symbolic_model(capsys):
     (["demo", "--model", "serial:x"], "N must be a positive integer"),
     (["demo", "--model", "missing.urdf"], "missing.urdf"),
     (["demo", "--backends", "jax"], "unknown backend 'jax'"),
+    (["demo", "--backends", ""], "--backends needs at least one backend"),
+    (["demo", "--backends", " , "], "--backends needs at least one backend"),
+    (["demo", "--backends", "numpy,,casadi"], "empty backend name"),
+    (["demo", "--backends", "numpy,numpy"], "'numpy' is listed twice"),
+    (["demo", "--model", "serial:3:seed=1:seed=2"], "option 'seed' is given twice"),
+    (["demo", "--model", "quadruped:4:floating:floating"], "option 'floating' is given twice"),
+    (["demo", "--model", "serial:3:"], "empty option"),
+    (["demo", "--model", "serial:3:lock=link1_joint:lock=link2_joint"],
+     "option 'lock' is given twice"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, msg):
     assert cli.main(argv) == 2
@@ -115,6 +189,8 @@ def _one_error_line(capsys, prefix):
     (["--algorithms", "rnea", "--option", "foo=bar"], "foo"),          # TypeError in codegen
     (["--algorithms", "rnea", "--option", "novalue"], "KEY=VALUE"),
     (["--algorithms", "rnea,rnea"], "twice"),
+    (["--algorithms", "frame_jacobian", "--option", "frame=nope"], "no frame or joint named 'nope'"),
+    (["--algorithms", "frame_jacobian", "--option", "frame=link1,nope"], "frame=nope"),
 ])
 def test_codegen_errors_are_one_line(capsys, tmp_path, extra, msg):
     assert cli.main(["codegen", "serial:2", "--out", str(tmp_path / "x"), "--quiet", *extra]) == 2
@@ -143,6 +219,12 @@ def test_codegen_error_in_a_subprocess_has_no_traceback(tmp_path):
 
 @pytest.mark.parametrize("argv,prefix", [
     (["christoffel", "nonsense:3", "--symbolic"], "symdyn christoffel: error: unknown model spec"),
+    (["mass-matrix", "serial:2", "--parameters", "inertial"],
+     "symdyn mass-matrix: error: --parameters inertial needs --symbolic"),
+    (["mass-matrix", "serial:2", "--structured"], "symdyn mass-matrix: error: --structured needs"),
+    (["christoffel", "serial:2", "--method", "eq4"], "symdyn christoffel: error: --method eq4 needs"),
+    (["coriolis", "serial:2", "--symbolic", "--method", "eq4"],
+     "symdyn coriolis: error: --method eq4 applies to christoffel only"),
     (["mass-matrix", "planar:2", "--q", "1,x"], "symdyn mass-matrix: error: --q must be"),
     (["experiments", "run", "nosuch"], "symdyn experiments: error: unknown experiment"),
     (["demo", "--model", "serial:2:joint=bogus"], "symdyn demo: error: model spec"),

@@ -1,7 +1,13 @@
 """The ``symdyn`` command.
 
-``symdyn demo [--model SPEC] [--repeat N]`` evaluates M, tau and the nonlinear effects on a
-built-in model and times each backend. Other modules add subcommands: every module named in
+``symdyn demo [--model SPEC] [--repeat N] [--backends LIST] [--sympy MODE]`` evaluates M, tau and
+the nonlinear effects on a built-in model and times each backend. Its SymPy row builds symbolic
+expressions (symbols in, expressions out) only for small models (see :func:`sympy_mode`); on
+larger ones, and on models with multi-DoF joints (floating bases, spherical joints, whose ABA
+inverts a symbolic 3x3 or 6x6 articulated inertia), those expressions take minutes to hours, so
+the demo evaluates SymPy at numbers (``sympy.Float`` inputs) and says so.
+
+Other modules add subcommands: every module named in
 :data:`_SUBCOMMANDS` exposes ``register(subparsers)``, which adds its parsers with
 ``parser.set_defaults(func=handler)``; ``handler(args) -> int`` returns the exit code.
 
@@ -29,6 +35,11 @@ from typing import Sequence
 _SUBCOMMANDS: tuple[str, ...] = ("symdyn.codegen.cli", "symdyn.symbolic.cli", "symdyn.experiments")
 
 _DEMO_ALGORITHMS = ("rnea", "crba", "aba")
+
+#: ``symdyn demo --sympy auto`` builds symbolic expressions for models with at most this many
+#: velocities, all of them from one-DoF joints; other models get SymPy evaluated at numbers
+SYMPY_SYMBOLS_MAX_NV = 6
+_SYMPY_MODES = ("auto", "symbols", "numbers")
 
 
 def _version() -> str:
@@ -62,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="evaluations timed per backend, the median is shown (default: 20)")
     demo.add_argument("--backends", default="numpy,sympy,casadi", metavar="LIST",
                       help="comma-separated backends to time (default: numpy,sympy,casadi)")
+    demo.add_argument("--sympy", choices=_SYMPY_MODES, default="auto",
+                      help="what the sympy row times: symbols (build symbolic expressions), "
+                           "numbers (evaluate at sympy.Float inputs) or auto (default: symbols "
+                           f"for models with nv <= {SYMPY_SYMBOLS_MAX_NV} and one-DoF joints only, "
+                           "numbers otherwise, where the expressions would take minutes to hours)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random state (default: 0)")
     demo.set_defaults(func=_demo)
     for modname in _SUBCOMMANDS:
@@ -162,6 +178,50 @@ def _fmt_s(t: float | None) -> str:
     return "-" if t is None else f"{t:.3g} s"
 
 
+def parse_backends(text: str) -> list[str]:
+    """The backends of ``symdyn demo --backends LIST`` (comma-separated, in the order given).
+    Raises ValueError for an empty list, an unknown name or a name given twice."""
+    known = ("numpy", "sympy", "casadi")
+    names = [b.strip() for b in text.split(",")]
+    if not any(names):
+        raise ValueError(f"--backends needs at least one backend, got {text!r}; choose from "
+                         f"{', '.join(known)}")
+    out: list[str] = []
+    for b in names:
+        if not b:
+            raise ValueError(f"empty backend name in --backends {text!r}; choose from "
+                             f"{', '.join(known)}")
+        if b not in known:
+            raise ValueError(f"unknown backend {b!r} in --backends; choose from {', '.join(known)}")
+        if b in out:
+            raise ValueError(f"backend {b!r} is listed twice in --backends {text!r}")
+        out.append(b)
+    return out
+
+
+def sympy_mode(model, requested: str = "auto") -> tuple[str, str]:
+    """What ``symdyn demo``'s SymPy row does on ``model``: ``("symbols", reason)`` builds symbolic
+    expressions of rnea/crba/aba, ``("numbers", reason)`` evaluates the SymPy backend at
+    ``sympy.Float`` inputs. ``requested`` ``"symbols"`` or ``"numbers"`` is taken as is; ``"auto"``
+    chooses symbols for models with ``nv <= SYMPY_SYMBOLS_MAX_NV`` whose joints each have at most
+    one velocity, numbers otherwise (the expressions of longer chains grow past what a demo can
+    wait for, and ABA inverts the symbolic 3x3 / 6x6 articulated inertia of a spherical or
+    floating joint)."""
+    if requested not in _SYMPY_MODES:
+        raise ValueError(f"unknown sympy mode {requested!r}; choose from {', '.join(_SYMPY_MODES)}")
+    if requested != "auto":
+        return requested, f"--sympy {requested}"
+    multi = sorted({type(j).__name__.lower() for j, (a, b) in zip(model.joints, model.v_idx)
+                    if b - a > 1})
+    if multi:
+        return "numbers", (f"the model has multi-DoF joints ({', '.join(multi)}): symbolic ABA "
+                           "would invert their articulated inertias symbolically")
+    if model.nv > SYMPY_SYMBOLS_MAX_NV:
+        return "numbers", (f"nv = {model.nv} > {SYMPY_SYMBOLS_MAX_NV}: symbolic expressions of "
+                           "this size take minutes to build")
+    return "symbols", f"nv = {model.nv} <= {SYMPY_SYMBOLS_MAX_NV}, one-DoF joints"
+
+
 def _demo(args) -> int:
     import numpy as np
 
@@ -169,13 +229,8 @@ def _demo(args) -> int:
     from ..models import random_state
     from .specs import from_spec
 
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    for b in backends:
-        if b not in ("numpy", "sympy", "casadi"):
-            raise ValueError(f"unknown backend {b!r} in --backends; choose from numpy, sympy, casadi")
+    backends = parse_backends(args.backends)
     model = from_spec(args.model, lock=args.lock)
-    if model.is_symbolic:
-        backends = ["sympy"]
     q, qd, qdd = random_state(model, args.seed)
     calls = {
         "rnea": lambda B, q, qd, qdd: alg.rnea(model, q, qd, qdd, backend=B),
@@ -203,14 +258,22 @@ def _demo(args) -> int:
 
     # aba takes tau in place of qdd
     args_of = {"rnea": (q, qd, qdd), "crba": (q, qd, qdd), "aba": (q, qd, tau)}
-    rows, diffs = [], {}
+    rows, diffs, notes = [], {}, []
     if "numpy" in backends:
         rows.append(("numpy", f"evaluate (median of {args.repeat})",
                      [_median_time(lambda a=a: calls[a]("numpy", *args_of[a]), args.repeat)
                       for a in _DEMO_ALGORITHMS]))
     if "sympy" in backends:
-        r, d = _demo_sympy(model, calls, args_of)
-        rows.append(("sympy", "build expressions", r))
+        mode, why = sympy_mode(model, args.sympy)
+        if mode == "symbols":
+            r, d = _demo_sympy(model, calls, args_of)
+            rows.append(("sympy", "build expressions", r))
+        else:
+            r, d = _demo_sympy_numbers(calls, args_of)
+            rows.append(("sympy", "evaluate at numbers (once)", r))
+            notes.append(f"sympy evaluated at sympy.Float inputs, not symbols ({why}); "
+                         "--sympy symbols forces symbolic expressions, and `symdyn mass-matrix "
+                         "MODEL --symbolic` writes closed forms")
         diffs["sympy"] = d
     if "casadi" in backends:
         build, func, evals, d = _demo_casadi(model, calls, args_of, args.repeat)
@@ -225,6 +288,8 @@ def _demo(args) -> int:
         out(f"  {b:<8} {what:<{width}} " + " ".join(f"{_fmt_s(t):>11}" for t in ts))
     for b, d in diffs.items():
         out(f"  {b} results evaluated at the state agree with numpy to max |diff| = {d:.1e}")
+    for note in notes:
+        out(f"  note: {note}")
     return 0
 
 
@@ -257,6 +322,24 @@ def _demo_sympy(model, calls, args_of):
     return times, diff
 
 
+def _demo_sympy_numbers(calls, args_of):
+    """The SymPy backend at the state itself (``sympy.Float`` inputs, 17 digits): one evaluation
+    per algorithm, timed, and its max difference from NumPy."""
+    import numpy as np
+    import sympy as sp
+
+    times, diff = [], 0.0
+    for a in _DEMO_ALGORITHMS:
+        ins = [sp.Matrix([sp.Float(float(x), 17) for x in np.asarray(v, float)])
+               for v in args_of[a]]
+        res, t = _once(lambda a=a, ins=ins: calls[a]("sympy", *ins))
+        times.append(t)
+        ref = np.asarray(calls[a]("numpy", *args_of[a]), float)
+        num = np.array(res, dtype=float).reshape(ref.shape)
+        diff = max(diff, float(np.abs(num - ref).max()))
+    return times, diff
+
+
 def _demo_casadi(model, calls, args_of, repeat):
     import casadi as ca
     import numpy as np
@@ -275,19 +358,50 @@ def _demo_casadi(model, calls, args_of, repeat):
     return build, func, evals, diff
 
 
-def _demo_symbolic(model, calls, out) -> int:
-    """Models with SymPy parameters run on the sympy backend only: print M symbolically."""
-    import sympy as sp
+def _dag_operations(exprs) -> int:
+    """Operations in SymPy expressions, each shared subexpression counted once (a walk over the
+    expression DAG; ``sympy.count_ops`` walks the tree, exponential in the depth of the recursive
+    algorithms' expressions)."""
+    seen, stack, ops = set(), list(exprs), 0
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if e.args:
+            ops += 1
+            stack.extend(e.args)
+    return ops
 
-    syms = _symbols("sympy", model)
-    M, t = _once(lambda: calls["crba"]("sympy", *syms))
+
+def _demo_symbolic(model, calls, out) -> int:
+    """Models with SymPy parameters run on the sympy backend only: M in closed form
+    (:func:`symdyn.symbolic.core.mass_matrix`) for ``nv <= SYMPY_SYMBOLS_MAX_NV``, its size
+    otherwise (the simplification of larger models takes minutes; ``symdyn mass-matrix MODEL
+    --symbolic`` writes them), and the size of tau = rnea(q, qd, qdd)."""
     out(f"\nparameters: {', '.join(map(str, model.parameters()))}")
-    out(f"\nM = crba(q) with q = {list(syms[0])}  ({t:.3g} s to build)")
-    for i in range(M.shape[0]):
-        for j in range(i, M.shape[1]):
-            out(f"  M[{i},{j}] = {sp.simplify(M[i, j])}")
+    if model.nv <= SYMPY_SYMBOLS_MAX_NV:
+        from ..symbolic.core import mass_matrix
+
+        res, t = _once(lambda: mass_matrix(model, simplify=True))
+        out(f"\nM = crba(q) with q = {list(res.q)}  ({t:.3g} s to build and simplify)")
+        for (i, j), e in sorted(res.entries.items()):
+            out(f"  M[{i},{j}] = {e}")
+        for i in range(model.nv):
+            for j in range(i, model.nv):
+                if (i, j) not in res.entries:
+                    out(f"  M[{i},{j}] = 0")
+    else:
+        syms = _symbols("sympy", model)
+        M, t = _once(lambda: calls["crba"]("sympy", *syms))
+        out(f"\nM = crba(q) with q = {list(syms[0])}: {_dag_operations(M)} operations, "
+            f"unsimplified ({t:.3g} s to build)")
+        out(f"  note: closed forms are printed for nv <= {SYMPY_SYMBOLS_MAX_NV} (nv = {model.nv} "
+            "here; simplification time grows steeply with nv); `symdyn mass-matrix MODEL --symbolic` "
+            "writes them")
+    syms = _symbols("sympy", model)
     tau, t = _once(lambda: calls["rnea"]("sympy", *syms))
     out(f"\ntau = rnea(q, qd, qdd) with qd = {list(syms[1])}, qdd = {list(syms[2])}: "
-        f"{sum(sp.count_ops(e) for e in tau)} operations ({t:.3g} s to build)")
+        f"{_dag_operations(tau)} operations, shared subexpressions counted once "
+        f"({t:.3g} s to build)")
     return 0
-

@@ -53,6 +53,11 @@ def _spec_options(spec: str, parts: list[str], allowed: set[str]) -> dict:
     opts: dict = {}
     for part in parts:
         key, eq, val = part.partition("=")
+        if not part:
+            raise SpecError(f"model spec {spec!r}: empty option (two ':' in a row or a ':' at "
+                            "the end)")
+        if key in opts:
+            raise SpecError(f"model spec {spec!r}: option {key!r} is given twice")
         if key not in allowed:
             raise SpecError(f"model spec {spec!r}: unknown option {part!r}"
                             + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""))
@@ -148,6 +153,9 @@ def from_spec(spec: str, lock=None) -> Model:
     head, locks = _split_lock(spec)
     if locks is None:
         return apply_lock(_from_spec(spec), lock)
+    if ":lock=" in head:
+        raise SpecError(f"model spec {spec!r}: option 'lock' is given twice (give the joints "
+                        "in one lock=NAME[=VALUE],...)")
     spec_locks = parse_lock(locks, f"model spec {spec!r}: lock=")
     if lock:
         extra = parse_lock(lock, "lock") if isinstance(lock, str) else \

@@ -90,6 +90,18 @@ def _options(pairs) -> dict:
     return out
 
 
+def _check_frames(model, frames) -> None:
+    """``--option frame=...`` names frames of the model: an unknown name is a user error
+    (ValueError, one line) here, where the library's lookup raises KeyError."""
+    from ..algorithms.frames import resolve_frame
+
+    for name in [] if frames is None else [frames] if isinstance(frames, str) else frames:
+        try:
+            resolve_frame(model, name)
+        except KeyError as exc:
+            raise ValueError(f"--option frame={name}: {exc.args[0] if exc.args else exc}") from None
+
+
 def run(args) -> int:
     """Handler of ``symdyn codegen``; returns the exit code."""
     from ..cli.specs import from_spec
@@ -97,12 +109,13 @@ def run(args) -> int:
     from .cache import write_manifest
 
     model = from_spec(args.model)
+    options = _options(args.option)
+    _check_frames(model, options.get("frame"))
     out = Path(args.out)
     progress = False if args.quiet else True
     manifest = generate_sources(model, args.algorithms, out, args.name, cse=args.cse,
                                 progress=progress, parameters=args.parameters,
-                                form=args.form, derivatives=args.derivatives,
-                                **_options(args.option))
+                                form=args.form, derivatives=args.derivatives, **options)
     print(f"{model!r}: wrote C sources to {out}/")
     for fd in manifest["functions"]:
         print(f"  {fd['source']:<40} {fd['n_nodes']:>8} SX nodes {fd['n_instructions']:>8} "

@@ -68,9 +68,28 @@ def _model(args):
     return from_spec(spec)
 
 
+def _check_mode_options(args) -> None:
+    """Options that only mean something with --symbolic (or only for christoffel) are refused
+    where they would be ignored: the numeric mode prints numbers at one configuration, which
+    have no structured form and no inertial-parameter form (``--parameters inertial --symbolic``
+    writes the entries as linear combinations of the 10 N parameters)."""
+    if args.method != "algorithm2" and args.kind != "christoffel":
+        raise ValueError(f"--method {args.method} applies to christoffel only, not {args.kind}")
+    if args.symbolic:
+        return
+    given = [opt for opt, on in (("--parameters inertial", args.parameters is not None),
+                                 ("--structured", args.structured), ("--flat", args.flat),
+                                 (f"--method {args.method}", args.method != "algorithm2"))
+             if on]
+    if given:
+        raise ValueError(f"{given[0]} needs --symbolic (closed forms); without it {args.kind} "
+                         "prints numbers at one configuration (--q)")
+
+
 def _run(args) -> int:
     from . import core, export
 
+    _check_mode_options(args)
     model = _model(args)
     if not args.symbolic:
         text = _numeric(model, args)
