@@ -29,7 +29,10 @@ import importlib
 import statistics
 import sys
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 # Modules that add subcommands (each exposes register(subparsers)); append yours here.
 _SUBCOMMANDS: tuple[str, ...] = ("symdyn.codegen.cli", "symdyn.symbolic.cli", "symdyn.experiments")
@@ -199,7 +202,7 @@ def parse_backends(text: str) -> list[str]:
     return out
 
 
-def sympy_mode(model, requested: str = "auto") -> tuple[str, str]:
+def sympy_mode(model: Model, requested: str = "auto") -> tuple[str, str]:
     """What ``symdyn demo``'s SymPy row does on ``model``: ``("symbols", reason)`` builds symbolic
     expressions of rnea/crba/aba, ``("numbers", reason)`` evaluates the SymPy backend at
     ``sympy.Float`` inputs. ``requested`` ``"symbols"`` or ``"numbers"`` is taken as is; ``"auto"``
@@ -217,8 +220,8 @@ def sympy_mode(model, requested: str = "auto") -> tuple[str, str]:
         return "numbers", (f"the model has multi-DoF joints ({', '.join(multi)}): symbolic ABA "
                            "would invert their articulated inertias symbolically")
     if model.nv > SYMPY_SYMBOLS_MAX_NV:
-        return "numbers", (f"nv = {model.nv} > {SYMPY_SYMBOLS_MAX_NV}: symbolic expressions of "
-                           "this size take minutes to build")
+        return "numbers", (f"nv = {model.nv} > {SYMPY_SYMBOLS_MAX_NV}: the time to build "
+                           "symbolic expressions grows steeply with nv")
     return "symbols", f"nv = {model.nv} <= {SYMPY_SYMBOLS_MAX_NV}, one-DoF joints"
 
 
