@@ -117,9 +117,50 @@ def inertial_parameters(model: Model, *, armature: bool = False) -> Any:
     return np.array(vals, dtype=float)
 
 
+def _entries(model: Model, pi: Any, n_arm: int) -> list:
+    """The entries of ``pi`` in order, from any of the accepted layouts -- a vector ``(L,)``, a
+    column ``(L, 1)``, a row ``(1, L)`` or, without armature entries, an ``(N, 10)`` array with
+    one row per body (``L = 10 N + n_arm``) -- given as a NumPy array, a SymPy matrix or array,
+    or (nested) lists and tuples. SymPy numbers become floats when neither the model nor ``pi``
+    has symbols, so that a SymPy column of numbers gives the same numeric model as a NumPy
+    vector. Other shapes raise ValueError naming the accepted ones; a vector of the wrong length
+    is left to the caller's count check."""
+    n, L = model.N, 10 * model.N + n_arm
+    if _is_sym(pi) and hasattr(pi, "tolist"):        # SymPy matrices and N-dim arrays
+        pi = pi.tolist()
+    try:
+        arr = np.asarray(pi, dtype=object)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"pi must be an array of numbers or SymPy expressions: {exc}") from None
+    layouts = f"a vector ({L},), a column ({L}, 1), a row (1, {L})" + (
+        "" if n_arm else f" or an (N, 10) = ({n}, 10) array, one row per body")
+    if arr.ndim == 0 or arr.ndim > 2 or (arr.ndim == 2 and 1 not in arr.shape
+                                          and not (n_arm == 0 and arr.shape == (n, 10))):
+        raise ValueError(f"pi must be {layouts} of {model.name!r}, got "
+                         + (f"shape {arr.shape}" if arr.ndim else f"a {type(pi).__name__}"))
+    vals = list(arr.reshape(-1))
+    for k, v in enumerate(vals):
+        if isinstance(v, (list, tuple, dict, set, np.ndarray)) or (_is_sym(v)
+                                                                    and hasattr(v, "shape")):
+            raise ValueError(f"pi must be {layouts} of {model.name!r}: entry {k} is a "
+                             f"{type(v).__name__}, not a number or SymPy expression")
+    if not model.is_symbolic and not any(getattr(v, "free_symbols", None)
+                                         for v in vals if _is_sym(v)):
+        for k, v in enumerate(vals):
+            if _is_sym(v):
+                try:
+                    vals[k] = float(v)
+                except TypeError:
+                    raise ValueError(f"pi entry {k} is not a real number: {v}") from None
+    return vals
+
+
 def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -> Model:
     """A new model equal to ``model`` with the inertial parameters ``pi`` (10 N entries, the
-    order of :func:`inertial_parameters`; numbers or SymPy expressions). Built with
+    order of :func:`inertial_parameters`; numbers or SymPy expressions) given as a vector
+    ``(10 N,)``, a column ``(10 N, 1)``, a row ``(1, 10 N)`` or an ``(N, 10)`` array with one row
+    per body -- a NumPy array, a SymPy matrix or (nested) lists alike; other shapes raise
+    ValueError. Built with
     ``model.replace(inertias=...)``, so the model's inertia policy is applied again (with the
     default policy: mass > 0, rotational inertia positive definite with the triangle
     inequalities; a violation raises :class:`symdyn.model.ModelError` naming the body). A body
@@ -138,11 +179,8 @@ def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -
             "with_inertial_parameters: pi is a CasADi expression; models hold numbers or SymPy "
             "expressions. For dynamics with CasADi parameters use the regressors, which are "
             "linear in pi: rnea(q, qd, qdd) == joint_torque_regressor(model, q, qd, qdd) @ pi")
-    if hasattr(pi, "shape") and len(getattr(pi, "shape", ())) == 2:          # column matrices
-        vals = [pi[k] for k in range(pi.shape[0] * pi.shape[1])]
-    else:
-        vals = list(np.asarray(pi, dtype=object).reshape(-1)) if not _is_sym(pi) else list(pi)
     n_arm = model.nv if with_arm else 0
+    vals = _entries(model, pi, n_arm)
     if len(vals) != 10 * model.N + n_arm:
         what = (f"10 N + nv = {10 * model.N + n_arm} entries (10 per body of {model.name!r}, then "
                 f"its {model.nv} armature values)" if with_arm else
