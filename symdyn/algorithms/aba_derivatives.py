@@ -80,9 +80,11 @@ def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: Extern
     B, (q, qd, tau) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                             backend=backend, extra=(f_ext,))
     check_joints(model)
+    n = model.nv
+    if n == 0:                                  # no moving joint: three 0 x 0 matrices
+        return B.zeros(0, 0), B.zeros(0, 0), B.zeros(0, 0)
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
-    n = model.nv
     recorded = getattr(B, "recorder", None) is not None    # the recursive compiled form
     if method == "ltdl" and not recorded:
         return eq5_ltdl(B, model, qd, tau, f_ext, Xup, S)

@@ -76,7 +76,32 @@ def check_entries(m, what: str, problem: Callable[[Any], str | None], matrix: bo
             raise ValueError(f"{what} contains NaN or inf at {at}")
 
 
+def empty_shape(x) -> tuple[int, int] | None:
+    """The (rows, cols) of an input with no entries (which the libraries' constructors turn
+    into a 0 x 0 matrix whatever its shape): an empty 1-D array or list is the (0, 1) column, a
+    2-D array keeps its shape, a list of k empty rows is k x 0. None when ``x`` has entries."""
+    shape = getattr(x, "shape", None)
+    if shape is not None:
+        shape = tuple(shape)
+        if len(shape) == 1 and shape[0] == 0:
+            return (0, 1)
+        if len(shape) == 2 and 0 in shape:
+            return (int(shape[0]), int(shape[1]))
+        return None
+    if isinstance(x, (list, tuple)):
+        if not x:
+            return (0, 1)
+        if all(isinstance(r, (list, tuple)) and not r for r in x):
+            return (len(x), 0)
+    return None
+
+
 def as_column(m, n: int, what: str):
+    """``m`` as an (n, 1) column: a row is transposed; for n = 0 (a model with no moving joint)
+    the empty matrix ``sympy.Matrix([])`` (shape (0, 0)) and the empty row are the empty
+    column."""
+    if n == 0 and tuple(m.shape) in ((0, 0), (1, 0)):
+        return m.reshape(0, 1)
     if m.shape[0] == 1 and m.shape[1] != 1:
         m = m.T
     if m.shape != (n, 1):

@@ -58,6 +58,8 @@ def cols(x, a: int, b: int):
 
 
 def vcat(parts):
+    if not len(parts):   # a model with nv = 0: the empty SX column (vertcat() would be a DM)
+        return ca.SX(0, 1)
     return ca.vertcat(*parts)
 
 
@@ -66,6 +68,8 @@ def hcat(parts):
 
 
 def block(blocks):
+    if not len(blocks):   # a model with nv = 0: the 0 x 0 SX matrix
+        return ca.SX(0, 0)
     return ca.blockcat(blocks)
 
 

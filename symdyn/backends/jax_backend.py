@@ -114,6 +114,8 @@ def cols(x, a: int, b: int):
 
 
 def vcat(parts):
+    if not len(parts):   # a model with nv = 0: the empty vector
+        return jnp.zeros(0, dtype=_float())
     return jnp.concatenate(parts, axis=0)
 
 
@@ -122,6 +124,8 @@ def hcat(parts):
 
 
 def block(blocks):
+    if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
+        return jnp.zeros((0, 0), dtype=_float())
     return jnp.block(blocks)
 
 

@@ -14,8 +14,9 @@ import symengine as se
 
 from . import tensor as _tensor
 from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
-    assign, assign3, cols, concrete, constant_scope, dot, exact_helpers, graph, inv_with,
-    is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
+    assign, assign3, concrete, constant_scope, dot, empty_shape, exact_helpers, graph,
+    inv_with, is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, set3, skew_of,
+    solve, validated)
 
 name = "symengine"
 ndarray = se.DenseMatrix
@@ -38,7 +39,8 @@ def matrix(rows):
 
 
 def vector(entries):
-    return se.DenseMatrix([[e] for e in entries])
+    entries = list(entries)
+    return se.DenseMatrix([[e] for e in entries]) if entries else se.zeros(0, 1)
 
 
 def _number(x):
@@ -55,6 +57,9 @@ def _number(x):
 
 
 def const(x):
+    empty = empty_shape(x)
+    if empty is not None:               # DenseMatrix([]) would be 0 x 0 whatever the shape
+        return se.zeros(*empty)
     if hasattr(x, "tolist"):
         x = x.tolist()
     elif type(x).__module__.split(".")[0] == "sympy":
@@ -63,7 +68,26 @@ def const(x):
     return se.DenseMatrix([[_number(e) for e in r] for r in rows_])
 
 
+def rows(x, a: int, b: int):
+    """x[a:b, :]; an empty selection (or a matrix without columns) is a zeros matrix of that
+    shape (DenseMatrix raises IndexError for slices with no rows or no columns)."""
+    n = len(range(x.shape[0])[a:b])
+    if n == 0 or x.shape[1] == 0:
+        return se.zeros(n, x.shape[1])
+    return x[a:b, :]
+
+
+def cols(x, a: int, b: int):
+    """x[:, a:b]; an empty selection (or a matrix without rows) is a zeros matrix of that shape."""
+    n = len(range(x.shape[1])[a:b])
+    if n == 0 or x.shape[0] == 0:
+        return se.zeros(x.shape[0], n)
+    return x[:, a:b]
+
+
 def vcat(parts):
+    if not len(parts):   # a model with nv = 0: the empty (0, 1) column
+        return se.zeros(0, 1)
     out = parts[0]
     for p in parts[1:]:
         out = out.col_join(p)
@@ -78,6 +102,8 @@ def hcat(parts):
 
 
 def block(blocks):
+    if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
+        return se.zeros(0, 0)
     return vcat([hcat(r) for r in blocks])
 
 

@@ -10,8 +10,8 @@ import sympy as sp
 
 from . import tensor as _tensor
 from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
-    assign, assign3, cols, concrete, constant_scope, dot, exact_helpers, graph, inv_with,
-    is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
+    assign, assign3, cols, concrete, constant_scope, dot, empty_shape, exact_helpers, graph,
+    inv_with, is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
 
 name = "sympy"
 ndarray = sp.MatrixBase
@@ -34,7 +34,8 @@ def matrix(rows):
 
 
 def vector(entries):
-    return sp.Matrix(list(entries))
+    entries = list(entries)
+    return sp.Matrix(entries) if entries else sp.zeros(0, 1)
 
 
 def _number(x):
@@ -50,11 +51,16 @@ def _number(x):
 def const(x):
     if isinstance(x, sp.MatrixBase):
         return x.applyfunc(_number)
+    empty = empty_shape(x)
+    if empty is not None:               # sympy.Matrix([]) would be 0 x 0 whatever the shape
+        return sp.zeros(*empty)
     m = sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
     return m.applyfunc(_number)
 
 
 def vcat(parts):
+    if not len(parts):   # a model with nv = 0: the empty (0, 1) column
+        return sp.zeros(0, 1)
     return sp.Matrix.vstack(*parts)
 
 
@@ -63,6 +69,8 @@ def hcat(parts):
 
 
 def block(blocks):
+    if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
+        return sp.zeros(0, 0)
     return sp.Matrix.vstack(*[sp.Matrix.hstack(*r) for r in blocks])
 
 
@@ -88,6 +96,9 @@ def _as_matrix(x, what: str, expect: str):
     if isinstance(x, sp.MatrixBase):
         return x
     refuse_complex_or_scalar(x, what, (sp.Basic,))
+    empty = empty_shape(x)
+    if empty is not None:
+        return sp.zeros(*empty)
     try:
         return sp.Matrix(x.tolist() if hasattr(x, "tolist") else x)
     except (TypeError, ValueError, sp.SympifyError) as exc:
