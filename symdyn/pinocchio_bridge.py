@@ -4,8 +4,9 @@ Two directions:
 
 * :func:`to_pinocchio` builds a ``pinocchio.Model`` from a numeric symdyn model: one Pinocchio
   joint per body, added in the depth-first order :func:`pinocchio_order`, named
-  ``model.joint_names``, with a JOINT frame and a BODY frame named after the body, and every other
-  entry of ``model.frames`` (merged fixed links) as a BODY frame.
+  ``model.joint_names``, with a JOINT frame and a BODY frame named after the body, every other
+  entry of ``model.frames`` (merged fixed links) as a BODY frame and every fixed joint
+  (``model.fixed_joints``) as a FIXED_JOINT frame.
 * :func:`from_pinocchio` builds a symdyn model from a ``pinocchio.Model`` (for instance one built by
   ``pinocchio.buildModelFromUrdf``, ``buildModelFromMJCF`` or by hand): bodies in Pinocchio's joint
   order, named after the joint's BODY frame, BODY/FIXED_JOINT/OP_FRAME/SENSOR frames as
@@ -79,8 +80,12 @@ def to_pinocchio(model: Model) -> Any:
     Joints are added in :func:`pinocchio_order` and named ``model.joint_names``; each gets a JOINT
     frame (the joint name) and a BODY frame (the body name); the other entries of ``model.frames``
     (fixed links merged into a body, or attached to the world) become BODY frames on their body's
-    joint, so that :func:`from_pinocchio` gives the model back. Limits, armature, damping and
-    friction are copied where the Model has them (infinite values as Pinocchio's +-max double)."""
+    joint, so that :func:`from_pinocchio` gives the model back. The fixed joints
+    (``model.fixed_joints``: URDF fixed joints, joints locked by ``model.reduced``) become
+    FIXED_JOINT frames at their child link's placement, added before that link's BODY frame,
+    which hangs from them (Pinocchio's URDF parser gives the same frames, names and types).
+    Limits, armature, damping and friction are copied where the Model has them (infinite values
+    as Pinocchio's +-max double)."""
     pin = _pin()
     if model.is_symbolic:
         raise ValueError("only numeric models convert to Pinocchio (use model.subs(...) first)")
@@ -105,13 +110,34 @@ def to_pinocchio(model: Model) -> Any:
     if supports_actuation():
         _set_pin_actuation(model, pm)
     moving = set(model.names)
+    joints_of: dict[str, list[str]] = {}        # link -> the fixed joints whose child it is
+    for jn, link in model.fixed_joints.items():
+        joints_of.setdefault(link, []).append(jn)
+
+    def place(fr):
+        """(joint id, placement on it, frame it hangs from) of a symdyn frame."""
+        E, r = np.asarray(fr.X.E, float), np.asarray(fr.X.r, float).reshape(3)
+        if fr.body < 0:
+            return 0, pin.SE3(E.T, r), 0
+        return ids[fr.body], pin.SE3(E.T, r), body_frame[fr.body]
+
+    def add_fixed_joints(link) -> int | None:
+        """FIXED_JOINT frames of the fixed joints whose child is ``link``, at its placement, as
+        Pinocchio's URDF parser adds them before the link; the id of the last one."""
+        last = None
+        for jn in joints_of.get(link, ()):
+            jid, M, prev = place(model.frames[link])
+            last = pm.addFrame(pin.Frame(jn, jid, prev, M, pin.FrameType.FIXED_JOINT), False)
+        return last
+
+    for fname in model.names:                   # a fixed joint naming a moving body (hand-made)
+        add_fixed_joints(fname)
     for fname, fr in model.frames.items():
         if fname in moving:
             continue
-        E, r = np.asarray(fr.X.E, float), np.asarray(fr.X.r, float).reshape(3)
-        jid = 0 if fr.body < 0 else ids[fr.body]
-        prev = 0 if fr.body < 0 else body_frame[fr.body]
-        pm.addBodyFrame(fname, jid, pin.SE3(E.T, r), prev)
+        fixed = add_fixed_joints(fname)
+        jid, M, prev = place(fr)
+        pm.addBodyFrame(fname, jid, M, prev if fixed is None else fixed)
     return pm
 
 
@@ -284,7 +310,10 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
 
     ``frames=True``: Pinocchio's BODY, FIXED_JOINT, OP_FRAME and SENSOR frames (except ``universe``)
     become entries of ``model.frames`` (massless fixed bodies on the joint's body); JOINT frames
-    are the bodies' own frames and are not repeated. A frame whose name is already taken (a link
+    are the bodies' own frames and are not repeated. A FIXED_JOINT frame that a BODY frame hangs
+    from at the same placement (the fixed joint and its child link, as Pinocchio's URDF parser
+    and :func:`to_pinocchio` make them) becomes a fixed joint instead (``model.fixed_joints``:
+    joint name -> that link), as :func:`~symdyn.urdf.load_urdf` records it. A frame whose name is already taken (a link
     and a fixed joint of the same name) is left out with a ``UserWarning`` naming it. Frame
     inertias (``Frame.inertia``) are not added again: ``pin_model.inertias`` already holds what
     ``addFrame``/the parsers appended to the joints.
@@ -339,9 +368,11 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
         dropped = []
         tnames = _frame_type_names(pin)
         order = sorted(range(1, len(pm.frames)), key=lambda k: pm.frames[k].type != FT.BODY)
+        fixed_names: set[str] = set()
+        as_joint: set[int] = set()   # FIXED_JOINT frames that became fixed joints
         for k in order:  # BODY frames (links) first: they keep their names on a clash
             f = pm.frames[k]
-            if f.type == FT.JOINT:
+            if f.type == FT.JOINT or k in as_joint:
                 continue
             jid = int(f.parentJoint)
             if f.type == FT.BODY and jid > 0 and body_name.get(jid) == f.name \
@@ -352,8 +383,17 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
                 dropped.append(f"{f.name!r} ({kind} on joint {jnames[jid]!r})")
                 continue
             used.add(f.name)
+            joint_name = None
+            if f.type == FT.BODY:
+                fj = _fixed_joint_of(pm, k)
+                if fj is not None and pm.frames[fj].name not in fixed_names \
+                        and pm.frames[fj].name not in jnames:
+                    joint_name = pm.frames[fj].name
+                    fixed_names.add(joint_name)
+                    as_joint.add(fj)
             bodies.append(Body(f.name, None if jid == 0 else body_name[jid], Fixed(), 0.0,
-                               (0.0, 0.0, 0.0), np.zeros((3, 3)), _se3_transform(f.placement)))
+                               (0.0, 0.0, 0.0), np.zeros((3, 3)), _se3_transform(f.placement),
+                               joint_name=joint_name))
         if dropped:
             warnings.warn(f"from_pinocchio({pm.name!r}): frames left out because their name is "
                           f"already a body or frame of the model: {', '.join(dropped)}",
@@ -368,6 +408,21 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
         hint = ("; pass check_inertias=False to keep the inertias as they are"
                 if check_inertias and getattr(exc, "kind", None) == "inertia" else "")
         raise PinocchioConversionError(f"Pinocchio model {pm.name!r}: {exc}{hint}") from exc
+
+
+def _fixed_joint_of(pm, k: int) -> int | None:
+    """The FIXED_JOINT frame (its index) of which BODY frame ``k`` is the child link, as
+    Pinocchio's URDF parser and :func:`to_pinocchio` make them: the frame ``k`` hangs from, on the
+    same joint at the same placement; None otherwise (``universe`` is no fixed joint)."""
+    f = pm.frames[k]
+    p = int(f.parentFrame)
+    if p <= 0 or p == k:
+        return None
+    fp = pm.frames[p]
+    if fp.type != _pin().FrameType.FIXED_JOINT or fp.name == "universe" \
+            or int(fp.parentJoint) != int(f.parentJoint) or not fp.placement.isApprox(f.placement, 1e-14):
+        return None
+    return p
 
 
 _BIG = 1e300  # Pinocchio writes "no limit" as +-max double

@@ -246,9 +246,22 @@ def test_actuation_data_follows_the_joints(name, floating):
 
 def test_name_clash_is_reported_not_silent():
     _, pm = load_pair("z1", False)
-    with pytest.warns(UserWarning, match="'gripperStator' \\(FIXED_JOINT on joint 'joint6'\\)"):
+    # z1's fixed joint 'gripperStator' and its child link 'gripperStator': a fixed joint and its
+    # link, one frame, no clash (as load_urdf reads it)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = pb.from_pinocchio(pm)
+    assert not [w for w in caught if "frames left out" in str(w.message)]
+    assert m.fixed_joints["gripperStator"] == "gripperStator"
+    # an OP frame named like a link is left out, with a warning naming it
+    pm.addFrame(pin.Frame("gripperStator", pm.getJointId("joint6"), 0,
+                          pin.SE3(np.eye(3), np.array([0.0, 0.0, 0.1])), pin.FrameType.OP_FRAME),
+                False)
+    with pytest.warns(UserWarning, match="'gripperStator' \\(OP_FRAME on joint 'joint6'\\)"):
         m = pb.from_pinocchio(pm)
     assert "gripperStator" in m.frames        # the link keeps the name
+    assert np.array_equal(m.frames["gripperStator"].X.r, pm.frames[pm.getFrameId(
+        "gripperStator", pin.FrameType.BODY)].placement.translation)
 
 
 def every_joint_pin_model():
