@@ -152,8 +152,9 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
     ``lock``: joint names (locked at their neutral configuration) or a dict joint name -> value
     (a number for one-coordinate joints, nq numbers for multi-coordinate ones; ``None``: neutral).
     ``name``: the new model's name (default: the model's). Raises
-    :class:`~symdyn.model.ModelError` for unknown joints, malformed values, or when every joint is
-    locked."""
+    :class:`~symdyn.model.ModelError` for unknown joints or malformed values. Locking every joint
+    gives a model with ``nq = nv = 0`` whose bodies are all frames on the world (as Pinocchio's
+    ``buildReducedModel``)."""
     from .model import Model
 
     values = lock_values(model, lock)
@@ -161,9 +162,6 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
         return model if name is None else model.replace(name=name)
     sym = model.is_symbolic
     Bk = get_backend("sympy" if sym else "numpy")
-    if len(values) == model.N:
-        raise ModelError(f"model {model.name!r}: every joint is locked; a model needs at least one "
-                         "moving joint")
     where: list[tuple[int, Transform | None]] = []   # old body -> (new body or -1, X new -> old)
     names: list[str] = []
     parents: list[int] = []

@@ -197,12 +197,68 @@ def test_model_is_unchanged_and_empty_lock_is_identity():
     ({"link1_joint": [1.0, 2.0]}, r"lock value of joint 'link1_joint' \(Revolute\('z'\)\) must have 1 entry"),
     ({"link1_joint": np.nan}, "contains NaN or inf"),
     ({"link1_joint": "a"}, "must be numbers"),
-    (["link1_joint", "link2_joint", "link3_joint"], "every joint is locked"),
     (42, "lock must be joint names or a dict"),
 ])
 def test_lock_errors(lock, msg):
     with pytest.raises(ModelError, match=msg):
         serial_chain(3).reduced(lock)
+
+
+def test_locking_every_joint_gives_a_model_with_nv_0():
+    """Every joint locked (Pinocchio's buildReducedModel allows it): nq = nv = 0, every body a
+    frame on the world where the full model puts it, the locked joints fixed joints, and the
+    dynamics empty on every backend."""
+    full = random_tree(5, seed=3, joint_kinds=("revolute", "prismatic", "spherical"))
+    rng = np.random.default_rng(1)
+    q = full.random_q(rng)
+    lock = {}
+    for i, jn in enumerate(full.joint_names):
+        a, b = full.q_idx[i]
+        lock[jn] = q[a:b].tolist() if b - a > 1 else float(q[a])
+    red = full.reduced(lock)
+    assert (red.N, red.nq, red.nv) == (0, 0, 0) and red.joint_names == ()
+    assert set(red.fixed_joints) == set(full.joint_names)
+    assert all(fr.body == -1 for fr in red.frames.values())
+    assert red.limits.lower.shape == (0,) and red.armature.shape == (0,)
+    for name in [*full.names, *full.joint_names]:
+        for a, b in zip(sd.frame_placement(red, [], name), sd.frame_placement(full, q, name)):
+            np.testing.assert_allclose(a, b, atol=1e-13, err_msg=name)
+    for backend in BACKENDS:
+        e = inputs(backend, np.zeros(0))[0]
+        assert tuple(sd.crba(red, e).shape) == (0, 0), backend
+        assert tuple(sd.rnea(red, e, e, e).shape)[0] == 0, backend
+        R, p = sd.frame_placement(red, e, full.names[-1])
+        np.testing.assert_allclose(num(p), sd.frame_placement(full, q, full.names[-1])[1],
+                                   atol=1e-12)
+    # step by step: locking the last moving joint of a reduced model
+    one = full.reduced(full.joint_names[1:])
+    assert one.nv == full.joints[0].nv and one.reduced(full.joint_names[0]).nv == 0
+    # the symbolic path: a model of symbols locked entirely keeps its frames exact
+    arm = planar_chain(2, symbolic_params=True)
+    at = [sp.Rational(1, 3), sp.Rational(-1, 2)]
+    sym = arm.reduced(dict(zip(arm.joint_names, at)))
+    assert sym.nv == 0 and sym.is_symbolic
+    for a, b in zip(sd.frame_placement(sym, sp.Matrix([]), arm.names[-1]),
+                    sd.frame_placement(arm, sp.Matrix(at), arm.names[-1])):
+        assert sp.simplify(sp.Matrix(a) - sp.Matrix(b)) == sp.zeros(*sp.Matrix(a).shape)
+
+
+@pytest.mark.parametrize("name, lock", [
+    ("ur5", {"shoulder_pan_joint": 0.3, "shoulder_lift_joint": -0.7, "elbow_joint": 1.2,
+             "wrist_1_joint": -0.4, "wrist_2_joint": 1.1, "wrist_3_joint": 0.5}),
+    ("panda", {**{f"panda_joint{k}": v for k, v in
+                  zip(range(1, 8), (0.2, -0.5, 0.3, -2.0, 0.4, 1.5, -0.6))},
+               "panda_finger_joint1": 0.02, "panda_finger_joint2": 0.02}),
+])
+def test_locking_every_joint_matches_pinocchio(name, lock):
+    """nv = 0 like buildReducedModel, and every Pinocchio frame (BODY, JOINT, FIXED_JOINT) at the
+    same placement, the locked joints FIXED_JOINT frames."""
+    pin, red, pm, (P, q_pin) = pin_reduced_pair(name, lock)
+    assert (red.nq, red.nv) == (pm.nq, pm.nv) == (0, 0) and len(P) == 0
+    q = red.neutral()
+    check_frames_against_pinocchio(pin, red, pm, pm.createData(), q, q_pin(q))
+    assert set(lock) <= set(red.fixed_joints)
+    assert sd.crba(red, q).shape == (0, 0) and sd.aba(red, q, q, q).shape == (0,)
 
 
 def test_lock_quaternion_must_be_unit():
