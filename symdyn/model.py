@@ -493,7 +493,7 @@ class Model:
     ``q_idx``, ``v_idx``, ``children``, ``ancestors``, ``subtree``, ``depth``, ``d``,
     ``is_floating``). Bodies that are all fixed make a model with ``N = nq = nv = 0`` (as
     Pinocchio builds a URDF of fixed joints): each body is a frame on the world, and ``crba``
-    is 0 x 0, ``rnea`` and ``aba`` are empty (numpy and CasADi backends).
+    is 0 x 0, ``rnea`` and ``aba`` are empty (on every backend).
 
     Actuation data (per joint, kept by :meth:`replace`, :meth:`subs` and :meth:`reduced`):
     ``limits`` (:class:`Limits`: ``lower``/``upper`` of length nq, ``velocity``/``effort`` of
