@@ -1,7 +1,7 @@
 """Paper 000 Table 1 and Figs. 2-4: time to compute the Coriolis matrix (Alg. 1) and the Christoffel
 symbols (Alg. 2) against the number of DoF for serial chains, binary trees, bipeds and quadrupeds
-(same actuated DoF), on symdyn's NumPy path and compiled path (CasADi-generated C, called from
-Python), with Pinocchio's computeCoriolisMatrix beside C (and nv calls of it, C(q, e_k), beside
+(same actuated DoF), on symdyn's NumPy path and compiled path (CasADi-generated C in the unrolled
+form at every size, called from Python), with Pinocchio's computeCoriolisMatrix beside C (and nv calls of it, C(q, e_k), beside
 Gamma). Log-log fitted slopes against the theory (O(N d) and O(N d^2)).
 
 Writes table1_timing.md and table1_fig2_serial.png, table1_fig3_binary.png, table1_fig4_legged.png,
@@ -14,6 +14,7 @@ Compiled builds go to symdyn's build cache (``~/.cache/symdyn``), so reruns skip
 """
 from __future__ import annotations
 
+import os
 import time
 
 from _common import (batch_time, command, fit_slope, header, int_xticks, interleaved, log, median, out_dir,
@@ -24,6 +25,8 @@ import numpy as np  # noqa: E402
 from symdyn.algorithms.christoffel import christoffel  # noqa: E402
 from symdyn.algorithms.coriolis import coriolis_matrix  # noqa: E402
 from symdyn.codegen import build  # noqa: E402
+from symdyn.codegen.functions import casadi_function  # noqa: E402
+from symdyn.experiments import cpu_name  # noqa: E402
 from symdyn.models import binary_tree, biped, quadruped, serial_chain  # noqa: E402
 
 MAKERS = {"serial": lambda n: serial_chain(n, seed=1), "binary": lambda n: binary_tree(n, seed=1),
@@ -33,16 +36,30 @@ TITLES = {"serial": "serial chain", "binary": "binary tree", "biped": "biped (fi
 # paper 000 Table 1 (us): C, Gamma at 20 DoF (C/C++ on an Intel i7 3.2 GHz)
 PAPER = {"serial": (18, 122), "binary": (10, 33), "biped": (13, 64), "quadruped": (10, 37)}
 # sizes: (NumPy and Pinocchio, compiled C, compiled Gamma)
-FULL = {"serial": ([4, 8, 12, 16, 20, 24, 32, 48, 64], [4, 8, 12, 16, 20, 24, 32, 40],
-                   [4, 8, 12, 16, 20]),
-        "binary": ([7, 15, 20, 31, 63, 127], [7, 15, 20, 31, 63], [7, 15, 20, 31]),
-        "biped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32, 40],
+# (compiled C: unrolled code, whose gcc time grows to minutes per size above ~30k instructions)
+FULL = {"serial": ([4, 8, 12, 16, 20, 24, 32, 48, 64], [4, 8, 12, 16, 20, 24, 32],
+                   [4, 8, 12, 16, 20, 24, 32]),
+        "binary": ([7, 15, 20, 31, 63, 127], [7, 15, 20, 31], [7, 15, 20, 31]),
+        "biped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32],
                   [4, 8, 12, 16, 20, 24]),
-        "quadruped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32, 40],
+        "quadruped": ([4, 8, 12, 16, 20, 24, 32, 40], [4, 8, 12, 16, 20, 24, 32],
                       [4, 8, 12, 16, 20, 24])}
+# largest N whose unrolled Gamma graph is traced for the operation count (the trace of a serial
+# chain takes about a minute at N = 20 and grows like N^3)
+TRACE_G = {"serial": 20, "binary": 31, "biped": 24, "quadruped": 24}
 QUICK = {"serial": ([4, 8, 12], [4, 8, 12], [4, 8]), "binary": ([7, 15], [7, 15], [7, 15]),
          "biped": ([4, 8, 12], [4, 8, 12], [4, 8]), "quadruped": ([4, 8, 12], [4, 8, 12], [4, 8])}
 BATCH = 200
+# One form of generated code per series, forced (build(..., form=...)) and read back from each
+# build's manifest: build(..., form="auto") switches to the recursive form (kernels called in a
+# C loop) where the unrolled graph grows large, and the recursive form's instruction count is
+# that of its kernels, not the operations per call, so a series mixing the forms has meaningless
+# slopes. C is timed in the unrolled form (straight-line code); Gamma in the recursive form, whose
+# builds stay fast at every size (the unrolled Gamma takes minutes of gcc per size from N ~ 12).
+# The operation counts of both are those of the unrolled form: its SX instruction count is the
+# number of operations per call (Gamma's traced, not compiled).
+FORMS = {"c_C": "unrolled", "b_C": "unrolled", "ins_C": "unrolled",
+         "c_G": "recursive", "b_G": "recursive", "ins_G": "unrolled"}
 
 
 def pinocchio_fns(model, q, qd):
@@ -83,7 +100,9 @@ def measure(kind: str, n: int, do_C: bool, do_G: bool, repeat: int, rng):
     model = MAKERS[kind](n)
     q = model.random_q(rng)
     qd = rng.uniform(0, 10, model.nv)
-    r = {"kind": kind, "n": n, "nv": model.nv, "d": model.d, "err": 0.0}
+    r = {"kind": kind, "n": n, "nv": model.nv, "d": model.d, "err": 0.0,
+         "pairs": sum(model.depth), "pairs2": sum(x * x for x in model.depth),
+         "form": {}}
     C_ref = coriolis_matrix(model, q, qd)[2]
     G_ref = christoffel(model, q)
     pC, pG, pin_C, pin_G = pinocchio_fns(model, q, qd)
@@ -99,8 +118,9 @@ def measure(kind: str, n: int, do_C: bool, do_G: bool, repeat: int, rng):
     Q = np.array([model.random_q(rng) for _ in range(BATCH)])
     QD = rng.uniform(0, 10, (BATCH, model.nv))
     if do_C:
-        lib = build(model, ["coriolis_matrix"])
+        lib = build(model, ["coriolis_matrix"], form=FORMS["c_C"])
         f = lib.coriolis_matrix
+        r["form"]["c_C"] = r["form"]["b_C"] = r["form"]["ins_C"] = _form(f, FORMS["c_C"])
         r["err"] = max(r["err"], rel(f(q, qd)[2], C_ref))
         tc, tp = interleaved([lambda: f(q, qd), pC], repeat=repeat)
         r["c_C"], r["pin_C"], r["ratio_C"] = median(tc), median(tp), paired_ratio(tc, tp)
@@ -113,15 +133,20 @@ def measure(kind: str, n: int, do_C: bool, do_G: bool, repeat: int, rng):
     else:
         r["pin_C"] = median(interleaved([pC], repeat=repeat)[0])
     if do_G:
-        lib = build(model, ["christoffel"])
+        lib = build(model, ["christoffel"], form=FORMS["c_G"])
         f = lib.christoffel
+        r["form"]["c_G"] = r["form"]["b_G"] = _form(f, FORMS["c_G"])
         r["err"] = max(r["err"], rel(f(q), G_ref))
         tc, tp = interleaved([lambda: f(q), pG], repeat=repeat)
         r["c_G"], r["pin_G"], r["ratio_G"] = median(tc), median(tp), paired_ratio(tc, tp)
         nb = max(1, min(BATCH, int(2e6 / model.nv ** 3)))
         r["b_G"] = batch_time(f, Q[:nb])
-        st = f.stats
-        r["ins_G"], r["cpu_G"] = st["n_instructions"], st.get("cpu_compile")
+        r["cpu_G"] = f.stats.get("cpu_compile")
+        # operations per call: the unrolled form's graph, traced (not compiled)
+        if n <= TRACE_G[kind]:
+            r["ins_G"] = casadi_function(model, "christoffel", name="gamma", layout="numpy",
+                                         cse=True, info={}, emit_order=True).n_instructions()
+            r["form"]["ins_G"] = "unrolled"
     else:
         r["pin_G"] = median(interleaved([pG], repeat=repeat)[0])
     log(f"{kind:9s} n={n:3d} nv={model.nv:3d} d={model.d:2d} | NumPy C {us(r['np_C'])} us, "
@@ -130,15 +155,28 @@ def measure(kind: str, n: int, do_C: bool, do_G: bool, repeat: int, rng):
     return r
 
 
+def _form(f, expected: str) -> str:
+    """The form of a compiled function as recorded in its build manifest (not as requested)."""
+    form = f.meta.get("form")
+    if form != expected:
+        raise RuntimeError(f"{f.name} was built in the {form!r} form, expected {expected!r}: "
+                           "each series of this experiment is fitted on one form")
+    return form
+
+
 def series(rows, kind, key):
-    pts = [(r["n"], r[key]) for r in rows if r["kind"] == kind and r.get(key) is not None]
+    """(N, values) of one series; compiled series keep only the cells of their form
+    (``FORMS``)."""
+    pts = [(r["n"], r[key]) for r in rows if r["kind"] == kind and r.get(key) is not None
+           and r["form"].get(key) == FORMS.get(key)]
     return np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)
 
 
 def theory_slope(rows, kind, key, power):
     """Slope of N d^power (N^2 d for the Pinocchio Gamma route) over the sizes of the fitted
     series (largest 4)."""
-    pts = [r for r in rows if r["kind"] == kind and r.get(key) is not None][-4:]
+    pts = [r for r in rows if r["kind"] == kind and r.get(key) is not None
+           and r["form"].get(key) == FORMS.get(key)][-4:]
     if len(pts) < 2:
         return float("nan")
     N = np.array([r["nv"] for r in pts], float)
@@ -152,7 +190,8 @@ def fitted(rows, kind, key):
 
 
 SERIES = [("np_C", "NumPy C (Alg. 1)", "C0", "o-"), ("np_G", "NumPy Gamma (Alg. 2)", "C1", "s-"),
-          ("c_C", "compiled C (Alg. 1)", "C0", "o--"), ("c_G", "compiled Gamma (Alg. 2)", "C1", "s--"),
+          ("c_C", f"compiled C (Alg. 1, {FORMS['c_C']})", "C0", "o--"),
+          ("c_G", f"compiled Gamma (Alg. 2, {FORMS['c_G']})", "C1", "s--"),
           ("pin_C", "Pinocchio computeCoriolisMatrix", "C2", "^:"),
           ("pin_G", "Pinocchio Gamma route (nv x C(q, e_k))", "C3", "v:")]
 
@@ -184,7 +223,8 @@ def plot_legged(plt, rows, path_dir, name):
             ("Coriolis matrix C (Alg. 1)", ("np_C", "c_C", "pin_C"), 0),
             ("Christoffel symbols Gamma (Alg. 2)", ("np_G", "c_G", "pin_G"), 1)]):
         for key, color in zip(keys, ("C0", "C1", "C2")):
-            label = {"np": "NumPy", "c": "compiled", "pin": "Pinocchio"}[key.split("_")[0]]
+            label = {"np": "NumPy", "c": f"compiled ({FORMS[key]})" if key in FORMS else "",
+                     "pin": "Pinocchio"}[key.split("_")[0]]
             if key == "pin_G":
                 label += " (nv x C(q, e_k))"
             for kind, style in (("biped", "o-"), ("quadruped", "s--")):
@@ -215,7 +255,7 @@ def plot_opcount(plt, rows, path_dir, name):
                                 f"{theory_slope(rows, kind, key, power):.2f})")
         int_xticks(ax, [r["nv"] for r in rows if r.get(key)])
         ax.set_xlabel("number of DoF N")
-        ax.set_ylabel("SX instructions in the generated C")
+        ax.set_ylabel("SX instructions, unrolled form (operations per call)")
         ax.set_title(f"operation count, {what}")
         ax.legend(loc="upper left")
     return save(fig, path_dir, name)
@@ -251,9 +291,12 @@ def report(rows, args, t0, figs):
     L += ["Paths timed, per call from Python, side by side in one process:", "",
           "- **NumPy**: `symdyn.algorithms.coriolis_matrix(model, q, qd)` (returns M, Mdot and C) and "
           "`christoffel(model, q)` (dense nv^3 tensor), interpreted Python over NumPy.",
-          "- **compiled**: `symdyn.codegen.build(model, [alg])` (CasADi SX -> C, gcc, auto flags, "
+          "- **compiled**: `symdyn.codegen.build(model, ['coriolis_matrix'], "
+          f"form='{FORMS['c_C']}')` (C: straight-line code at every size) and "
+          f"`build(model, ['christoffel'], form='{FORMS['c_G']}')` (Gamma: per-step kernels "
+          "called in a C loop at every size), CasADi SX -> C, gcc, auto flags, "
           "`-march=native`; Algorithm 1 in body or root coordinates, whichever traces to the "
-          "smaller graph: the \"Alg. 1 form\" columns), called as `lib.coriolis_matrix(q, qd)` / "
+          "smaller graph: the \"Alg. 1 frame\" columns), called as `lib.coriolis_matrix(q, qd)` / "
           "`lib.christoffel(q)` "
           "(inputs copied in, outputs copied out: M, Mdot, C; dense Gamma). `batch` = "
           f"`lib.<alg>.batch(Q, ..., out=preallocated)` over up to {BATCH} states, per state (no "
@@ -283,14 +326,17 @@ def report(rows, args, t0, figs):
             continue
         pc, pg = PAPER[kind]
         ratio = lambda a, b: "-" if a is None or b is None else f"{a / b:.2f}"  # noqa: E731
-        t1.append([f"{TITLES[kind]} ({r['nv']} DoF)", pc, us(r["c_C"]), r["frame_C"] or "-",
+        t1.append([f"{TITLES[kind]} ({r['nv']} DoF)", pc, us(r["c_C"]), r["form"].get("c_C", "-"),
+                   r["frame_C"] or "-",
                    us(r["pin_C"]),
                    ratio(r["c_C"], r["pin_C"]) if r["ratio_C"] is None else f"{r['ratio_C']:.2f}",
                    us(r["np_C"]), pg, us(r["c_G"]), us(r["pin_G"]),
+                   r["form"].get("c_G", "-"),
                    "-" if r["ratio_G"] is None else f"{r['ratio_G']:.2f}", us(r["np_G"])])
-    L += table(["system", "paper C (us)", "compiled C (us)", "Alg. 1 form", "Pinocchio C (us)",
-                "compiled / Pinocchio", "NumPy C (us)", "paper Gamma (us)", "compiled Gamma (us)",
-                "Pinocchio Gamma route (us)", "compiled / Pinocchio", "NumPy Gamma (us)"], t1)
+    L += table(["system", "paper C (us)", "compiled C (us)", "code form (C)", "Alg. 1 frame",
+                "Pinocchio C (us)", "compiled / Pinocchio", "NumPy C (us)", "paper Gamma (us)",
+                "compiled Gamma (us)", "Pinocchio Gamma route (us)", "code form (Gamma)",
+                "compiled / Pinocchio", "NumPy Gamma (us)"], t1)
     if args.quick:
         L += ["", "(--quick: the rows show the largest size measured, not 20 DoF.)"]
     L += ["", "Our compiled C entry also returns M and Mdot (three nv x nv outputs; Pinocchio's "
@@ -304,14 +350,26 @@ def report(rows, args, t0, figs):
                      us(r["pin_C"]), "-" if r["ratio_C"] is None else f"{r['ratio_C']:.2f}",
                      us(r["np_G"]), us(r["c_G"]), us(r["b_G"]), us(r["pin_G"]),
                      "-" if r["ratio_G"] is None else f"{r['ratio_G']:.2f}",
-                     r["ins_C"] or "-", r["ins_G"] or "-", r["frame_C"] or "-"])
+                     r["ins_C"] or "-", r["ins_G"] or "-",
+                     f"{r['form'].get('c_C', '-')} / {r['form'].get('c_G', '-')}", r["frame_C"] or "-"])
     L += table(["topology", "N", "d", "NumPy C", "compiled C", "compiled C batch/state",
                 "Pinocchio C", "ratio C", "NumPy Gamma", "compiled Gamma",
                 "compiled Gamma batch/state", "Pinocchio Gamma route", "ratio Gamma",
-                "SX instr. C", "SX instr. Gamma", "Alg. 1 form (compiled C)"], full)
+                "SX instr. C", "SX instr. Gamma", "code form (C / Gamma)",
+                "Alg. 1 frame (compiled C)"], full)
     L += ["", "Times in microseconds per call; ratio = compiled / Pinocchio (median of paired "
-          "rounds, < 1: symdyn faster). SX instructions: size of the generated C (operations "
-          "after CasADi's common-subexpression elimination). Alg. 1 form: Algorithm 1 can run "
+          "rounds, < 1: symdyn faster). Code form: the form of the generated C behind the "
+          "compiled C and compiled Gamma cells of the row, read from each build's manifest "
+          "(`lib.<alg>.meta[\"form\"]`); each series is built in one forced form at every size "
+          f"(C {FORMS['c_C']}, Gamma {FORMS['c_G']}), so its slope compares one kind of code. "
+          "(With the default `form=\"auto\"` codegen switches large functions from the "
+          "unrolled form, the whole algorithm as straight-line code, to the recursive form, "
+          "per-step kernels called in a C loop.) SX instr.: operations per call after CasADi's "
+          "common-subexpression elimination, counted on the unrolled form for both C and Gamma "
+          "(the C build itself; for Gamma a trace of the unrolled graph, not compiled: the "
+          "recursive form's instruction count would be that of its kernels, not the operations "
+          "per call). "
+          "Alg. 1 frame: Algorithm 1 can run "
           "with its quantities in body coordinates or in root (ground) coordinates; "
           "`symdyn.codegen` traces both and compiles the smaller graph, and this column is its "
           "recorded choice (`lib.coriolis_matrix.meta[\"frame\"]`; the NumPy column always "
@@ -319,18 +377,24 @@ def report(rows, args, t0, figs):
           "no frame option).", ""]
     L += frame_summary(rows)
     # slopes
-    L += ["## Log-log slopes (largest 4 sizes of each series) vs theory", ""]
+    L += ["## Log-log slopes (largest 4 sizes of each series) vs theory", "",
+          f"Compiled series: C and C batch {FORMS['c_C']}, Gamma and Gamma batch "
+          f"{FORMS['c_G']}, SX instructions of both unrolled, at every fitted size (a cell of "
+          "another form would be left out of its series' fit).", ""]
     sl = []
     for kind in MAKERS:
         row = [kind]
         for key, power in (("np_C", 1), ("c_C", 1), ("b_C", 1), ("pin_C", 1), ("ins_C", 1),
                            ("np_G", 2), ("c_G", 2), ("b_G", 2), ("pin_G", 2), ("ins_G", 2)):
-            row.append(f"{fitted(rows, kind, key):.2f} ({theory_slope(rows, kind, key, power):.2f})")
+            fit = fitted(rows, kind, key)
+            row.append(f"{fit:.2f} ({theory_slope(rows, kind, key, power):.2f})"
+                       if np.isfinite(fit) else "-")
         sl.append(row)
     L += table(["topology", "NumPy C", "compiled C", "compiled C batch", "Pinocchio C",
                 "SX instr. C", "NumPy Gamma", "compiled Gamma", "compiled Gamma batch",
                 "Pinocchio Gamma route", "SX instr. Gamma"], sl)
-    L += ["", "In parentheses: the slope of N d (C) or N d^2 (Gamma) over the same sizes, with the "
+    L += ["", "-: fewer than two cells of the series' form. "
+          "In parentheses: the slope of N d (C) or N d^2 (Gamma) over the same sizes, with the "
           "models' actual depths d (serial: d = N, so 2 and 3; binary: d = floor(log2 N) + 1, "
           "between 1 and 2 for C and 1 and 3 for Gamma at these sizes; legged: d = N/legs + 1, "
           "so like serial chains asymptotically). The Pinocchio Gamma route is nv calls of an "
@@ -348,11 +412,81 @@ def report(rows, args, t0, figs):
                    cell("np_G"), cell("c_G"), cell("pin_G")])
     L += table(["actuated DoF", "depth biped / quadruped", "NumPy C", "compiled C",
                 "Pinocchio C", "NumPy Gamma", "compiled Gamma", "Pinocchio Gamma route"], bq)
-    L += ["", "Entries: biped time / quadruped time (> 1: the quadruped is faster).", ""]
+    L += ["", "Entries: biped time / quadruped time (> 1: the quadruped is faster). Compiled "
+          f"columns: C {FORMS['c_C']}, Gamma {FORMS['c_G']} form.", ""]
     L += [f"![Fig. 2]({figs[0]})", "", f"![Fig. 3]({figs[1]})", "", f"![Fig. 4]({figs[2]})", "",
           f"![operation counts]({figs[3]})", ""]
     L += discussion(rows)
     return L
+
+
+PAPER_RANK_NOTE = ("paper 000 Table 1 (us at 20 DoF): C serial 18, biped 13, binary 10, "
+                   "quadruped 10; Gamma serial 122, biped 64, quadruped 37, binary 33")
+
+
+def _order(vals: dict) -> str:
+    """Topologies from slowest to fastest ('a > b': a takes longer; 'a = b': equal values)."""
+    out = ""
+    prev = None
+    for k, v in sorted(vals.items(), key=lambda kv: -kv[1]):
+        out += k if prev is None else (f" = {k}" if v == prev else f" > {k}")
+        prev = v
+    return out
+
+
+def ranking(rows, nref):
+    """Table 1's topology ranking (at ``nref`` DoF) against the paper's, with the pair counts
+    of the models (sum of body depths for Alg. 1's O(N d), sum of squared depths for Alg. 2's
+    O(N d^2)) as the work each algorithm's loops do."""
+    at = {k: next((r for r in rows if r["kind"] == k and r["nv"] == nref), None) for k in MAKERS}
+    at = {k: r for k, r in at.items() if r is not None}
+    if len(at) < 2:
+        return []
+    out = []
+    for what, key, pkey, idx in (("C", "c_C", "pairs", 0), ("Gamma", "c_G", "pairs2", 1)):
+        paper = {k: PAPER[k][idx] for k in at}
+        ours = {k: r[key] for k, r in at.items() if r[key] is not None}
+        ikey = "ins_" + key[-1]    # operation counts: only cells of the op-count form
+        ins = {k: r[ikey] for k, r in at.items()
+               if r[ikey] and r["form"].get(ikey) == FORMS[ikey]}
+        work = {k: r[pkey] for k, r in at.items()}
+        if len(ours) < len(at):
+            continue
+        same = _order(ours) == _order(paper)
+        forms = {k: r["form"].get(key, "-") for k, r in at.items()}
+        mixed = len(set(forms.values())) > 1
+        out.append(
+            f"  - {what}: paper {_order(paper)} ("
+            + ", ".join(f"{k} {v}" for k, v in paper.items()) + " us); compiled here "
+            f"{_order(ours)} (" + ", ".join(f"{k} {us(v)}" for k, v in ours.items())
+            + " us"
+            + ("; code forms differ: " + ", ".join(f"{k} {v}" for k, v in forms.items())
+               + ", so these times do not compare like with like" if mixed else "")
+            + "); "
+            + (f"SX instructions ({FORMS[ikey]}) " + _order(ins) + " ("
+               + ", ".join(f"{k} {v}" for k, v in ins.items()) + "); "
+               if len(ins) == len(at) else "")
+            + ("sum of body depths" if pkey == "pairs" else "sum of squared body depths")
+            + f" {_order(work)} (" + ", ".join(f"{k} {v}" for k, v in work.items()) + "). "
+            + ("Same order as the paper." if same else "Differs from the paper's order."))
+    if not out:
+        return []
+    differs = [o for o in out if o.endswith("Differs from the paper's order.")]
+    head = (f"- **Topology ranking at {nref} DoF** (slowest first; ties in the paper are equal "
+            "times): ")
+    tail = ("The sums of depths count the (body, ancestor) pairs that Algorithm 1's inner loop "
+            "visits (N d in the worst case) and, squared, Algorithm 2's (N d^2). ")
+    if differs:
+        tail += ("Where our order differs from the paper's, it is the measured order of this "
+                 "code, not a reproduction of Table 1: the generated code's instruction counts "
+                 "do not follow the pair counts exactly (the compiled entry also returns M and "
+                 "Mdot, CasADi's common-subexpression elimination and the structural zeros of a "
+                 "tree change the constants per topology, and Algorithm 1 runs in the frame "
+                 "codegen picks per model), and the paper's implementation (RBDL, C++, 3.2 GHz i7) "
+                 "has constants of its own. This run does not separate these causes.")
+    else:
+        tail += "Our order matches the paper's for both quantities."
+    return [head + PAPER_RANK_NOTE + ".", *out, "  " + tail]
 
 
 def frame_summary(rows):
@@ -371,6 +505,11 @@ def frame_summary(rows):
                 f"{f} frame at N = {', '.join(str(n) for n, g in fr if (g or 'not recorded') == f)}"
                 for f in forms) + ".")
     return (["Algorithm 1 form of the compiled C rows:", ""] + out + [""]) if out else []
+
+
+def _sl(x) -> str:
+    """A fitted slope, or 'not fitted' (fewer than two cells of the series' form)."""
+    return f"{x:.2f}" if np.isfinite(x) else "not fitted"
 
 
 def _verdict(fit, theory, tol=0.25):
@@ -402,12 +541,16 @@ def discussion(rows):
                  f"122 us); binary tree {us(at('binary', 'c_C'))} / {us(at('binary', 'c_G'))} us "
                  "(paper 10 / 33 us). Same order of magnitude as the paper's C++ (RBDL extension, "
                  "3.2 GHz i7); ours include ~1-2 us of Python call overhead and output copies "
-                 "(the batch columns give the per-state cost inside C), on a shared 2-core EPYC.")
+                 "(the batch columns give the per-state cost inside C), on this run's machine "
+                 f"({cpu_name()}, {os.cpu_count()} cores, shared with other jobs); compiled C "
+                 f"in the {FORMS['c_C']} form, compiled Gamma in the {FORMS['c_G']} form.")
+    L += ranking(rows, nref)
     slopes = {k: (fitted(rows, k, "ins_C"), theory_slope(rows, k, "ins_C", 1),
                   fitted(rows, k, "ins_G"), theory_slope(rows, k, "ins_G", 2)) for k in MAKERS}
-    L.append("- **Scaling of the operation counts** (free of timing noise): fitted slopes of the "
-             "SX instruction counts against N, with the N d / N d^2 slope over the same sizes in "
-             "parentheses: "
+    L.append("- **Scaling of the operation counts** (unrolled form at every fitted size, so the "
+             "count is the operations per call of the whole algorithm; no timing noise): fitted "
+             "slopes of the SX instruction counts against N, with the N d / N d^2 slope over the "
+             "same sizes in parentheses: "
              + "; ".join(f"{k} C {v[0]:.2f} ({v[1]:.2f}), Gamma {v[2]:.2f} ({v[3]:.2f})"
                          for k, v in slopes.items() if np.isfinite(v[0]))
              + ". Only four or five sizes per series are fitted, and on trees d takes few integer "
@@ -419,9 +562,9 @@ def discussion(rows):
              "isolate.")
     bG = {k: (fitted(rows, "binary", k), theory_slope(rows, "binary", k, 2))
           for k in ("np_G", "c_G", "b_G", "ins_G")}
-    bsz = [r["nv"] for r in rows if r["kind"] == "binary" and r["c_G"] is not None][-4:]
-    bds = [r["d"] for r in rows if r["kind"] == "binary" and r["c_G"] is not None][-4:]
-    if np.isfinite(bG["c_G"][0]) and bsz:
+    bsz = list(series(rows, "binary", "c_G")[0][-4:].astype(int))
+    bds = [r["d"] for r in rows if r["kind"] == "binary" and r["n"] in bsz]
+    if any(np.isfinite(v[0]) for v in bG.values()):
         below2 = [lbl for k, lbl in (("np_G", "NumPy"), ("c_G", "compiled per call"),
                                     ("b_G", "compiled batch"), ("ins_G", "instruction count"))
                   if np.isfinite(bG[k][0]) and bG[k][0] < 1.9]
@@ -431,9 +574,11 @@ def discussion(rows):
         L.append(
             "- **Binary-tree Gamma vs the paper's \"above O(N) but below O(N^2)\"** (paper 000 "
             "Sec. 5, a polynomial fit to its Fig. 3): fitted slopes NumPy "
-            f"{bG['np_G'][0]:.2f}, compiled per call {bG['c_G'][0]:.2f}, compiled batch "
-            f"{bG['b_G'][0]:.2f}, instruction count {bG['ins_G'][0]:.2f}, against an N d^2 slope "
-            f"of {bG['c_G'][1]:.2f} over the compiled sizes. "
+            f"{_sl(bG['np_G'][0])}, compiled per call {_sl(bG['c_G'][0])}, compiled batch "
+            f"{_sl(bG['b_G'][0])}, instruction count {_sl(bG['ins_G'][0])}, against an N d^2 "
+            f"slope of {_sl(bG['np_G'][1])} over the NumPy sizes"
+            + (f" and {_sl(bG['c_G'][1])} over the compiled ones" if np.isfinite(bG['c_G'][1])
+               else "") + ". "
             + (("Clearly below 2 (under 1.9, consistent with the paper's statement): "
                 + ", ".join(below2) + ". ") if below2 else
                "None of them is clearly below 2 (under 1.9). ")
@@ -446,8 +591,12 @@ def discussion(rows):
                    if bG["ins_G"][0] > bG["ins_G"][1] + 0.1 else "") + ". ") if not2 else "")
             + "The NumPy slope is flattened by per-body Python work that grows like N, so a "
             "NumPy slope below 2 says less about Algorithm 2's own cost than the instruction "
-            f"count does; {len(bsz)} binary-tree sizes (N = {', '.join(map(str, bsz))}, "
-            f"d = {min(bds)} to {max(bds)}) are also a short base for a fit.")
+            "count does"
+            + (f"; {len(bsz)} binary-tree sizes (N = {', '.join(map(str, bsz))}, "
+               f"d = {min(bds)} to {max(bds)}) are also a short base for a fit."
+               if len(bsz) >= 2 else
+               "; no compiled series has two cells of its form here, so there is no compiled "
+               "slope to compare."))
     leg = {k: {key: (fitted(rows, k, key), theory_slope(rows, k, key, p))
                for key, p in (("c_C", 1), ("b_C", 1), ("c_G", 2), ("b_G", 2))}
            for k in ("biped", "quadruped")}
@@ -513,9 +662,10 @@ def discussion(rows):
              "averaged 100 random trials per point; we report medians of side-by-side blocks "
              "at one random state (the compiled code is branch-free, so its time does not depend "
              "on the state). The compiled Gamma writes the dense nv^3 tensor (mostly zeros on "
-             "trees), an O(N^3) copy the paper's implementation may not have paid. Compiled "
-             f"sizes stop where gcc time grows (C to {max_n('c_C')} DoF, Gamma to "
-             f"{max_n('c_G')} DoF); the NumPy and Pinocchio series go further.")
+             "trees), an O(N^3) copy the paper's implementation may not have paid. Compiled C "
+             f"(unrolled) stops at {max_n('c_C')} DoF, where gcc time grows to minutes per size, "
+             f"compiled Gamma (recursive) at {max_n('c_G')} DoF; the NumPy and Pinocchio series "
+             "go further.")
     L.append("")
     return L
 
