@@ -141,6 +141,56 @@ def loop_size_findings(sizes, sized):
     return out
 
 
+def _slope(xs, ys):
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def route_orders(chain, ns):
+    """The order of each route on loop_chain(n), derived, and the measured slopes in n (rows
+    (name, clusters, ny, t, ops, err))."""
+    n = [d[2] / 2 for d in chain]
+    sx = {m: [(k, d[4][m]) for k, d in zip(n, chain) if m in d[4]] for m in METHODS}
+    fit = {m: _slope([a for a, _ in v], [b for _, b in v]) for m, v in sx.items() if len(v) > 1}
+    last = {m: _slope([a for a, _ in v[-2:]], [b for _, b in v[-2:]])
+            for m, v in sx.items() if len(v) > 1}
+    span = lambda m: f"n = {int(sx[m][0][0])}..{int(sx[m][-1][0])}"  # noqa: E731
+    out = [
+        "* Order of each route on loop_chain(n) (n clusters of 3 bodies in a chain: ny = 2n "
+        "speeds, cluster depth n). The result itself has ny^3 = 8 n^3 symbols, generically "
+        "nonzero on a chain (every speed moves every body below it), so no route that fills the "
+        "tensor is below O(n^3) there. Counting block operations per speed of a cluster K:",
+        "  * tensor: F3 of every unit m of K's subtree is moved up to the root, depth(m) block "
+        "steps each; summed over the speeds (a constant number per cluster) that is "
+        "sum over units m of depth(m)^2 = O(n^3) on the chain. On a tree of N clusters and depth "
+        "d the same sum is at most N d^2: the order of paper 000's Algorithm 2.",
+        "  * pages: one Algorithm-1 sweep over K's subtree and its ancestors per speed, O(n) "
+        "units times O(n) ancestors = O(n^2) per speed, O(n^3) in all (O(N d^2) on a tree), the "
+        "same order as the tensor form with a larger constant (the per-speed work below K that "
+        "the tensor form skips).",
+        "  * spanning: per speed one full spanning-tree evaluation, Algorithm 1 on the tree "
+        "(5n tree speeds, depth O(n): O(n^2)) plus the projections G^T C* G and G^T M Gdot with "
+        "the 5n x 2n matrix G: O(n^3) per speed as dense products, O(n^4) in all; the SX graph "
+        "keeps only the products CasADi cannot drop as structural zeros.",
+        "  * paper 000 Algorithm 2 costs O(N d^2) with d the depth; on a serial chain d = N, so "
+        "it too is O(n^3) here, the order of the tensor and page routes. Its D-operator rows for "
+        "the deepest speed (not implemented; docs/cluster_christoffel.rst, 'What is not done') "
+        "would save a constant factor on the chain, not an order.",
+    ]
+    if fit:
+        out.append(
+            "  * measured SX instruction slopes in n (log-log fit): "
+            + "; ".join(f"{m} {fit[m]:.2f} over {span(m)} (last two sizes {last[m]:.2f})"
+                        for m in METHODS if m in fit)
+            + ". A slope below the asymptotic 3 (tensor, pages) means lower-order terms (the "
+            "configuration sweep, the I^C S blocks, per-cluster solves: O(n) and O(n^2)) still "
+            "weigh at these sizes"
+            + (", and the slope over the last two sizes is the closer to 3"
+               if all(last[m] > fit[m] for m in ("tensor", "pages") if m in fit) else "")
+            + (f"; the spanning route's {fit['spanning']:.2f} is above 3, consistent with the "
+               "dense products' O(n^4)." if fit.get("spanning", 0) > 3 else "."))
+    return out
+
+
 HEADER = ["| mechanism | clusters | largest cluster (bodies) | ny | tensor vs pages | "
           "tensor vs spanning | CasADi vs NumPy | NumPy tensor [ms] | pages [ms] | spanning [ms] | "
           "pages / tensor | SX tensor | SX pages | SX spanning |",
@@ -236,13 +286,7 @@ def main(argv=None):
         "units below K move only F3 = (B^C)^T S up, with B^C = B(phi, I^C) per body (no "
         "accumulation of body B's, no closure terms or K_d solves below K); the I^C S blocks "
         "are moved up once for all speeds and one K_d solve serves all speeds of a cluster.",
-        "* The tensor form still moves F3 of every unit of K's subtree up to the root for each "
-        "speed of K: on a chain of n clusters that is O(n^3) block operations asymptotically "
-        "(the page route does about three times as many per step); the measured slopes stay "
-        "below 3 over this range because per-call and per-block overheads that grow more "
-        "slowly still weigh in. Paper 000 Algorithm 2's O(N d^2) per-path form, which gets the "
-        "rows of the deepest speed from the D operator instead, is not implemented "
-        "(docs/cluster_christoffel.rst, 'What is not done').",
+        *route_orders(chain, ns),
         "* On single-cluster mechanisms (four-bar, five-bar, ankle) tensor and pages do the "
         "same per-speed sweep; the only differences are the shared solve and I^C S blocks, so "
         "times and graphs are close (the CasADi instruction counts differ by up to about 10%; on "
