@@ -313,13 +313,13 @@ def _report(rows, backends, results, simp, args) -> str:
          "each; a cell over budget is shown as \"> budget\" and the larger N of its row are "
          "skipped).", "",
          *report_provenance(ROOT, "table2_symbolic.py"),
-         "Time (s) to obtain every Gamma[i,j,k] as an expression of symbolic q (model constants numeric, "
-         "as in the paper). **eq. (4)**: M by CRBA with symbolic q, then symbolic partial derivatives "
+         "Time (s) to obtain every Gamma[i,j,k] as an expression of symbolic q (model constants numeric; "
+         "paper 000 does not say whether its MATLAB models had numeric or symbolic constants). **eq. (4)**: M by CRBA with symbolic q, then symbolic partial derivatives "
          "(`Matrix.jacobian` / `casadi.jacobian`). **Alg. 2**: paper 000 Algorithm 2 run on symbols. "
          "SymPy symbols are declared real (joint coordinates are real numbers): without it SymPy's "
          "assumption queries on large products (0 * expr must ask whether expr is finite) cost about "
          "1.7x the time. "
-         "No simplification in these columns (as in the paper). Size: unique nodes of the expression DAG "
+         "No simplification in these columns (paper 000 does not say whether it simplified). Size: unique nodes of the expression DAG "
          "(SymPy/SymEngine) or CasADi instructions. CasADi/SymEngine cells under 0.5 s are the median of 5 runs; SymPy cells are single first runs (repeats would hit SymPy's expression cache).", ""]
     for kind, Ns in rows:
         L.append(f"## {kind} {'tree (branching factor 2)' if kind == 'binary' else 'chain'}")
