@@ -83,6 +83,7 @@ def accuracy_speed(family: str, n: int, repeat: int, rng):
     lib = build(model, ["rnea_derivatives"])
     fc = lib.rnea_derivatives
     r["ins"] = fc.stats["n_instructions"]
+    r["form"] = fc.meta.get("form", "unrolled")   # form="auto": recorded per build
     pin, pm, pd = pinocchio(model)
     qp, vp, ap = q_to_pin(model, q), v_to_pin(model, qd), v_to_pin(model, qdd)
 
@@ -150,7 +151,8 @@ def robot_rows(name: str, repeat: int, rng):
                     alg + (f" ({f.meta['method']}, {f.meta.get('form', 'unrolled')})"
                            if f.meta.get("method") else ""), pname,
                     us(median(tc)), us(median(tpp)), f"{paired_ratio(tc, tpp):.2f}", us(tb),
-                    us(tnp), sci(err), st["n_instructions"], " ".join(st.get("cflags", []))])
+                    us(tnp), sci(err), st["n_instructions"], f.meta.get("form", "unrolled"),
+                    " ".join(st.get("cflags", []))])
         log(f"{name} {alg}: compiled {us(median(tc))} us, Pinocchio {us(median(tpp))} us, "
             f"ratio {paired_ratio(tc, tpp):.2f}, err {err:.1e}")
     return out
@@ -206,12 +208,45 @@ def crossover_rows(n: int, repeat: int, rng):
     return r
 
 
+FORM_NOTE = ("Code form: the form of each compiled function as recorded in its build manifest "
+             "(`lib.<alg>.meta['form']`); these builds use `form='auto'`, which keeps the unrolled "
+             "form (the whole algorithm as straight-line code) up to `AUTO_MAX_UNROLLED` "
+             "instructions and builds the recursive form (per-step kernels called in a C loop) "
+             "above. For a recursive row the SX instr. column counts the kernels' instructions, "
+             "not the operations per call, so it is not comparable with the unrolled rows (nor "
+             "are its times on the same kind of code).")
+
+
 def crossover(rows, key_a, key_b):
     """Smallest n from which key_b stays faster than key_a (None if never)."""
     for i, r in enumerate(rows):
         if all(x[key_b] < x[key_a] for x in rows[i:]):
             return r["n"]
     return None
+
+
+def crossover_note(cross, cx_call, cx_batch) -> list[str]:
+    """Why reports/derivatives_figures.md can state another compiled crossover for the same
+    functions: the first swept n from which AZA stays faster depends on the grid, and next to the
+    crossover the two times differ by less than the timing noise."""
+    if cx_batch is None and cx_call is None:
+        return []
+    grid = [r["n"] for r in cross]
+    cx = cx_batch if cx_batch is not None else cx_call
+    i = grid.index(cx)
+    if i == 0:
+        return []
+    prev = cross[i - 1]
+    return [f"The crossover is the first swept n from which AZA stays faster, so it depends on "
+            f"the grid (here n = {', '.join(map(str, grid))}) and, next to it, on timing noise: "
+            f"at n = {prev['n']} DMM / AZA is {prev['t_dmm'] / prev['t_aza']:.2f} per call and "
+            f"{prev['b_dmm'] / prev['b_aza']:.2f} batched, within a few percent of 1. This run "
+            f"places the compiled crossover between n = {prev['n']} and {cx}. "
+            "reports/derivatives_figures.md (section 6) times the same unrolled functions of "
+            "the same chain (same SX counts at the common sizes) on its own grid of n in "
+            "another run, so it can name another swept n, "
+            "and another operation-count crossover, without disagreeing about where the "
+            "routes cross; it is not a different measure."]
 
 
 def plot(acc, cross, directory):
@@ -323,12 +358,13 @@ def report(acc, robots, routes, cross, fig, args, t0):
         L += table(["n", "d", "compiled IDSVA (us)", "batch/state (us)", "Pinocchio (us)",
                     "compiled / Pinocchio", "AD eval, VM (us)", "AD trace (s)", "NumPy IDSVA (us)",
                     "central FD (us)", "err compiled", "err NumPy IDSVA", "err Pinocchio",
-                    "err FD", "SX instr."],
+                    "err FD", "SX instr.", "code form"],
                    [[r["n"], r["d"], us(r["t_compiled"]), us(r["t_batch"]), us(r["t_pin"]),
                      f"{r['ratio']:.2f}", us(r["t_ad_vm"]), f"{r['t_ad_trace']:.2f}",
                      us(r["t_idsva"]), us(r["t_fd"]), sci(r["err_compiled"]), sci(r["err_idsva"]),
-                     sci(r["err_pin"]), sci(r["err_fd"]), r["ins"]] for r in rs])
+                     sci(r["err_pin"]), sci(r["err_fd"]), r["ins"], r["form"]] for r in rs])
         L.append("")
+    L += [FORM_NOTE, ""]
     L += ["## Real robots: compiled vs Pinocchio", "",
           "`build(model, ['rnea_derivatives', 'aba_derivatives'])` (aba_derivatives with "
           "`method='auto'` and `form='auto'`: the unrolled form traces the eq. (5) routes of "
@@ -340,8 +376,9 @@ def report(acc, robots, routes, cross, fig, args, t0):
           "and M^-1). Error: max relative difference to Pinocchio over the returned matrices, "
           "after the velocity-ordering conversion (free-flyer [v; w] vs our [w; v]).", ""]
     L += table(["robot", "nv", "base", "symdyn", "Pinocchio", "compiled (us)", "Pinocchio (us)",
-                "ratio", "batch/state (us)", "NumPy (us)", "rel. diff", "SX instr.", "flags"],
-               robots)
+                "ratio", "batch/state (us)", "NumPy (us)", "rel. diff", "SX instr.", "code form",
+                "flags"], robots)
+    L += ["", FORM_NOTE]
     L += ["", "## aba_derivatives: the eq. (5) routes side by side", "",
           "`build(model, ['aba_derivatives'], method=m, form='unrolled')` for m = DMM (M^-1 by AZA on the identity, "
           "then dense products: the former choice on branched trees), AZA (the ABA-Zero-Algorithm "
@@ -385,7 +422,7 @@ def report(acc, robots, routes, cross, fig, args, t0):
           "finds n = 50 (Fig. 7, Pinocchio C++; Table III for other compiler settings); "
           "reports/derivatives_numpy.md finds no crossover with NumPy up to n = 400 and n = 20 "
           f"in CasADi's VM. Crossover LTDL -> AZA on this chain: per call {fmt(lx_call)}, "
-          f"operation count {fmt(lx_ops)}.", "",
+          f"operation count {fmt(lx_ops)}.", "", *crossover_note(cross, cx_call, cx_batch), "",
           f"![derivatives]({fig})", ""]
     L += discussion(acc, robots, routes, cross, cx_batch)
     return L
@@ -432,7 +469,9 @@ def discussion(acc, robots, routes, cross, cx):
         tid, _ = pick("chain", "t_idsva")
         tc, _ = pick("chain", "t_compiled")
         tad, _ = pick("chain", "t_ad_vm")
-        L.append(f"- **Speed against symdyn's baselines**: on the {n}-link chain, NumPy IDSVA "
+        form, _ = pick("chain", "form")
+        L.append(f"- **Speed against symdyn's baselines** (compiled IDSVA in the {form} form at "
+                 f"this size): on the {n}-link chain, NumPy IDSVA "
                  f"is {tfd / tid:.0f}x faster than NumPy central differences (same language, "
                  f"same RNEA building blocks), and compiled IDSVA is {tad / tc:.0f}x faster than "
                  "the AD graph evaluated in CasADi's VM (which includes ~40 us of CasADi's Python "
