@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from symdyn.codegen import ALGORITHMS, build, casadi_function  # noqa: E402
 from symdyn.cli.specs import from_spec  # noqa: E402
+from symdyn.experiments import report_provenance  # noqa: E402
 
 DEFAULT_MODELS = ("serial:20,binary:20,biped:20,quadruped:20,robot:panda,robot:talos,"
                   "serial:20:seed=1,serial:40:seed=1,random:20:seed=1")
@@ -1137,11 +1138,15 @@ def _merge(old: str, new_body: str, new_head: str) -> str:
     out = []
     for title, text in _sections(old):
         if not title:
+            # the head of the run that made the kept sections, relabelled; its provenance
+            # marker is dropped (the report's marker is the new run's)
             earlier = [ln.replace("Regenerate:", "Earlier sections:")
                        .replace("Machine:", "Earlier sections' machine:")
+                       .replace("Source:", "Earlier sections' source:")
                        for ln in text.splitlines()
                        if ln.startswith(("Regenerate:", "Earlier sections:", "Machine:",
-                                         "Earlier sections' machine:"))]
+                                         "Earlier sections' machine:", "Source:",
+                                         "Earlier sections' source:"))]
             # the summary is static text: commands that only rewrote it measured nothing
             earlier = list(dict.fromkeys(ln for ln in earlier if "--sections summary " not in ln))
             out.append("\n".join([new_head.rstrip(), "", *earlier, ""]))
@@ -1196,6 +1201,7 @@ def main(argv=None) -> int:
     head = ["# Compiled fast path: symdyn (CasADi-generated C) vs Pinocchio", "",
             "Regenerate: `" + f"python experiments/bench_fastpath.py "
             f"{' '.join(argv or sys.argv[1:])}".rstrip() + "`", "",
+            *report_provenance(ROOT, "bench_fastpath.py"),
             f"Machine: {_cpu()}, {os.cpu_count()} cores "
             f"(shared with other jobs; load average at start {load[0]:.1f}), "
             f"{platform.python_implementation()} {platform.python_version()}, "
