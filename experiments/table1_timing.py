@@ -507,6 +507,13 @@ def frame_summary(rows):
     return (["Algorithm 1 form of the compiled C rows:", ""] + out + [""]) if out else []
 
 
+def _nfit(rows) -> str:
+    """How many sizes the operation-count fits use ('3 to 4')."""
+    n = [min(4, len(series(rows, k, key)[0])) for k in MAKERS for key in ("ins_C", "ins_G")]
+    n = [x for x in n if x >= 2]
+    return "-" if not n else (str(n[0]) if min(n) == max(n) else f"{min(n)} to {max(n)}")
+
+
 def _sl(x) -> str:
     """A fitted slope, or 'not fitted' (fewer than two cells of the series' form)."""
     return f"{x:.2f}" if np.isfinite(x) else "not fitted"
@@ -551,9 +558,10 @@ def discussion(rows):
              "count is the operations per call of the whole algorithm; no timing noise): fitted "
              "slopes of the SX instruction counts against N, with the N d / N d^2 slope over the "
              "same sizes in parentheses: "
-             + "; ".join(f"{k} C {v[0]:.2f} ({v[1]:.2f}), Gamma {v[2]:.2f} ({v[3]:.2f})"
-                         for k, v in slopes.items() if np.isfinite(v[0]))
-             + ". Only four or five sizes per series are fitted, and on trees d takes few integer "
+             + "; ".join(f"{k} C {_sl(v[0])}" + (f" ({v[1]:.2f})" if np.isfinite(v[0]) else "")
+                         + f", Gamma {_sl(v[2])}" + (f" ({v[3]:.2f})" if np.isfinite(v[2]) else "")
+                         for k, v in slopes.items() if np.isfinite(v[0]) or np.isfinite(v[2]))
+             + f". Only {_nfit(rows)} sizes per series are fitted, and on trees d takes few integer "
              "values over them, so a theory slope is itself a rough number. Slopes below the "
              "theory are expected where O(N) work (forward pass, M) still weighs at these "
              "sizes; a count slope above the theory means the generated code grows faster than "
