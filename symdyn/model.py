@@ -852,19 +852,20 @@ class Model:
 
         return reduced_model(self, lock, **kwargs)
 
-    def inertial_parameters(self) -> Any:
-        """The 10 N inertial parameters (Pinocchio's order, inertia about each body origin); see
+    def inertial_parameters(self, *, armature: bool = False) -> Any:
+        """The 10 N inertial parameters (Pinocchio's order, inertia about each body origin), with
+        ``armature=True`` followed by the nv armature entries; see
         :func:`symdyn.inertial.inertial_parameters`."""
         from .inertial import inertial_parameters
 
-        return inertial_parameters(self)
+        return inertial_parameters(self, armature=armature)
 
-    def with_inertial_parameters(self, pi: Any) -> "Model":
-        """A new, validated model with the inertial parameters ``pi``; see
-        :func:`symdyn.inertial.with_inertial_parameters`."""
+    def with_inertial_parameters(self, pi: Any, *, armature: bool = False) -> "Model":
+        """A new, validated model with the inertial parameters ``pi`` (with ``armature=True``
+        followed by the nv armature entries); see :func:`symdyn.inertial.with_inertial_parameters`."""
         from .inertial import with_inertial_parameters
 
-        return with_inertial_parameters(self, pi)
+        return with_inertial_parameters(self, pi, armature=armature)
 
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:

@@ -275,3 +275,15 @@ def test_planar_hinge_energy_closed_form():
     izz = inertial_parameters(model)[9]
     T = sd.kinetic_energy(model, np.zeros(1), np.array([2.0]))
     assert rel(T, 0.5 * (izz + 0.5) * 4) < 1e-14
+
+
+def test_model_methods_pass_the_armature_flag():
+    """Model.inertial_parameters / Model.with_inertial_parameters take armature= like the
+    functions of symdyn.inertial."""
+    model = sd.models.serial_chain(3, seed=2).replace(armature=[0.1, 0.2, 0.3])
+    pi = model.inertial_parameters(armature=True)
+    np.testing.assert_array_equal(pi, inertial_parameters(model, armature=True))
+    assert pi.shape == (33,)
+    changed = model.with_inertial_parameters(np.r_[pi[:30], [0.5, 0.6, 0.7]], armature=True)
+    np.testing.assert_array_equal(changed.armature, [0.5, 0.6, 0.7])
+    assert model.inertial_parameters().shape == (30,)
