@@ -192,10 +192,9 @@ def _empty_input(backend):
 
 
 def _fixed_bodies_model():
-    E = Transform(np.eye(3), np.zeros(3)).E
     Rz = np.array([[0.0, 1, 0], [-1, 0, 0], [0, 0, 1]])        # symdyn E: parent -> child coords
     return Model([Body("base", None, Fixed(), 1.0, np.zeros(3), 0.1 * np.eye(3),
-                       Transform(E, np.array([0.0, 0.0, 1.0]))),
+                       Transform(np.eye(3), np.array([0.0, 0.0, 1.0]))),
                   Body("cam", "base", Fixed(), 0.1, np.zeros(3), 1e-3 * np.eye(3),
                        Transform(Rz, np.array([0.0, 0.5, 0.0])), joint_name="cam_mount")],
                  name="fixed_bodies")
