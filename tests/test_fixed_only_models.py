@@ -338,3 +338,23 @@ def test_fixed_only_and_fully_locked_models_export_their_fixed_joints():
     assert pml.nv == 0
     fixed = {f.name for f in pml.frames if f.type == pin.FrameType.FIXED_JOINT}
     assert fixed == {"universe", *ur5.fixed_joints, *ur5.joint_names}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "sympy", "casadi"])
+def test_energy_and_mass_of_no_moving_body(backend):
+    """Bodies welded to the world neither move nor count (as Pinocchio's total mass, which sums
+    the joints' subtrees): T = V = 0 and mass 0 as numbers, not None or a TypeError; the centre of
+    mass, 0/0, is refused with an error that says why instead of a nan."""
+    model = sd.load_urdf(FIXED_URDF)
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromXML(FIXED_URDF)
+    assert float(sd.total_mass(model, backend=backend)) == pin.computeTotalMass(pm) == 0.0
+    q, e = model.neutral(), np.zeros(0)
+    for value in (sd.kinetic_energy(model, q, e, backend=backend),
+                  sd.potential_energy(model, q, backend=backend),
+                  sd.mechanical_energy(model, q, e, backend=backend)):
+        assert value is not None and float(value) == 0.0
+    for fn, args in ((sd.center_of_mass, (q,)), (sd.com_jacobian, (q,)),
+                     (sd.centroidal_momentum_matrix, (q,)), (sd.centroidal_momentum, (q, e))):
+        with pytest.raises(ValueError, match="no moving body"):
+            fn(model, *args, backend=backend)

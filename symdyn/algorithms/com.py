@@ -40,10 +40,17 @@ __all__ = ["center_of_mass", "centroidal_momentum", "centroidal_momentum_matrix"
 
 def _mass(B, model):
     I = model.constants(B).I
-    m = I[0][3, 3]
-    for Ii in I[1:]:
+    m = B.dot(B.zeros(1), B.zeros(1))           # a model without moving bodies has no mass
+    for Ii in I:
         m = m + Ii[3, 3]
     return m
+
+
+def _require_bodies(model, what: str) -> None:
+    """The centre of mass of no moving body is 0/0: refuse it rather than return nan."""
+    if model.N == 0:
+        raise ValueError(f"{what}: model {model.name!r} has no moving body (nv = 0), so its centre "
+                         f"of mass is undefined")
 
 
 def total_mass(model: Model, *, backend: str | None = None) -> Any:
@@ -68,6 +75,7 @@ def center_of_mass(model: Model, q: Array, qd: Array | None = None, *,
                    backend: str | None = None) -> Array | tuple[Array, Array]:
     """Centre of mass ``c`` (3, world coordinates), or ``(c, cdot)`` when ``qd`` is given
     (Pinocchio's ``centerOfMass(model, data, q[, v])``: ``data.com[0]``, ``data.vcom[0]``)."""
+    _require_bodies(model, "center_of_mass")
     args = [("q", q, "q")] + ([("qd", qd, "v")] if qd is not None else [])
     B, segs = entry(model, *args, backend=backend)
     K = path_kinematics(B, model, segs[0], segs[1] if qd is not None else None)
@@ -125,6 +133,7 @@ def com_jacobian(model: Model, q: Array, *, backend: str | None = None) -> Array
     whose free-flyer columns are ``[v; omega]``): column block j is
     ``(m_j v_j - h_j x omega_j) / m`` for the world-coordinate subspace ``[omega_j; v_j]`` of joint
     j, ``m_j`` and ``h_j`` the mass and first moment (world) of its subtree."""
+    _require_bodies(model, "com_jacobian")
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     K = path_kinematics(B, model, qs)
     M = _mass(B, model)
@@ -152,6 +161,7 @@ def centroidal_momentum_matrix(model: Model, q: Array, *, backend: str | None = 
 
 
 def _centroidal_map(B, model, qs):
+    _require_bodies(model, "the centroidal momentum")
     K = path_kinematics(B, model, qs)
     A0, _, h = _momentum_columns(B, model, K, rate=False)
     c = h / _mass(B, model)

@@ -28,12 +28,11 @@ def _twice_kinetic(B, model, vs, K):
     """``2 T = sum_i v_i . I_i v_i + sum_k armature_k qd_k^2`` (joints without armature add
     nothing, so their expressions are those of a model without armature)."""
     consts = model.constants(B)
-    T: Any = None
+    T = B.dot(B.zeros(1), B.zeros(1))                      # no moving body: no kinetic energy
     for i in range(model.N):
-        Ti = B.dot(K.v[i], consts.I[i] @ K.v[i])
+        T = T + B.dot(K.v[i], consts.I[i] @ K.v[i])
         if consts.armature[i] is not None:                                     # rotor inertia
-            Ti = Ti + B.dot(vs[i], consts.armature[i] @ vs[i])
-        T = Ti if T is None else T + Ti
+            T = T + B.dot(vs[i], consts.armature[i] @ vs[i])
     return T
 
 
@@ -50,12 +49,11 @@ def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = N
 def _potential(B, model, K):
     consts = model.constants(B)
     g_neg = B.rows(consts.a_grav, 3, 6)  # a_grav = [0; -g]
-    V = None
+    V = B.dot(B.zeros(1), B.zeros(1))                      # bodies welded to the world: V = 0
     for i in range(model.N):
         m, c, _ = consts.inertia_params[i]
         X = K.X0[i]
-        Vi = B.dot(g_neg, m * (X.r + X.E.T @ c))
-        V = Vi if V is None else V + Vi
+        V = V + B.dot(g_neg, m * (X.r + X.E.T @ c))
     return V
 
 
