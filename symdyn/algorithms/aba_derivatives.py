@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING
 
 from ..spatial import crm, xform_force_T, xform_motion
 from .aba import aba_pass
-from .common import entry, external_forces, joint_kinematics
+from .common import entry, external_forces, joint_kinematics, per_body
 from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_factors, ltdl,
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
-from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, _per_body, check_joints,
+from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, check_joints,
                                forward_accelerations, forward_kinematics, idsva,
                                idsva_accumulate, idsva_backward)
 from .steps import step
@@ -148,7 +148,7 @@ def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
     """
     consts = model.constants(B)
     N, parents = model.N, model.parents
-    X0, S0, v, Sd, Psid, I, BC, cb, pA, V, u, a, Psidd, fC = _per_body(N, 14)
+    X0, S0, v, Sd, Psid, I, BC, cb, pA, V, u, a, Psidd, fC = per_body(N, 14)
     for i, p in enumerate(parents):                                       # IDSVA lines 2-10
         m, c, Ic = consts.inertia_params[i]
         X0[i], S0[i], v[i], Sd[i], Psid[i], I[i], BC[i], cb[i], pA[i] = fdsva_kinematics(
@@ -231,7 +231,7 @@ def eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     n, N, idx, parents = model.nv, model.N, model.v_idx, model.parents
     free = _free_roots(B, model)
     IC, BC, fC = list(IC), list(BC), list(fC)
-    t, W, Q, P = _per_body(N, 4)
+    t, W, Q, P = per_body(N, 4)
     for i in reversed(range(N)):                                          # lines 11-16, 21-23
         p = parents[i]
         t[i] = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i])

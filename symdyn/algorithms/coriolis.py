@@ -264,12 +264,6 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
             blocks_to_matrix(B, model, C))
 
 
-def coriolis_matrix_root(model, q, qd, factorization: str = "christoffel", *,
-                         backend: str | None = None):
-    """:func:`coriolis_matrix` with ``frame="root"`` (paper 000 footnote 2)."""
-    return coriolis_matrix(model, q, qd, factorization, frame="root", backend=backend)
-
-
 def _B_times(B, v, I, w, factorization):
     """B(v, I) w without forming B: eq. (10) 1/2 [v x* I w + w x* I v - I (v x w)], or eq. (9)."""
     if factorization == "simple":

@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..spatial import compose, cross_force, cross_motion, xform_force_T, xform_motion_inv
-from .rnea_derivatives import _SEQUENTIAL_COLUMNS, _per_body, ground_inertia
+from .common import per_body
+from .rnea_derivatives import _SEQUENTIAL_COLUMNS, ground_inertia
 
 
 def dof_parents(model) -> list[int]:
@@ -56,7 +57,7 @@ def ground_dynamics(B, model, qd, f_ext, Xup, S):
     consts = model.constants(B)
     a_grav, inertia = consts.a_grav, consts.inertia_params
     N, parents, n = model.N, model.parents, model.nv
-    X0, S0, v, a, IC, f = _per_body(N, 6)
+    X0, S0, v, a, IC, f = per_body(N, 6)
     zero = B.zeros(6)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
         X0[i] = Xup[i] if p < 0 else compose(B, Xup[i], X0[p])

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..spatial import (compose, cross_force, cross_motion, mcI, skew, xform_force_T,
                        xform_motion_inv)
-from .common import entry, external_forces, joint_kinematics
+from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
 from ..types import Array, ExternalForces
 
@@ -86,11 +86,6 @@ def twice_B(B, v, I, h):
     return X + X.T - B.vcat([B.hcat([n, f]), B.hcat([f, B.zeros(3, 3)])])
 
 
-def _per_body(N: int, k: int) -> tuple[list[Any], ...]:
-    """``k`` lists of ``N`` Nones, filled body by body."""
-    return tuple([None] * N for _ in range(k))
-
-
 def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B.
@@ -105,7 +100,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     consts = model.constants(B)
     inertia = consts.inertia_params  # per body (m, c, Ic)
     N, parents = model.N, model.parents
-    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = _per_body(N, 10)  # BC holds 2 B^C (line 9)
+    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = per_body(N, 10)  # BC holds 2 B^C (line 9)
     for i, p in enumerate(parents):                                       # line 1: v0 = 0, a0 = -ag
         m, c, Ic = inertia[i]
         (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
