@@ -21,7 +21,6 @@ from ...spatial import Transform
 
 CONST_BIT = 1 << 40          # recording addresses >= CONST_BIT live in the constant table
 
-FORMS = ("auto", "unrolled", "recursive")
 # Addresses of the finished program (32-bit, unsigned): (base << 24) | offset with base 0 the
 # workspace, 1 the constant table and k + 2 result k (decoded without a branch in C).
 OFFSET_BITS = 24
