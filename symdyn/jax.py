@@ -201,9 +201,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from symdyn.backends import BackendError, get_backend
-from symdyn.codegen import jax_lowering
-from symdyn.codegen.jax_lowering import LoweringError
+JAX_MIN = (0, 8, 2)     # the jax extra's floor: older releases fail in the program route
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) if piece[:1].isdigit() else ""
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+if _version(jax.__version__) < JAX_MIN:
+    raise ImportError(f"symdyn.jax needs JAX >= {'.'.join(map(str, JAX_MIN))}, found "
+                      f"{jax.__version__}: pip install 'symdyn[jax]' (or 'jax>=0.8.2')", name="jax")
+
+from symdyn.backends import BackendError, get_backend  # noqa: E402
+from symdyn.codegen import jax_lowering  # noqa: E402
+from symdyn.codegen.jax_lowering import LoweringError  # noqa: E402
 
 __all__ = ["COMPILER_OPTIONS", "FOLD_MAX", "GRAPH_MAX", "GRAPH_MAX_WORK", "PROGRAM_AUTO", "ROUTES",
            "Compiled", "Jitted", "Single", "allow_float32", "compile", "compile_many",
