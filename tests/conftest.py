@@ -189,3 +189,53 @@ def backend(request) -> str:
 @pytest.fixture(params=MODEL_NAMES)
 def tree(request):
     return MODELS[request.param]
+
+
+# --- the slow remainder --------------------------------------------------------------------------
+# The README's test command (`python -m pytest -q`) leaves out tests marked `slow` so that it
+# runs in a few minutes; `python -m pytest -q -m slow` runs them (CI runs both). Besides tests
+# decorated with @pytest.mark.slow, the cases below are slow: SymPy runs of the backend
+# comparisons on every tree but one (the SymPy backend builds each expression in full, seconds a
+# case; the other backends and one SymPy tree stay in the default run), and repeated C builds
+# whose first case stays in the default run. Keys: "file::test"; values: a regular expression
+# for the parameter ids that are slow ("" for every case of the test).
+SLOW_CASES = {
+    # SymPy on every tree but one
+    "test_matrix.py::test_symbolic_backend_equals_numpy": r"^sympy-(?!prismatic$)",
+    "test_derivatives.py::test_ltdl_on_every_backend_and_tree": r"^sympy-(?!prismatic$)",
+    "test_dynamics.py::test_symbolic_equals_numpy": r"^(?!serial-).*-sympy$",
+    "test_regressors.py::test_symbolic_backends_match_numpy": r"^floating-sympy$",
+    "test_codegen_recursive.py::test_christoffel_root_frame_equals_body_frame":
+        r"^(?!serial-).*-sympy$",
+    "test_derivatives.py::test_sympy_ltdl_matches_numpy": "",
+    "test_coriolis.py::test_sympy_backend_matches_numpy": "",
+    "test_coriolis.py::test_root_frame_symbolic_backends_match_numpy": "",
+    # C builds: one case of each stays in the default run
+    "test_codegen_recursive.py::test_compiled_recursive_equals_numpy": r"^(mixed|armature)$",
+    "test_codegen_recursive.py::test_recorded_program_equals_numpy": r"^(?!floating-)",
+    "test_codegen_recursive.py::test_folded_constants_give_the_same_results_with_less_work":
+        r"^(aba_derivatives|christoffel|coriolis_matrix|rnea_derivatives)$",
+    "test_codegen_recursive.py::test_kernels_do_not_grow_with_the_number_of_bodies": "",
+    "test_codegen_baselines.py::test_compiled_baselines_equal_the_analytical_derivatives": "",
+    "test_codegen_cache_integrity.py::test_edited_manifest_is_rebuilt": r"^(?!True-_shrink_output$)",
+    "test_codegen_robustness.py::test_wrong_shape_manifest_is_rebuilt": "",
+    "test_codegen_toolkit.py::test_toolkit_compiled_equals_numpy": r"^floating$",
+    "test_codegen_toolkit.py::test_inertial_parameters_as_input": r"^floating$",
+    "test_codegen.py::test_floating_base_quaternions": "",
+    # whole programs in subprocesses: one spec of the demo, a short simulation
+    "test_cli.py::test_demo_finishes_on_readme_specs": r"^(?!quadruped:4:floating$)",
+    "test_experiments.py::test_passivity_short_horizon": "",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    import re
+
+    for item in items:
+        key = f"{item.path.name}::{item.originalname}"
+        pattern = SLOW_CASES.get(key)
+        if pattern is None:
+            continue
+        params = item.callspec.id if hasattr(item, "callspec") else ""
+        if pattern == "" or re.search(pattern, params):
+            item.add_marker(pytest.mark.slow)

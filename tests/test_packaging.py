@@ -208,3 +208,14 @@ def test_every_import_of_the_package_and_its_tests_is_declared():
     undeclared = {mod: where for mod, where in _third_party_imports(paths).items()
                   if _DISTRIBUTION.get(mod, mod).lower().replace("_", "-") not in declared}
     assert not undeclared, f"imports no dependency list declares: {undeclared}"
+
+
+def test_every_slow_case_names_an_existing_test():
+    """conftest.SLOW_CASES marks cases by name: a renamed test would silently join the default
+    run, so every key must name a test function of its file."""
+    from conftest import SLOW_CASES
+
+    for key in SLOW_CASES:
+        file, name = key.split("::")
+        source = (REPO / "tests" / file).read_text()
+        assert re.search(rf"^def {name}\(", source, re.M), f"SLOW_CASES names no test {key}"
