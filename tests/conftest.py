@@ -198,12 +198,13 @@ def tree(request):
 # comparisons on every tree but one (the SymPy backend builds each expression in full, seconds a
 # case; the other backends and one SymPy tree stay in the default run), and repeated C builds
 # whose first case stays in the default run. Keys: "file::test"; values: a regular expression
-# for the parameter ids that are slow ("" for every case of the test).
+# for the parameter ids that are slow ("" for every case of the test); "file::*" covers every
+# test of the file.
 SLOW_CASES = {
-    # SymPy on every tree but one
-    "test_matrix.py::test_symbolic_backend_equals_numpy": r"^sympy-(?!prismatic$)",
-    "test_derivatives.py::test_ltdl_on_every_backend_and_tree": r"^sympy-(?!prismatic$)",
+    # SymPy on every tree but one (test_matrix.CASES, which test_derivatives shares, marks its own)
     "test_dynamics.py::test_symbolic_equals_numpy": r"^(?!serial-).*-sympy$",
+    "test_dynamics.py::test_aba_inverts_rnea": r"^sympy-(?!serial$)",
+    "test_com.py::test_symbolic_backends_match_numpy": r"^sympy$",
     "test_regressors.py::test_symbolic_backends_match_numpy": r"^floating-sympy$",
     "test_codegen_recursive.py::test_christoffel_root_frame_equals_body_frame":
         r"^(?!serial-).*-sympy$",
@@ -211,7 +212,7 @@ SLOW_CASES = {
     "test_coriolis.py::test_sympy_backend_matches_numpy": "",
     "test_coriolis.py::test_root_frame_symbolic_backends_match_numpy": "",
     # C builds: one case of each stays in the default run
-    "test_codegen_recursive.py::test_compiled_recursive_equals_numpy": r"^(mixed|armature)$",
+    "test_codegen_recursive.py::test_compiled_recursive_equals_numpy": "",
     "test_codegen_recursive.py::test_recorded_program_equals_numpy": r"^(?!floating-)",
     "test_codegen_recursive.py::test_folded_constants_give_the_same_results_with_less_work":
         r"^(aba_derivatives|christoffel|coriolis_matrix|rnea_derivatives)$",
@@ -219,8 +220,7 @@ SLOW_CASES = {
     "test_codegen_baselines.py::test_compiled_baselines_equal_the_analytical_derivatives": "",
     "test_codegen_cache_integrity.py::test_edited_manifest_is_rebuilt": r"^(?!True-_shrink_output$)",
     "test_codegen_robustness.py::test_wrong_shape_manifest_is_rebuilt": "",
-    "test_codegen_toolkit.py::test_toolkit_compiled_equals_numpy": r"^floating$",
-    "test_codegen_toolkit.py::test_inertial_parameters_as_input": r"^floating$",
+    "test_codegen_toolkit.py::*": r"^floating$",     # the floating-base builds of its fixtures
     "test_codegen.py::test_floating_base_quaternions": "",
     # whole programs in subprocesses: one spec of the demo, a short simulation
     "test_cli.py::test_demo_finishes_on_readme_specs": r"^(?!quadruped:4:floating$)",
@@ -232,8 +232,8 @@ def pytest_collection_modifyitems(config, items):
     import re
 
     for item in items:
-        key = f"{item.path.name}::{item.originalname}"
-        pattern = SLOW_CASES.get(key)
+        pattern = SLOW_CASES.get(f"{item.path.name}::{item.originalname}",
+                                 SLOW_CASES.get(f"{item.path.name}::*"))
         if pattern is None:
             continue
         params = item.callspec.id if hasattr(item, "callspec") else ""

@@ -117,14 +117,18 @@ def coordinates(model) -> bool:
     return all(j.type not in ("spherical", "floating") for j in model.joints)
 
 
-def _param(backend):
-    marks = ()
+def _param(backend, kind):
+    marks: tuple = ()
     if backend == "symengine" and se is None:
         marks = (pytest.mark.skip(reason="symengine not installed"),)
+    if backend == "sympy" and kind != "prismatic":
+        # SymPy builds every expression in full (seconds a tree): one tree in the default run,
+        # the others in the slow remainder (`pytest -m slow`)
+        marks = (pytest.mark.slow,)
     return marks
 
 
-CASES = [pytest.param(b, k, id=f"{b}-{k}", marks=_param(b)) for b in BACKENDS for k in KINDS]
+CASES = [pytest.param(b, k, id=f"{b}-{k}", marks=_param(b, k)) for b in BACKENDS for k in KINDS]
 
 
 @functools.lru_cache(maxsize=None)

@@ -218,4 +218,5 @@ def test_every_slow_case_names_an_existing_test():
     for key in SLOW_CASES:
         file, name = key.split("::")
         source = (REPO / "tests" / file).read_text()
-        assert re.search(rf"^def {name}\(", source, re.M), f"SLOW_CASES names no test {key}"
+        if name != "*":
+            assert re.search(rf"^def {name}\(", source, re.M), f"SLOW_CASES names no test {key}"
