@@ -53,8 +53,7 @@ if TYPE_CHECKING:
 
 METHODS = ("auto", "dmm", "aza", "ltdl")
 
-# nv from which "auto" uses AZA instead of DMM, per backend (None: always DMM). Measured on this
-# machine (AMD EPYC, 2 shared cores, BLAS on 1 thread) by
+# nv from which "auto" uses AZA instead of DMM, per backend (None: always DMM), as measured by
 #     python experiments/derivatives_numpy.py          -> reports/derivatives_numpy.md
 # NumPy: no crossover up to n = 400 (chain: DMM 22.5 ms vs AZA 44 ms for the eq. (5) step): DMM is one
 # BLAS product while AZA loops in Python over bodies on 6 x 3n blocks. CasADi SX: AZA has fewer

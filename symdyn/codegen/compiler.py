@@ -126,7 +126,7 @@ def _cpu_children() -> float:
 
 def _reap(p: subprocess.Popen, job: dict) -> bool:
     """True once ``p`` has exited; records the compiler's own CPU time (``cpu_compile``) where
-    ``os.wait4`` exists (wall times mean little on a loaded machine)."""
+    ``os.wait4`` exists (wall times mean little while other processes share the cores)."""
     if not hasattr(os, "wait4"):  # pragma: no cover - Windows
         return p.poll() is not None
     if p.returncode is not None:

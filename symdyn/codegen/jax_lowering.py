@@ -661,7 +661,7 @@ def _gathered(low: SXLowering, held: list[Any], at: dict[int, tuple[int, int]], 
 # -> 0.43, coriolis_matrix 2.2 -> 1.3, crba 0.71 -> 0.50; programs, chunks of 1000 against one
 # pass: g1 crba 4096 states 9.8 -> 7.5, 1e4 states 12.9 -> 9.1, panda christoffel 1e4 11.3 -> 6.8
 # (at 1500-3000 states no gain). Graphs, since chunks start from the donated result set (no zero
-# fill), 1e4 states in chunks of ~1000 against one pass (interleaved, /tmp/exp4/chunk.py): ur5
+# fill), 1e4 states in chunks of ~1000 against one pass (experiments/bench_jax.py): ur5
 # rnea 0.245 -> 0.216, crba 0.181 -> 0.175, coriolis_matrix 0.401 -> 0.335, aba 0.404 -> 0.316,
 # christoffel 0.355 -> 0.434 (the one slower); panda rnea 0.406 -> 0.318, crba 0.308 -> 0.289,
 # coriolis_matrix 1.01 -> 0.89, christoffel 3.17 -> 2.27, aba 0.82 -> 0.62; at 1e5 states chunks
