@@ -196,16 +196,18 @@ def tree(request):
 # runs in a few minutes; `python -m pytest -q -m slow` runs them (CI runs both). Besides tests
 # decorated with @pytest.mark.slow, the cases below are slow: SymPy runs of the backend
 # comparisons on every tree but one (the SymPy backend builds each expression in full, seconds a
-# case; the other backends and one SymPy tree stay in the default run), and repeated C builds
-# whose first case stays in the default run. Keys: "file::test"; values: a regular expression
+# case; the other backends and one SymPy tree stay in the default run), repeated C builds whose
+# lightest case stays in the default run, and whole simulations and programs. Keys: "file::test"; values: a regular expression
 # for the parameter ids that are slow ("" for every case of the test); "file::*" covers every
 # test of the file.
 SLOW_CASES = {
     # SymPy on every tree but one (test_matrix.CASES, which test_derivatives shares, marks its own)
-    "test_dynamics.py::test_symbolic_equals_numpy": r"^(?!serial-).*-sympy$",
-    "test_dynamics.py::test_aba_inverts_rnea": r"^sympy-(?!serial$)",
+    "test_dynamics.py::*": r"^(?!.*serial)(.*-)?sympy(-.*)?$",
+    "test_regressors.py::test_symbolic_backends_match_numpy": r"-sympy$",
+    "test_christoffel.py::test_sympy_generalized_symbols_match_numpy": "",
+    "test_symbolic.py::test_algorithm2_equals_eq4_exactly_spatial_chain": r"^sympy$",
+    "test_constrained.py::test_maximal_route_symbolic_backends": "",
     "test_com.py::test_symbolic_backends_match_numpy": r"^sympy$",
-    "test_regressors.py::test_symbolic_backends_match_numpy": r"^floating-sympy$",
     "test_codegen_recursive.py::test_christoffel_root_frame_equals_body_frame":
         r"^(?!serial-).*-sympy$",
     "test_derivatives.py::test_sympy_ltdl_matches_numpy": "",
@@ -217,6 +219,18 @@ SLOW_CASES = {
     "test_codegen_recursive.py::test_folded_constants_give_the_same_results_with_less_work":
         r"^(aba_derivatives|christoffel|coriolis_matrix|rnea_derivatives)$",
     "test_codegen_recursive.py::test_kernels_do_not_grow_with_the_number_of_bodies": "",
+    "test_codegen_recursive.py::test_aba_derivatives_kernels_do_not_grow_with_the_number_of_bodies":
+        "",
+    "test_codegen_recursive.py::test_choose_by_size": "",
+    "test_codegen_recursive.py::test_instruction_budget_stops_exactly_past_the_program_size":
+        r"^(christoffel|aba_derivatives|rnea_derivatives)$",
+    "test_codegen_recursive_zeros.py::test_every_entry_is_written_into_dirty_memory":
+        r"^(rnea_derivatives|aba_derivatives|christoffel)$",
+    "test_codegen_robustness.py::test_compile_heartbeat_in_a_log": "",
+    "test_codegen_robustness.py::test_threads_hammering_one_function": r"^True$",
+    "test_derivatives.py::test_codegen_auto_keeps_the_smallest_graph": "",
+    "test_cluster_christoffel.py::test_casadi": "",
+    "test_closed_forms.py::test_floating_base_and_random_geometry": r"^random:",
     "test_codegen_baselines.py::test_compiled_baselines_equal_the_analytical_derivatives": "",
     "test_codegen_cache_integrity.py::test_edited_manifest_is_rebuilt": r"^(?!True-_shrink_output$)",
     "test_codegen_robustness.py::test_wrong_shape_manifest_is_rebuilt": "",
@@ -225,6 +239,9 @@ SLOW_CASES = {
     # whole programs in subprocesses: one spec of the demo, a short simulation
     "test_cli.py::test_demo_finishes_on_readme_specs": r"^(?!quadruped:4:floating$)",
     "test_experiments.py::test_passivity_short_horizon": "",
+    "test_experiments.py::test_quick_run_writes_report_and_index": "",
+    "test_constrained.py::test_four_bar_energy_conserved": "",
+    "test_constrained.py::test_five_bar_leg_energy_and_closure": "",
 }
 
 

@@ -121,10 +121,10 @@ def _param(backend, kind):
     marks: tuple = ()
     if backend == "symengine" and se is None:
         marks = (pytest.mark.skip(reason="symengine not installed"),)
-    if backend == "sympy" and kind != "prismatic":
-        # SymPy builds every expression in full (seconds a tree): one tree in the default run,
-        # the others in the slow remainder (`pytest -m slow`)
-        marks = (pytest.mark.slow,)
+    if backend in ("sympy", "symengine") and kind != "prismatic":
+        # the symbolic backends build every expression in full (seconds a tree): one tree in the
+        # default run, the others in the slow remainder (`pytest -m slow`)
+        marks = (*marks, pytest.mark.slow)
     return marks
 
 
