@@ -234,6 +234,10 @@ SLOW_CASES = {
     "test_codegen_baselines.py::test_compiled_baselines_equal_the_analytical_derivatives": "",
     "test_codegen_cache_integrity.py::test_edited_manifest_is_rebuilt": r"^(?!True-_shrink_output$)",
     "test_codegen_robustness.py::test_wrong_shape_manifest_is_rebuilt": "",
+    "test_codegen_robustness.py::test_compile_tests_skip_without_a_compiler": "",
+    "test_codegen_cache_integrity.py::test_damaged_fastcall_extension_is_rebuilt": r"^garbage$",
+    "test_codegen_cache_integrity.py::test_load_refuses_a_manifest_that_disagrees_with_its_library":
+        r"^_grow_input$",
     "test_codegen_toolkit.py::*": r"^floating$",     # the floating-base builds of its fixtures
     "test_codegen.py::test_floating_base_quaternions": "",
     # whole programs in subprocesses: one spec of the demo, a short simulation
