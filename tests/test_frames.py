@@ -111,17 +111,24 @@ def state(model, seed=0):
 
 # --- against Pinocchio -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ROBOT_NAMES)
-def test_frames_match_pinocchio(name):
-    P = pair(name)
+def pinocchio_kinematics(P, seed: int):
+    """A random state of the pair's model and Pinocchio's data with its frame kinematics
+    (placements, Jacobians and their rates) computed at that state."""
     m, pm = P.model, P.pm
     pd = pm.createData()
-    q, qd, qdd = state(m, 1)
+    q, qd, qdd = state(m, seed)
     qp, vp, ap = P.q_pin(q), P.v_pin(qd), P.v_pin(qdd)
     pin.forwardKinematics(pm, pd, qp, vp, ap)
     pin.updateFramePlacements(pm, pd)
     pin.computeJointJacobians(pm, pd, qp)
     pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+    return m, pm, pd, (q, qd, qdd), (qp, vp, ap)
+
+
+@pytest.mark.parametrize("name", ROBOT_NAMES)
+def test_frames_match_pinocchio(name):
+    P = pair(name)
+    m, pm, pd, (q, qd, qdd), (qp, vp, ap) = pinocchio_kinematics(P, 1)
     worst = {}
     for fname in P.frames():
         fid = pm.getFrameId(fname, pin.BODY)
@@ -564,14 +571,7 @@ def test_order_linear_first_is_pinocchios(name):
     from symdyn.pinocchio_bridge import matrix_to_pin
 
     P = pair(name)
-    m, pm = P.model, P.pm
-    pd = pm.createData()
-    q, qd, qdd = state(m, 7)
-    qp, vp, ap = P.q_pin(q), P.v_pin(qd), P.v_pin(qdd)
-    pin.forwardKinematics(pm, pd, qp, vp, ap)
-    pin.updateFramePlacements(pm, pd)
-    pin.computeJointJacobians(pm, pd, qp)
-    pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+    m, pm, pd, (q, qd, qdd), (qp, vp, ap) = pinocchio_kinematics(P, 7)
     for fname in P.frames(seed=2)[:3]:
         fid = pm.getFrameId(fname, pin.BODY)
         for ref, rf in PIN_REF.items():

@@ -31,6 +31,7 @@ import symdyn as sd  # noqa: E402
 from symdyn import mujoco_bridge as mb  # noqa: E402
 from symdyn.model import mass_com_inertia  # noqa: E402
 from symdyn.pinocchio_bridge import supports_actuation  # noqa: E402
+from test_mujoco import full_mass_matrix  # noqa: E402
 
 TOL = 1e-10
 actuation = pytest.mark.skipif(not supports_actuation(),
@@ -90,15 +91,6 @@ def state(model, seed: int):
 def rel(a, b) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-300))
-
-
-def full_mass_matrix(mj, d) -> np.ndarray:
-    M = np.zeros((mj.nv, mj.nv))
-    try:
-        mujoco.mj_fullM(mj, d, M)            # MuJoCo >= 4
-    except TypeError:
-        mujoco.mj_fullM(mj, M, d.qM)         # MuJoCo 2.x / 3.x
-    return M
 
 
 def inverse_errors(model, mj, maps, seeds=(0, 1, 2), passive: bool = True):
