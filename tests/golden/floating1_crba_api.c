@@ -136,7 +136,7 @@ static int symdyn_call(const symdyn_desc* d, void** ctx) {
 
 /* The work of one batch call, shared by its threads. It lives on the heap with a reference
  * count: the caller returns once every state is done, without waiting for helper threads that
- * have not started yet (on a loaded machine one can wait a whole scheduler time slice to run);
+ * have not started yet (with the cores shared, one can wait a whole scheduler time slice to run);
  * such a late helper finds no state left, touches no array and frees the work if it is the
  * last reference. */
 typedef struct {
