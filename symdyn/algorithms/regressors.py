@@ -98,8 +98,9 @@ def body_slotine_li_regressor(B: Backend, v: Array, vr: Array, ar: Array,
 def check_armature_flag(armature: Any) -> bool:
     """``armature`` must be True or False (a TypeError otherwise: a vector of armature values
     belongs in the model, ``model.replace(armature=...)``, not here)."""
-    if armature is True or armature is False or (type(armature).__module__ == "numpy"
-                                                  and type(armature).__name__ in ("bool", "bool_")):
+    dtype = getattr(armature, "dtype", None)              # an array library's boolean scalar
+    if isinstance(armature, bool) or (getattr(armature, "shape", None) == ()
+                                      and getattr(dtype, "kind", None) == "b"):
         return bool(armature)
     raise TypeError(f"armature must be True (append the nv armature columns) or False, got "
                     f"{armature!r}; the armature values themselves are model.armature")
