@@ -15,6 +15,13 @@ chains and a 35-DoF humanoid (Unitree G1, floating base).
     python experiments/bench_jax.py [--quick] [--device cpu|gpu] [--cores N]
                                     [--dispatch sync|async]
                                     [--retain-memory | --huge-pages] [--out-dir DIR]
+                                    [--robots R,...] [--algorithms A,...] [--sizes N,...]
+                                    [--throughput-only]
+
+``--robots``, ``--algorithms`` and ``--sizes`` restrict the throughput table;
+``--throughput-only`` measures the default route beside the C batch only (no traced, forced
+graph, ADAM or compile-time measurements) and writes ``jax_throughput.md``: a short run for
+comparing two versions of the library.
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
 refuses in one line when JAX sees none; the C batch stays on the CPU. ``--retain-memory`` calls
@@ -159,7 +166,9 @@ def throughput(args, report):
     sizes = [100, 1000] if args.quick else [100, 1000, 10_000, 100_000]
     if args.device == "gpu" and not args.quick:
         sizes.append(1_000_000)
-    robots = ROBOTS[:2] if args.quick else ROBOTS
+    sizes = args.sizes or sizes
+    robots = args.robots or (ROBOTS[:2] if args.quick else ROBOTS)
+    short = args.throughput_only
     rows, ratio_rows = [], []
     rng = np.random.default_rng(0)
     for robot in robots:
@@ -167,28 +176,30 @@ def throughput(args, report):
         path = sd.robot_urdf(robot)
         floating = model.joints[0].type == "floating"
         log(f"{robot}: nq={model.nq} nv={model.nv}; building C")
-        lib = build(model, list(ALGS), progress=False)
+        lib = build(model, list(args.algorithms), progress=False)
         adam = None
         try:
-            adam = _adam(path, _joint_names(path, model), floating)
+            adam = None if short else _adam(path, _joint_names(path, model), floating)
         except Exception as exc:  # noqa: BLE001 - ADAM's URDF parser: report, go on
             log(f"ADAM failed on {robot}: {type(exc).__name__}: {exc}")
             report.append(f"ADAM could not load {robot}: `{type(exc).__name__}: {exc}`.")
-        for alg in ALGS:
+        for alg in args.algorithms:
             f = sjax.compile(model, alg)
-            ft = sjax.compile(model, alg, route="trace") if model.nv <= TRACED_MAX_NV else None
+            ft = (sjax.compile(model, alg, route="trace")
+                  if model.nv <= TRACED_MAX_NV and not short else None)
             # the graph forced beside the program where it is at most 2.5x the auto limit
             # (what route="graph" would give a user willing to wait for XLA)
             fg = None
-            if f.route == "program" and _graph_size(model, alg) <= 2.5 * sjax.GRAPH_MAX:
+            if (f.route == "program" and not short
+                    and _graph_size(model, alg) <= 2.5 * sjax.GRAPH_MAX):
                 fg = sjax.compile(model, alg, route="graph")
-            fk = sjax.compile(model, alg, one_kernel=True)     # its batches run in one pass
-            fk = fk if fk.one_kernel else None
+            fk = None if short else sjax.compile(model, alg, one_kernel=True)   # one pass
+            fk = fk if fk is not None and fk.one_kernel else None
             t0 = time.perf_counter()
             fa = None
             if adam is not None and alg in adam:
                 fa = jax.jit(jax.vmap(adam[alg]))
-            for n in sizes if model.nv <= TRACED_MAX_NV else [n for n in sizes if n in G1_SIZES]:
+            for n in sizes if model.nv <= TRACED_MAX_NV or args.sizes else G1_SIZES:
                 if n * _out_size(alg, model.nv) * 8 > OUT_BYTES:
                     continue
                 X = _args(model, f.args, n, rng)
@@ -531,6 +542,22 @@ def _within_summary(ratios) -> list[str]:
     return out
 
 
+def _names(allowed):
+    """argparse type: a comma-separated list of names from ``allowed``."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(t.strip() for t in text.split(",") if t.strip())
+        bad = [n for n in names if n not in allowed]
+        if bad or not names:
+            raise ValueError(f"choose from {', '.join(allowed)}")
+        return names
+    return parse
+
+
+def _sizes(text: str) -> list[int]:
+    """argparse type: comma-separated batch sizes (``1e4`` allowed)."""
+    return [int(float(t)) for t in text.split(",") if t.strip()]
+
+
 def _pin(n: int) -> list[int]:
     """Restrict this process (and the threads it starts later: XLA's) to its first ``n`` cores
     before JAX starts; returns them."""
@@ -558,6 +585,14 @@ def main():
     memory.add_argument("--huge-pages", action="store_true",
                         help="run with GLIBC_TUNABLES=glibc.malloc.hugetlb=1; writes "
                              "jax_hugepages.md")
+    p.add_argument("--robots", type=_names(ROBOTS), default=None, metavar="R,...",
+                   help=f"robots of the throughput table (default: {', '.join(ROBOTS)})")
+    p.add_argument("--algorithms", type=_names(ALGS), default=ALGS, metavar="A,...",
+                   help=f"algorithms (default: {', '.join(ALGS)})")
+    p.add_argument("--sizes", type=_sizes, default=None, metavar="N,...",
+                   help="batch sizes of the throughput table (default: 1e2 ... 1e5)")
+    p.add_argument("--throughput-only", action="store_true",
+                   help="the default route beside the C batch only; writes jax_throughput.md")
     args = p.parse_args()
     if args.huge_pages:
         _huge_pages()                              # returns once the tunable is set
@@ -584,6 +619,16 @@ def main():
     t_start = time.perf_counter()
     notes: list[str] = []
     rows, ratios = throughput(args, notes)
+    if args.throughput_only:
+        path = out_dir(args) / "jax_throughput.md"
+        lines = ["# JAX default route beside the C batch (us a state, medians)", "",
+                 f"JAX {jax.__version__}, pinned to {len(cores)} core(s), "
+                 f"{'synchronous' if sync else 'asynchronous'} dispatch, memory: {mode}.", ""]
+        lines += table(["robot", "nv", "algorithm", "route", "batch", "JAX us", "C us", "JAX/C"],
+                       [r[:7] + [r[10]] for r in rows])
+        path.write_text("\n".join(lines) + "\n")
+        log(f"wrote {path}")
+        return
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         crows, g1_total, totals, (many_cores, many) = pool.apply(_compile_times_on,
                                                                  (all_cores, args))
