@@ -94,6 +94,29 @@ def test_G_is_block_diagonal_in_the_clusters():
         assert np.all(G[np.ix_(rows, other)] == 0)
 
 
+
+def test_loop_closing_onto_a_moving_attachment():
+    """Cluster {c1, c2} closes onto its attachment a3, which moves with the clusters above: its
+    Gdot depends on its own speeds only, whether the twists are absolute (moving attachment) or
+    relative to the attachment (the tensor form's per-speed rates)."""
+    from symdyn.backends import get_backend
+
+    loop = branched_loops(0)
+    ct = ClusterTree(loop)
+    B, names = get_backend("numpy"), ct.tree.names
+    (K,) = [k for k, cl in enumerate(ct.clusters) if names[cl.attach] == "a3" and cl.closures]
+    assert loop._frames[ct.clusters[K].closures[0]][0] == ct.clusters[K].attach
+    P = ct._positions(B, ct._entry(loop.q_ref)[1])
+    rng = np.random.default_rng(4)
+    y = rng.normal(size=ct.ny)
+    other = y + np.where(np.isin(np.arange(ct.ny), ct.clusters[K].y), 0.0, rng.normal(size=ct.ny))
+    Gd = ct._rates(B, P, y).Gd[K]
+    close(ct._rates(B, P, other).Gd[K], Gd, 1e-12, "Gdot_K with the attachment moving otherwise")
+    yK = y[list(ct.clusters[K].y)]
+    _, Jd, KdG = ct._local_rates(B, P, K, P.G[K] @ yK)
+    close(ct._sdot(B, P, K, Jd, -np.linalg.solve(P.Kd[K][0], KdG))[0], Gd, 1e-12,
+          "Gdot_K with the attachment at rest")
+
 def test_other_configurations_and_speeds():
     loop = four_bar()
     ct = ClusterTree(loop)

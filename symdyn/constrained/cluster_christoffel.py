@@ -29,75 +29,26 @@ Generic over the backends (no NumPy/SymPy/CasADi imports).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
-                       composite_B_products, cross_motion, xform_force_T, xform_motion)
-
-
-def _unit(B, n, r):
-    return B.vector([1 if t == r else 0 for t in range(n)])
+                       composite_B_products, xform_force_T, xform_motion)
 
 
 def _own_rates(ct, B, P, K):
     """Per speed r of cluster K (its attachment at rest): body twists ``dv_beta/dy_r`` and
     ``dSdot_K/dy_r`` (rows of each body), with one solve with K_d for all speeds of K."""
-    tree, loop, cl = ct.tree, ct.loop, ct.clusters[K]
-    nK = len(cl.y)
-    G = P.G[K]
-    vs, Sds = [], []
-    Jds, Kdots = [], []
+    G, nK = P.G[K], len(ct.clusters[K].y)
+    vs, Jds, KdGs = [], [], []
     for r in range(nK):
-        e = _unit(B, nK, r)
-        qdK = e if G is None else G @ e
-        v: dict[int, Any] = {}
-        Phid: dict[int, Any] = {}
-        off = 0
-        for b in cl.bodies:
-            nb = tree.joints[b].nv
-            qdb = B.rows(qdK, off, off + nb)
-            off += nb
-            p = tree.parents[b]
-            vJ = P.S[b] @ qdb
-            v[b] = vJ if p == cl.attach else xform_motion(B, P.Xup[b], v[p]) + vJ
-            Phid[b] = cross_motion(B, v[b], P.S[b])
-            Sring = tree.joints[b].Sring(B, P.q[b], qdb)
-            if Sring is not None:
-                Phid[b] = Phid[b] + Sring
+        e = B.vector([1 if t == r else 0 for t in range(nK)])
+        v, Jd, KdG = ct._local_rates(B, P, K, e if G is None else G @ e)
         vs.append(v)
-        if G is None:
-            (b,) = cl.bodies
-            Sds.append({b: Phid[b]})
-            continue
-        Jd: dict[int, Any] = {}
-        for b in cl.bodies:
-            p = tree.parents[b]
-            Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}
-                     if p != cl.attach else {})
-            Jd[b][b] = Phid[b]
-        Kdot = []
-        for c in cl.closures:
-            pred, succ, _, _ = loop._frames[c]
-            own = pred >= 0 and pred != cl.attach
-            _, _, Kc = loop.closure_term(
-                B, c, P.Xa[pred] if own else None, P.Xa[succ], ct._dense(B, cl, P.J[succ]),
-                ct._dense(B, cl, P.J[pred]) if own else None, ct._dense(B, cl, Jd[succ]),
-                ct._dense(B, cl, Jd[pred]) if own else None, v[pred] if own else None)
-            Kdot.append(Kc)
         Jds.append(Jd)
-        Kdots.append(B.vcat(Kdot) @ G)
+        KdGs.append(KdG)
     if G is None:
-        return vs, Sds
-    Kd, dep = P.Kd[K]
-    Dd = -B.solve(Kd, B.hcat(Kdots))                      # dGdot_d/dy_r for all r, one solve
-    pos_d = {t: n for n, t in enumerate(dep)}
-    for r in range(nK):
-        Dr = B.cols(Dd, r * nK, (r + 1) * nK)
-        Gd = B.vcat([B.rows(Dr, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, nK)
-                     for t in cl.speeds])
-        Sds.append({b: ct._dense(B, cl, Jds[r][b]) @ G + ct._dense(B, cl, P.J[b]) @ Gd
-                    for b in cl.bodies})
-    return vs, Sds
+        return vs, Jds
+    Dd = -B.solve(P.Kd[K][0], B.hcat(KdGs))               # dGdot_d/dy_r for all r, one solve
+    return vs, [ct._sdot(B, P, K, Jds[r], B.cols(Dd, r * nK, (r + 1) * nK))[1]
+                for r in range(nK)]
 
 
 def christoffel_tensor(ct, q, *, backend: str | None = None):

@@ -228,11 +228,7 @@ class ClusterTree:
                 continue
             K = []
             for c in cl.closures:
-                pred, succ, _, _ = loop._frames[c]
-                own = pred >= 0 and pred != cl.attach
-                res, Kc, _ = loop.closure_term(
-                    B, c, Xa[pred] if own else None, Xa[succ], self._dense(B, cl, J[succ]),
-                    self._dense(B, cl, J[pred]) if own else None)
+                res, Kc, _ = self._closure_term(B, cl, c, Xa, J)
                 residual[c] = res
                 K.append(Kc)
             K = B.vcat(K)
@@ -266,11 +262,64 @@ class ClusterTree:
         check_closed(loop, qv, B.vector(r), "q")
         check_regular(loop, qv, Kd, dependent=dep, independent=list(cl.independent))
 
+    def _closure_term(self, B, cl, c, Xa, J, Jd=None, v=None):
+        """:meth:`LoopModel.closure_term` of closure c of cluster cl, relative to the cluster's
+        attachment: ``Xa``/``J``/``Jd`` per body as in :class:`_Positions` (``Jd``: Jacobian
+        rates, None for no Kdot), ``v`` the body twists by body index (the attachment's if it
+        moves; a body not in ``v`` is at rest)."""
+        pred, succ, _, _ = self.loop._frames[c]
+        own = pred >= 0 and pred != cl.attach
+        dense = lambda blocks: self._dense(B, cl, blocks)  # noqa: E731
+        return self.loop.closure_term(
+            B, c, Xa[pred] if own else None, Xa[succ], dense(J[succ]),
+            dense(J[pred]) if own else None, None if Jd is None else dense(Jd[succ]),
+            dense(Jd[pred]) if own and Jd is not None else None, (v or {}).get(pred))
+
+    def _local_rates(self, B, P: _Positions, k: int, qdK, v_attach=None):
+        """Cluster k at its tree speeds ``qdK`` with its attachment moving at ``v_attach`` (None:
+        at rest): the body twists ``{b: v_b}`` and ``Sdot_K`` per body, ``{b: 6 x |y_K|}``,
+        ``(Jdot_K G_K)`` (None for a loop-free cluster) and ``Kdot_K G_K``; Gdot_K follows from
+        ``K_d Gdot_d = -Kdot G`` (:meth:`_sdot`). With v_attach None the twists are relative to
+        the attachment (Kdot and Gdot do not depend on it)."""
+        tree, cl = self.tree, self.clusters[k]
+        v = {} if v_attach is None else {cl.attach: v_attach}
+        Phid, off = {}, 0
+        for b in cl.bodies:
+            nb = tree.joints[b].nv
+            qdb = B.rows(qdK, off, off + nb)
+            off += nb
+            p = tree.parents[b]
+            vJ = P.S[b] @ qdb
+            v[b] = xform_motion(B, P.Xup[b], v[p]) + vJ if p in v else vJ         # (5)
+            Phid[b] = cross_motion(B, v[b], P.S[b])                            # Phidot_b
+            Sring = tree.joints[b].Sring(B, P.q[b], qdb)
+            if Sring is not None:
+                Phid[b] = Phid[b] + Sring
+        if P.G[k] is None:  # one body, no loop: S_K = Phi, Sdot_K = Phidot
+            return v, {b: Phid[b] for b in cl.bodies}, None
+        Jd: dict[int, Any] = {}
+        for b in cl.bodies:
+            p = tree.parents[b]
+            Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}
+                     if p != cl.attach else {})
+            Jd[b][b] = Phid[b]
+        Kdot = B.vcat([self._closure_term(B, cl, c, P.Xa, P.J, Jd, v)[2] for c in cl.closures])
+        return v, Jd, Kdot @ P.G[k]
+
+    def _sdot(self, B, P: _Positions, k: int, Jd, Dd):
+        """``(Gdot_K, {b: body b's rows of Sdot_K = Jdot_K G_K + J_K Gdot_K})`` from the Jacobian
+        rates ``Jd`` and the dependent rows ``Dd`` of Gdot_K."""
+        cl, (_, dep) = self.clusters[k], P.Kd[k]
+        pos_d = {t: n for n, t in enumerate(dep)}
+        Gd = B.vcat([B.rows(Dd, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, len(cl.y))
+                     for t in cl.speeds])
+        return Gd, {b: self._dense(B, cl, Jd[b]) @ P.G[k] + self._dense(B, cl, P.J[b]) @ Gd
+                    for b in cl.bodies}
+
     def _rates(self, B, P: _Positions, yv, moving=None) -> _Rates:
         """Body twists and Sdot_K at speeds y. ``moving``: the clusters whose speeds may be
         nonzero and everything below them (the rest is at rest: v = 0, Sdot_K = 0)."""
-        tree, loop = self.tree, self.loop
-        N = tree.N
+        N = self.tree.N
         v, SdK = [None] * N, [None] * N
         Gdot: list = [None] * len(self.clusters)
         for k, cl in enumerate(self.clusters):
@@ -280,47 +329,19 @@ class ClusterTree:
                 continue
             yK = B.vcat([B.rows(yv, t, t + 1) for t in cl.y])
             qdK = yK if P.G[k] is None else P.G[k] @ yK
-            Phid, off = {}, 0
+            a = cl.attach
+            moves = a >= 0 and (moving is None or self.cluster_of[a] in moving)
+            vK, Jd, KdG = self._local_rates(B, P, k, qdK, v[a] if moves else None)
             for b in cl.bodies:
-                nb = tree.joints[b].nv
-                qdb = B.rows(qdK, off, off + nb)
-                off += nb
-                p = tree.parents[b]
-                vJ = P.S[b] @ qdb
-                v[b] = vJ if p < 0 else xform_motion(B, P.Xup[b], v[p]) + vJ        # (5)
-                Phid[b] = cross_motion(B, v[b], P.S[b])                            # Phidot_b
-                Sring = tree.joints[b].Sring(B, P.q[b], qdb)
-                if Sring is not None:
-                    Phid[b] = Phid[b] + Sring
-            if P.G[k] is None:  # one body, no loop: S_K = Phi, Sdot_K = Phidot
-                (b,) = cl.bodies
-                SdK[b] = Phid[b]
+                v[b] = vK[b]
+            if KdG is None:
+                for b in cl.bodies:
+                    SdK[b] = Jd[b]
                 continue
-            Jd: dict[int, Any] = {}
+            Kd, _ = P.Kd[k]
+            Gdot[k], Sd = self._sdot(B, P, k, Jd, -B.solve(Kd, KdG))
             for b in cl.bodies:
-                p = tree.parents[b]
-                Jd[b] = ({c: xform_motion(B, P.Xup[b], blk) for c, blk in Jd[p].items()}
-                         if p != cl.attach else {})
-                Jd[b][b] = Phid[b]
-            Kdot = []
-            for c in cl.closures:
-                pred, succ, _, _ = loop._frames[c]
-                own = pred >= 0 and pred != cl.attach
-                _, _, Kc = loop.closure_term(
-                    B, c, P.Xa[pred] if own else None, P.Xa[succ], self._dense(B, cl, P.J[succ]),
-                    self._dense(B, cl, P.J[pred]) if own else None, self._dense(B, cl, Jd[succ]),
-                    self._dense(B, cl, Jd[pred]) if own else None,
-                    v[pred] if pred >= 0 else None)
-                Kdot.append(Kc)
-            Kd, dep = P.Kd[k]
-            Dd = -B.solve(Kd, B.vcat(Kdot) @ P.G[k])                               # Gdot_d
-            pos_d = {t: n for n, t in enumerate(dep)}
-            ni = len(cl.independent)
-            Gd = B.vcat([B.rows(Dd, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, ni)
-                         for t in cl.speeds])
-            for b in cl.bodies:                                                    # Sdot_K
-                SdK[b] = self._dense(B, cl, Jd[b]) @ P.G[k] + self._dense(B, cl, P.J[b]) @ Gd
-            Gdot[k] = Gd
+                SdK[b] = Sd[b]
         return _Rates(v, SdK, Gdot)
 
     # -- Algorithm 1 over clusters --------------------------------------------------------------
