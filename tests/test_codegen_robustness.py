@@ -398,7 +398,7 @@ def test_single_call_results_never_overwritten(fmodel, cache_dir, reuse):
 # --- 8. progress in logs ---------------------------------------------------------------------------
 
 def test_progress_prints_periodic_lines_when_not_a_tty(capsys, monkeypatch):
-    from symdyn.codegen import progress as cg_progress
+    from symdyn import progress
 
     class Log(io.StringIO):
         def isatty(self):
@@ -406,18 +406,24 @@ def test_progress_prints_periodic_lines_when_not_a_tty(capsys, monkeypatch):
 
     log = Log()
     monkeypatch.setattr("sys.stderr", log)
-    monkeypatch.setattr(cg_progress, "HEARTBEAT_LOG", 0.05)
-    p = cg_progress.Progress(None, "demo")
+    monkeypatch.setattr(progress, "DEFAULT_INTERVAL", 0.05)
+    p = progress.Progress("demo", None)
     assert p.heartbeat == 0.05
+    p("traced in no time")                       # automatic mode: quick steps stay silent
     with p.step("compiling demo.c", slow=True):
         time.sleep(0.3)
     lines = log.getvalue().splitlines()
-    assert lines[0].endswith("compiling demo.c")
+    assert lines[0] == "demo: compiling demo.c"
     assert sum("still compiling demo.c" in ln for ln in lines) >= 2, lines
-    quiet = cg_progress.Progress(False, "demo")
+    quiet = progress.Progress("demo", False)
     with quiet.step("tracing", slow=True):
         time.sleep(0.12)
     assert len(log.getvalue().splitlines()) == len(lines)
+    seen: list = []
+    progress.make_progress(seen.append, "demo")("linked")
+    assert seen == ["demo: linked"]
+    with pytest.raises(TypeError, match="progress must be"):
+        progress.make_progress("loud", "demo")
 
 
 def test_progress_default_through_a_real_pipe():
@@ -425,23 +431,23 @@ def test_progress_default_through_a_real_pipe():
     import subprocess
     import sys
 
-    code = ("import time; from symdyn.codegen import progress as p; p.HEARTBEAT_LOG = 0.05\n"
-            "pr = p.Progress(None, 'pipe')\n"
+    code = ("import time; from symdyn import progress as p; p.DEFAULT_INTERVAL = 0.05\n"
+            "pr = p.Progress('pipe', None)\n"
             "with pr.step('compiling x.c', slow=True): time.sleep(0.4)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     lines = res.stderr.splitlines()
-    assert res.returncode == 0 and lines[0].endswith("] compiling x.c"), res.stderr
+    assert res.returncode == 0 and lines[0] == "pipe: compiling x.c", res.stderr
     assert sum("still compiling x.c" in ln for ln in lines) >= 3, lines
 
 
 @requires_cc
 def test_compile_heartbeat_in_a_log(monkeypatch, tmp_path):
-    from symdyn.codegen import progress as cg_progress
+    from symdyn import progress
 
     seen = []
-    monkeypatch.setattr(cg_progress, "HEARTBEAT_LOG", 0.0)   # a line at every poll
-    monkeypatch.setattr(cg_progress, "_stderr_is_tty", lambda: False)
+    monkeypatch.setattr(progress, "DEFAULT_INTERVAL", 0.0)   # a line at every poll
+    monkeypatch.setattr(progress.Progress, "tty", False)
     build(serial_chain(3), ["crba"], opt="-O1", cache_dir=tmp_path, progress=seen.append)
     assert any("still compiling" in s for s in seen), seen
     assert any("tracing crba" in s for s in seen) and any("linked" in s for s in seen)

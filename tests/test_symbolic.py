@@ -307,7 +307,7 @@ def test_progress_in_a_log_is_whole_lines(capsys):
 def test_progress_lines_at_most_every_interval():
     import io
 
-    from symdyn.symbolic.progress import Progress
+    from symdyn.progress import Progress
 
     now = [0.0]
     out = io.StringIO()
@@ -335,7 +335,7 @@ def test_progress_heartbeat_during_a_long_step():
     import io
     import time
 
-    from symdyn.symbolic.progress import Progress
+    from symdyn.progress import Progress
 
     out = io.StringIO()
     prog = Progress("job", stream=out, interval=0.05, tty=False)

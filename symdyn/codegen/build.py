@@ -33,7 +33,7 @@ from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, _jsonable, _source_diges
                        codegen_source_files, function_symbol, generate_sources,
                        normalize_algorithms, split_key)
 from .names import c_identifier
-from .progress import Progress
+from ..progress import Progress, make_progress
 
 __all__ = ["AUTO_O2_MAX_SIZE", "AUTO_POLICY", "BuildError", "CODEGEN_SOURCES", "FORMAT",
            "OPT_LEVELS", "PASSES", "Progress", "build", "choose_opt", "codegen_source_files",
@@ -71,7 +71,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     ``"auto"`` (by function size, see the module docstring) or a gcc level such as ``"-O1"``;
     ``native`` adds ``-march=native`` (20-30 % faster code measured; the cache key records the
     CPU features, see :func:`native_target`); ``cflags`` are appended. ``progress``: see
-    :class:`~symdyn.codegen.progress.Progress` (periodic lines in a log). ``reuse_results`` and
+    :class:`~symdyn.progress.Progress` (periodic lines in a log). ``reuse_results`` and
     ``quaternions`` (``"check"`` or ``"normalize"``): see :func:`symdyn.codegen.loader.load`.
 
     Build-time options and several functions of one algorithm: frame functions need ``frame``
@@ -108,7 +108,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
     cc_path, cc_version = compiler_info(cc)
-    prog = Progress(progress, prefix)
+    prog = make_progress(progress, f"codegen {prefix}")
     t0 = time.perf_counter()
 
     def make(directory: Path) -> dict:

@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .progress import Progress
+from ..progress import Progress, make_progress
 
 AUTO_O2_MAX_SIZE = 32000
 AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
@@ -195,7 +195,7 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
     directory = Path(directory)
     cc_path, cc_version = compiler_info(cc)
     prefix = manifest["prefix"]
-    prog = progress if isinstance(progress, Progress) else Progress(progress, prefix)
+    prog = make_progress(progress, f"codegen {prefix}")
     extra = (native_target(cc_path)[0] if native else []) + list(cflags)
     units = []
     for fd in manifest["functions"]:

@@ -34,7 +34,7 @@ from .emit_order import remap_output_writes
 from .functions import (algorithm_options, algorithm_spec, casadi_function, check_options,
                         required_options)
 from .names import MAX_LEN, c_identifier
-from .progress import Progress
+from ..progress import make_progress
 from .trig import use_fast_trig
 
 FORMAT = 2   # layout of generated files / manifest (part of the cache key); 2: name + fname
@@ -189,11 +189,11 @@ _SOURCE_DIGEST: list[str] = []
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
-                   "types.py", "inertial.py", "reduce.py",
+                   "types.py", "inertial.py", "reduce.py", "progress.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
                                                   "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
-                                                  "progress", "trig")), "codegen/recursive")
+                                                  "trig")), "codegen/recursive")
 
 
 def codegen_source_files() -> list[Path]:
@@ -261,7 +261,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     prefix = c_identifier(name if name is not None else model.name)
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    prog = progress if isinstance(progress, Progress) else Progress(progress, prefix)
+    prog = make_progress(progress, f"codegen {prefix}")
     versions = _versions()
     functions = []
     symbols: dict[str, str] = {}

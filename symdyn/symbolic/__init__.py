@@ -14,7 +14,7 @@ import importlib
 
 _ATTRS = {
     "SymbolicResult": "core", "as_model": "core", "christoffel": "core", "coordinates": "core",
-    "Progress": "progress",
+    "Progress": "core",
     "StructuredResult": "structured", "regressor": "structured",
     "coriolis_matrix": "core", "mass_matrix": "core", "symbolize_inertias": "core",
     "coriolis_from_christoffel": "export", "lambdify": "export", "to_c": "export",

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import sympy as sp
 
-from .progress import Progress, make_progress
+from ..progress import Progress, make_progress
 from .simplify import operation_count, simplify_kinematic
 
 try:  # optional fast core

@@ -43,7 +43,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
-from .progress import Progress, make_progress
+from ..progress import Progress, make_progress
 
 #: algorithm name -> (codegen algorithm, output name, inputs of the closed form)
 _KINDS = {
@@ -715,10 +715,7 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     seconds: dict = {}
     t0 = time.perf_counter()
     opts: dict[str, Any] = {"parameters": "inertial"} if parameters else {}
-    if prog:
-        with prog.running(f"tracing {alg} with CasADi SX", f"nv = {model.nv}"):
-            f = casadi_function(model, alg, layout="numpy", **opts)
-    else:
+    with prog.running(f"tracing {alg} with CasADi SX", f"nv = {model.nv}"):
         f = casadi_function(model, alg, layout="numpy", **opts)
     sx_in = [ca.SX.sym(nm, f.nnz_in(i)) for i, nm in enumerate(f.name_in())]
     out = f.call(sx_in)[f.name_out().index(oname)]
@@ -778,7 +775,7 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
                            symmetric=(kind == "mass_matrix"), symmetric_jk=sym_jk, seconds=seconds,
                            casadi_instructions=ref.n_instructions(), casadi_operations=casadi_ops(ref),
                            simplified=nsimp)
-    if prog:
+    if prog.mode is not False:   # counting the operations takes a while on big results
         prog.line(f"{len(defs)} definitions, {len(entries)} entries, {res.operations} operations "
                   f"(CasADi graph: {res.casadi_instructions} instructions) in "
                   f"{sum(seconds.values()):.1f} s")
