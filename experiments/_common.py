@@ -69,7 +69,7 @@ LOAD_AT_START = load_average()   # read when a script imports this module, befor
 
 def machine() -> str:
     """One paragraph describing the machine and software versions."""
-    from symdyn.experiments import machine_description
+    from provenance import machine_description
 
     return (f"{machine_description()}; BLAS pinned to 1 thread. Timings include the other jobs' "
             f"interference (ratios are measured side by side). Load average (1/5/15 min) at "
@@ -78,9 +78,9 @@ def machine() -> str:
 
 def provenance(script: str) -> list[str]:
     """Lines for a report: the commit it comes from (plus "dirty" and the uncommitted files when
-    its sources differ from that commit) and a marker that ``symdyn experiments`` reads to flag
-    the report as stale once its sources change (``symdyn.experiments.staleness``)."""
-    from symdyn.experiments import report_provenance
+    its sources differ from that commit) and a marker that ``experiments/runner.py`` reads to flag
+    the report as stale once its sources change (``provenance.staleness``)."""
+    from provenance import report_provenance
 
     return report_provenance(ROOT, script)
 
@@ -92,7 +92,7 @@ def header(title: str, cmd: str, t_start: float, what: str = "") -> list[str]:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     m = re.search(r"experiments/(\S+\.py)", cmd)
     lines = [f"# {title}", "",
-             f"Regenerate with `{cmd}` (or `symdyn experiments run ...`). Generated {stamp} in "
+             f"Regenerate with `{cmd}` (or `python experiments/runner.py run ...`). Generated {stamp} in "
              f"{time.perf_counter() - t_start:.0f} s.", ""]
     if m:
         lines += provenance(m.group(1))

@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from symdyn.codegen import ALGORITHMS, build, casadi_function  # noqa: E402
-from symdyn.cli.specs import from_spec  # noqa: E402
-from symdyn.experiments import report_provenance  # noqa: E402
+from symdyn.io.specs import from_spec  # noqa: E402
+from provenance import report_provenance  # noqa: E402
 
 DEFAULT_MODELS = ("serial:20,binary:20,biped:20,quadruped:20,robot:panda,robot:talos,"
                   "serial:20:seed=1,serial:40:seed=1,random:20:seed=1")
@@ -115,11 +115,11 @@ def pinocchio_setup(spec: str, model):
     """(pin model, pin data, state in Pinocchio's ordering, how it was built)."""
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import q_to_pin, to_pinocchio, v_to_pin
 
     rng = np.random.default_rng(0)
     if spec.startswith("robot:"):
-        from symdyn.robots import ROBOTS, robot_urdf
+        from symdyn.io.robots import ROBOTS, robot_urdf
 
         name = spec.split(":", 1)[1]
         path = str(robot_urdf(name))
@@ -132,7 +132,7 @@ def pinocchio_setup(spec: str, model):
     else:
         pm = to_pinocchio(model)
         q = q_to_pin(model, model.random_q(rng))
-        how = "symdyn.pinocchio_bridge.to_pinocchio"
+        how = "symdyn.interop.pinocchio.to_pinocchio"
     v, a = rng.uniform(-1, 1, pm.nv), rng.uniform(-1, 1, pm.nv)
     return pm, pm.createData(), (q, v, a), how
 
@@ -492,7 +492,7 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
         out.append(f"| {spec} | {kind} | {nv} | {alg} | {pname} | {us(ts)} | {us(tp)} | "
                    f"{mark(ratio, tc)} | {us(tb)} / {us(tb2)} | {mark(bratio, tbt)} | "
                    f"{mins[0]:.2f} / {mins[1]:.2f} | {err:.1e} |")
-    out += ["", "Pinocchio models: built-in specs via `symdyn.pinocchio_bridge.to_pinocchio`; "
+    out += ["", "Pinocchio models: built-in specs via `symdyn.interop.pinocchio.to_pinocchio`; "
             "robots via `pinocchio.buildModelFromUrdf` (free-flyer root for talos).", ""]
     out += [f"- {n}" for n in notes]
     out += ["", "### Builds (cache off for the first build of each model; auto flags)", "",
@@ -653,7 +653,7 @@ def _pinocchio_states(spec: str, model, pm, n: int = SINGLE_STATES) -> list:
     """n random states (q, v, a) in Pinocchio's ordering (as :func:`pinocchio_setup` makes one)."""
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import q_to_pin
+    from symdyn.interop.pinocchio import q_to_pin
 
     rng = np.random.default_rng(6)
     out = []
@@ -813,11 +813,11 @@ def _pinocchio_toolkit_model(spec: str, model):
     import pinocchio as pin
 
     if not spec.startswith("robot:"):
-        from symdyn.pinocchio_bridge import to_pinocchio
+        from symdyn.interop.pinocchio import to_pinocchio
 
-        return to_pinocchio(model), "symdyn.pinocchio_bridge.to_pinocchio"
-    from symdyn.cli.specs import parse_lock
-    from symdyn.robots import robot_urdf
+        return to_pinocchio(model), "symdyn.interop.pinocchio.to_pinocchio"
+    from symdyn.io.specs import parse_lock
+    from symdyn.io.robots import robot_urdf
 
     name, _, rest = spec.split(":", 1)[1].partition(":")
     path = str(robot_urdf(name))

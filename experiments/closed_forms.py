@@ -69,7 +69,7 @@ def _timed(fn, repeat: int):
 def _flat(spec: str, kind: str, budget: float) -> str:
     """Seconds and operations of the flat closed form (the former default) in a subprocess with a
     time budget; '> budget' when it does not finish."""
-    code = ("import time, sys; from symdyn.cli.specs import from_spec; from symdyn import symbolic as S\n"
+    code = ("import time, sys; from symdyn.io.specs import from_spec; from symdyn import symbolic as S\n"
             f"m = from_spec({spec!r}); t0 = time.perf_counter()\n"
             f"r = getattr(S, {kind!r})(m)\n"
             "print(f'{time.perf_counter() - t0:.1f} s, {r.operations} ops')\n")
@@ -90,7 +90,7 @@ def main() -> int:
     args = p.parse_args()
     t_start = time.perf_counter()
     import symdyn as sd
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
     from symdyn.symbolic import structured as st
 
     repeat = 1 if args.quick else 3

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from symdyn.constrained import (ClusterTree, branched_loops, five_bar_leg, four_bar,  # noqa: E402
                                 loop_chain, parallel_ankle, sized_loop_chain)
-from symdyn.experiments import report_provenance  # noqa: E402
+from provenance import report_provenance  # noqa: E402
 
 METHODS = ("tensor", "pages", "spanning")
 

@@ -24,7 +24,7 @@ from symdyn.models import biped  # noqa: E402
 
 
 def _talos():
-    from symdyn.robots import load_robot
+    from symdyn.io.robots import load_robot
 
     return load_robot("talos")
 

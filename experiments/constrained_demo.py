@@ -22,7 +22,7 @@ from symdyn.constrained import (ClusterTree, branched_loops, coriolis_maximal, f
                                 four_bar, loop_chain, parallel_ankle)
 from symdyn.constrained.differentiation import christoffel_by_differentiation  # noqa: E402
 from symdyn.constrained.numeric import complete_configuration, energy, simulate  # noqa: E402
-from symdyn.experiments import report_provenance  # noqa: E402
+from provenance import report_provenance  # noqa: E402
 from symdyn.models import random_tree  # noqa: E402
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from symdyn.algorithms import rnea
 from symdyn.algorithms.christoffel import christoffel
 from symdyn.algorithms.coriolis import coriolis_matrix
-from symdyn.experiments import cpu_name, report_provenance
+from provenance import cpu_name, report_provenance
 from symdyn.models import binary_tree, serial_chain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

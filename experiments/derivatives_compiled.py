@@ -65,14 +65,14 @@ def rel_err(X, R) -> float:
 def pinocchio(model):
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import to_pinocchio
+    from symdyn.interop.pinocchio import to_pinocchio
 
     pm = to_pinocchio(model)
     return pin, pm, pm.createData()
 
 
 def accuracy_speed(family: str, n: int, repeat: int, rng):
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, v_to_pin
 
     model = FAMILIES[family][1](n)
     q, qd, qdd = state(model, rng)
@@ -114,13 +114,13 @@ def accuracy_speed(family: str, n: int, repeat: int, rng):
 
 
 def robot_model(name: str):
-    from symdyn.robots import load_robot
+    from symdyn.io.robots import load_robot
 
     return serial_chain(20, seed=1) if name == "serial_chain(20, seed=1)" else load_robot(name)
 
 
 def robot_rows(name: str, repeat: int, rng):
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, v_to_pin
 
     model = robot_model(name)
     q, qd, qdd = state(model, rng)
@@ -161,7 +161,7 @@ def robot_rows(name: str, repeat: int, rng):
 def route_rows(name: str, repeat: int, rng):
     """aba_derivatives with each eq. (5) route, compiled as codegen chooses the flags, side by side
     with computeABADerivatives in one interleaved run."""
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
     import pinocchio as pin
 
     model = robot_model(name)
@@ -339,7 +339,7 @@ def report(acc, robots, routes, cross, fig, args, t0):
           "Alg. 1 traced on CasADi SX, C, gcc), called from Python per state, and `.batch` over "
           f"{BATCH} states into preallocated outputs (per state).",
           "- **Pinocchio** 4.1 `computeRNEADerivatives` on the same tree "
-          "(`symdyn.pinocchio_bridge.to_pinocchio`), side by side with the compiled call.",
+          "(`symdyn.interop.pinocchio.to_pinocchio`), side by side with the compiled call.",
           "- **AD**: CasADi jacobians of the generic `rnea` traced on SX, evaluated in CasADi's "
           "virtual machine (the graph is built once; its tracing time is listed separately). "
           "AD is the accuracy reference. The code generator has no AD-of-RNEA entry point, so "

@@ -131,7 +131,7 @@ def measure(model, plan: dict, repeat: int, rng, pin_fd: bool = True) -> dict:
     computeRNEADerivatives / computeABADerivatives side by side), NumPy per call, SX instruction
     counts (after CSE: the compiled code's; and before CSE for the ID variants), and every route's
     max relative difference to NumPy IDSVA / FDSVA."""
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, v_to_pin
 
     nv = model.nv
     q, qd, qdd = state(model, rng)
@@ -225,7 +225,7 @@ def fdsva_parts(model, rng, repeat: int) -> dict:
 
 
 def robot_rows(names, repeat, rng):
-    from symdyn.robots import load_robot
+    from symdyn.io.robots import load_robot
 
     rows = []
     for name in names:
@@ -642,7 +642,7 @@ def section_robots(robots, cmd, fig):
          "(floating, 19), Baxter (19) and ATLAS (floating, 36): \"IDSVA has a speedup of 1.6x "
          "over RNEACR\" on ATLAS (the 2022 paper, Fig. 5: UR3, Baxter, HyQ, ATLAS, Talos, "
          "\"1.4x\" on Talos against Pinocchio ID Derivs).", "",
-         "**Our data.** The same robots where symdyn has them (`symdyn.robots.load_robot`; "
+         "**Our data.** The same robots where symdyn has them (`symdyn.io.robots.load_robot`; "
          "no ATLAS model is available, TALOS is the humanoid), compiled IDSVA against "
          "compiled RNEA_CR (both from `build`), NumPy, SX counts, and Pinocchio 4.1's "
          "`computeRNEADerivatives` side by side.", "", f"From `{cmd}`:", ""]

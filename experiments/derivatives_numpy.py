@@ -27,7 +27,7 @@ import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402
 
 import symdyn as D  # noqa: E402  (rnea/aba_derivatives, reference_*)
-from symdyn.experiments import cpu_name, report_provenance  # noqa: E402
+from provenance import cpu_name, report_provenance  # noqa: E402
 from symdyn.algorithms.aba_derivatives import AUTO_CROSSOVER, aba_pass, aza  # noqa: E402
 from symdyn.algorithms.common import entry, joint_kinematics  # noqa: E402
 from symdyn.algorithms.rnea import rnea  # noqa: E402

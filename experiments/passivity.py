@@ -216,8 +216,8 @@ def scaled_model(model, factor: float, name: str):
 
 def panda_arm():
     """The Panda's 7 revolute joints (example-robot-data URDF, the two finger joints welded)."""
-    from symdyn.robots import robot_urdf
-    from symdyn.urdf import load_urdf
+    from symdyn.io.robots import robot_urdf
+    from symdyn.io.urdf import load_urdf
 
     text = robot_urdf("panda").read_text()
     text, n = re.subn(r'(<joint name="panda_finger_joint[12]" type=)"prismatic"', r'\1"fixed"', text)

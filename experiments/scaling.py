@@ -47,7 +47,7 @@ def family_model(family: str, n: int):
 
 
 def spec_model(spec: str):
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     return from_spec(spec)
 
@@ -103,7 +103,7 @@ def build_in_process(kind: str, arg: str, alg: str, form: str, directory: Path) 
 def pinocchio_fns(model, q, qd):
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import q_to_pin, to_pinocchio, v_to_pin
 
     pm = to_pinocchio(model)
     pd = pm.createData()

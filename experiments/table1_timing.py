@@ -26,7 +26,7 @@ from symdyn.algorithms.christoffel import christoffel  # noqa: E402
 from symdyn.algorithms.coriolis import coriolis_matrix  # noqa: E402
 from symdyn.codegen import build  # noqa: E402
 from symdyn.codegen.functions import casadi_function  # noqa: E402
-from symdyn.experiments import cpu_name  # noqa: E402
+from provenance import cpu_name  # noqa: E402
 from symdyn.models import binary_tree, biped, quadruped, serial_chain  # noqa: E402
 
 MAKERS = {"serial": lambda n: serial_chain(n, seed=1), "binary": lambda n: binary_tree(n, seed=1),
@@ -66,7 +66,7 @@ def pinocchio_fns(model, q, qd):
     """Pinocchio's C(q, qd) and its Gamma route (Gamma[:, :, k] = C(q, e_k)), in symdyn order."""
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import q_to_pin, to_pinocchio, v_to_pin, velocity_permutation
+    from symdyn.interop.pinocchio import q_to_pin, to_pinocchio, v_to_pin, velocity_permutation
 
     pm = to_pinocchio(model)
     pd = pm.createData()
@@ -302,7 +302,7 @@ def report(rows, args, t0, figs):
           f"`lib.<alg>.batch(Q, ..., out=preallocated)` over up to {BATCH} states, per state (no "
           "Python per call).",
           "- **Pinocchio** 4.1: `computeCoriolisMatrix(model, data, q, v)` (C only, Christoffel-"
-          "consistent) on the same tree (`symdyn.pinocchio_bridge.to_pinocchio`); Pinocchio has "
+          "consistent) on the same tree (`symdyn.interop.pinocchio.to_pinocchio`); Pinocchio has "
           "no Christoffel-symbol routine, so its Gamma column is nv calls of "
           "`computeCoriolisMatrix(q, e_k)` (Gamma[:, :, k] = C(q, e_k)).", "",
           f"Timing: blocks of ~20 ms of calls, compiled and Pinocchio blocks alternating for "

@@ -303,7 +303,7 @@ def _discussion(rows, backends, results, simp, args) -> list[str]:
 
 
 def _report(rows, backends, results, simp, args) -> str:
-    from symdyn.experiments import report_provenance
+    from provenance import report_provenance
 
     L = ["# Echeandia & Wensing 2021, Table 2: symbolic Christoffel symbols, eq. (4) vs "
          "Algorithm 2", "",

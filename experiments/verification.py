@@ -56,7 +56,7 @@ def models(quick: bool):
 
 
 def _talos():
-    from symdyn.robots import load_robot
+    from symdyn.io.robots import load_robot
 
     return load_robot("talos")
 
@@ -104,7 +104,7 @@ def residuals(model, trials: int, rng):
     """Max residuals over the trials and the magnitudes they are relative to."""
     import pinocchio as pin
 
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
 
     pm = to_pinocchio(model)
     pd = pm.createData()

@@ -11,7 +11,7 @@ results, ``casadi.SX`` CasADi graphs (or pass ``backend=``). Submodules: :mod:`s
 :mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops),
 :mod:`symdyn.reference` (AD / finite-difference reference derivatives that check the analytical
 ``rnea_derivatives`` and ``aba_derivatives``), :mod:`symdyn.cli` (the ``symdyn`` command and its
-model spec strings, :func:`symdyn.cli.specs.from_spec`).
+model spec strings, :func:`symdyn.io.specs.from_spec`).
 """
 from . import models
 from .algorithms import (aba, aba_derivatives, body_jacobians, christoffel,
@@ -30,11 +30,11 @@ from .coordinates import CoMCoordinates, change_coordinates, com_coordinates
 from .joints import Fixed, Floating, Helical, Planar, Prismatic, Revolute, Spherical
 from .model import Body, Limits, Mimic, Model, ModelError
 from .reference import reference_aba_derivatives, reference_rnea_derivatives
-from .robots import available_robots, load_robot, robot_urdf
+from .io import available_robots, load_robot, robot_urdf
 from .reduce import (expand_mimic, mimic_aba, mimic_crba, mimic_matrix, mimic_rnea, reduce_mimic,
                      reduced_model)
 from .spatial import Transform
-from .urdf import URDFError, load_urdf
+from .io import URDFError, load_urdf
 
 __version__ = "0.1.0"
 
@@ -54,13 +54,13 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "Mimic", "expand_mimic", "mimic_aba", "mimic_crba", "mimic_matrix", "mimic_rnea",
            "reduce_mimic", "reduced_model"]
 
-# Interop (issue 13, section 5): Pinocchio models both ways, MJCF through MuJoCo (optional extra)
-from .mujoco_bridge import from_mujoco, load_mjcf  # noqa: E402
-from .pinocchio_bridge import from_pinocchio, to_pinocchio  # noqa: E402
+# Interop: Pinocchio models both ways, MJCF through MuJoCo (optional extra)
+from .io import load_mjcf  # noqa: E402
+from .interop import from_mujoco, from_pinocchio, to_pinocchio  # noqa: E402
 
 __all__ += ["from_pinocchio", "to_pinocchio", "from_mujoco", "load_mjcf"]
 
-# Regressors and inertial parameters (issue 13, section 3)
+# Regressors and inertial parameters
 from .algorithms import (joint_torque_regressor, kinetic_energy_regressor,  # noqa: E402
                          potential_energy_regressor, slotine_li_regressor)
 from .identification import BaseParameters, base_parameters  # noqa: E402

@@ -112,7 +112,7 @@ class Body:
     coordinates (see :class:`~symdyn.spatial.Transform`). ``com`` is in body coordinates and
     ``inertia`` is the 3x3 rotational inertia about the CoM in body coordinates.
     ``joint_name`` names the joint to the parent (default ``f"{name}_joint"``, the name
-    :func:`symdyn.pinocchio_bridge.to_pinocchio` gives it; URDF import uses the file's names).
+    :func:`symdyn.interop.pinocchio.to_pinocchio` gives it; URDF import uses the file's names).
     A fixed body's ``joint_name``, when given, becomes a joint frame of the model
     (:attr:`Model.fixed_joints`: the joint's frame is the body's frame, as in URDF); without
     one the fixed joint has no name.
@@ -869,13 +869,14 @@ class Model:
 
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
-        """The constants in backend ``B``'s native types (:class:`ModelConstants`), computed once
-        per backend and cached inside the model. A recording backend (``B.recorder``, the
-        compiled form of :mod:`symdyn.codegen.recursive`) makes its own: table entries, not
-        values."""
-        recorder = getattr(B, "recorder", None)
-        if recorder is not None:
-            return recorder.model_constants(self)
+        """The constants in backend ``B``'s values (:class:`ModelConstants`), as the backend
+        provides them (``B.model_constants``): the backend modules build them once per backend
+        (:meth:`cached_constants`)."""
+        return B.model_constants(self)
+
+    def cached_constants(self, B: Backend) -> ModelConstants:
+        """The constants built in ``B``'s native types, once per backend and cached inside the
+        model."""
         c = self._constants_cache.get(B.name)
         if c is None:
             c = self._constants_cache[B.name] = self._make_constants(B)

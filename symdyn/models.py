@@ -5,7 +5,7 @@
   (numbers or SymPy parameters), :func:`paper004_chain` (paper 004's benchmark),
   :func:`random_tree` (random topology, joints and inertias for tests);
 * spec strings such as ``"binary:15"`` (the CLI's ``--model``) are parsed by
-  :func:`symdyn.cli.specs.from_spec`, which calls these builders.
+  :func:`symdyn.io.specs.from_spec`, which calls these builders.
 
 Bodies are numbered parents first; ``seed`` makes random geometry reproducible.
 """

@@ -19,7 +19,7 @@ from symdyn.backends import get_backend
 from symdyn.model import Limits, Mimic, ModelError
 from symdyn.models import random_tree, serial_chain
 from symdyn.reduce import expand_mimic, mimic_independent, mimic_matrix, reduce_mimic
-from symdyn.urdf import URDFError, load_urdf
+from symdyn.io.urdf import URDFError, load_urdf
 
 HAVE_SYMENGINE = importlib.util.find_spec("symengine") is not None
 BACKENDS = ["numpy", "sympy", "casadi"] + (["symengine"] if HAVE_SYMENGINE else [])

@@ -62,7 +62,7 @@ def test_one_hinge_against_mujoco():
 @pytest.mark.parametrize("name", ["panda", "solo12"])
 def test_energies_against_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import q_to_pin, to_pinocchio, v_to_pin
 
     model = armed(sd.load_robot(name))
     pm = to_pinocchio(model)
@@ -258,7 +258,7 @@ def test_functions_without_armature_terms():
 
 def test_centroidal_map_matches_pinocchio_with_armature():
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, to_pinocchio
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, to_pinocchio
 
     model = armed(sd.load_robot("solo12"), 14)
     pm = to_pinocchio(model)

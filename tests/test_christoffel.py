@@ -226,7 +226,7 @@ def test_nonzero_form_casadi_and_sympy_values():
 def test_pinocchio_Cstar_of_unit_speeds(name):
     """Gamma[:, :, k] equals Pinocchio's computeCoriolisMatrix(q, e_k) after velocity conversion."""
     pin = pytest.importorskip("pinocchio")
-    from symdyn import pinocchio_bridge as pb
+    from symdyn.interop import pinocchio as pb
 
     model = make_model(name)
     pm = pb.to_pinocchio(model)

@@ -57,7 +57,7 @@ def test_demo_floating_model_and_backend_subset(capsys):
 def test_demo_sympy_row_symbols_or_numbers(capsys):
     """Small one-DoF models build SymPy expressions; --sympy numbers evaluates SymPy at the state
     instead, and the results still agree with NumPy."""
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     assert cli.sympy_mode(from_spec("serial:3"))[0] == "symbols"
     assert cli.sympy_mode(from_spec(f"serial:{cli.SYMPY_SYMBOLS_MAX_NV + 1}"))[0] == "numbers"
@@ -93,7 +93,7 @@ def _readme_demo_specs() -> list[str]:
 
 
 def test_every_readme_demo_spec_parses():
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     specs = _readme_demo_specs()
     assert {"quadruped:20:floating", "planar:10:symbolic", "random:12:seed=3",
@@ -226,7 +226,6 @@ def test_codegen_error_in_a_subprocess_has_no_traceback(tmp_path):
     (["coriolis", "serial:2", "--symbolic", "--method", "eq4"],
      "symdyn coriolis: error: --method eq4 applies to christoffel only"),
     (["mass-matrix", "planar:2", "--q", "1,x"], "symdyn mass-matrix: error: --q must be"),
-    (["experiments", "run", "nosuch"], "symdyn experiments: error: unknown experiment"),
     (["demo", "--model", "serial:2:joint=bogus"], "symdyn demo: error: model spec"),
 ])
 def test_every_subcommand_reports_user_errors_in_one_line(capsys, argv, prefix):

@@ -63,7 +63,7 @@ def test_ur5_values_and_size(ur5, kind):
 @pytest.mark.parametrize("spec", ["quadruped:4:floating", "random:4:seed=3"])
 def test_floating_base_and_random_geometry(spec):
     """Generalized speeds (floating base: Gamma not symmetric in j, k) and random geometry."""
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     model = from_spec(spec)
     rng = np.random.default_rng(4)

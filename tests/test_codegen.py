@@ -372,7 +372,7 @@ def test_illegal_model_name_builds(tmp_path):
 
 def test_cli_export_compiles_without_python(tmp_path):
     from symdyn.cli import main
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     out = tmp_path / "export"
     algs = [a for a in ("rnea", "crba", "christoffel", "coriolis_matrix") if a in ALGS]
@@ -485,7 +485,7 @@ def _rpy_model():
     from symdyn.joints import Revolute
     from symdyn.model import Body, Model
     from symdyn.spatial import Transform
-    from symdyn.urdf import rpy_to_rot
+    from symdyn.io.urdf import rpy_to_rot
 
     rng = np.random.default_rng(0)
     rpys = [(0, 0, 0), (-np.pi / 2, 0, 0), (np.pi / 2, 0, np.pi / 2), (0.3, -np.pi / 2, 0)]
@@ -666,7 +666,7 @@ def test_dropped_results_are_reused_and_nan_propagates(lib, monkeypatch):
 def test_frame_auto_keeps_the_smaller_graph(cache_dir):
     """coriolis_matrix codegen traces the body and root frames and keeps the smaller graph:
     root on random geometry, body on axis-aligned chains; an explicit frame is respected."""
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
     from symdyn.models import serial_chain
 
     rand, aligned = serial_chain(4, seed=1), from_spec("serial:5")

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import symdyn as sd
-from symdyn.cli.specs import from_spec
-from symdyn.codegen.cli import register  # noqa: F401  (the subcommand exists)
+from symdyn.io.specs import from_spec
+from symdyn.cli.codegen import register  # noqa: F401  (the subcommand exists)
 from symdyn.codegen.generate import check_derivatives, derivative_functions, generate_sources
 
 ca = pytest.importorskip("casadi")

@@ -1,10 +1,10 @@
-"""Golden generated C (symdyn.codegen.golden): CasADi's output after the passes, and the wrapper,
+"""Golden generated C (tests/golden_c.py): CasADi's output after the passes, and the wrapper,
 for three tiny models must match tests/golden exactly (after normalizing version banners).
 
 An intended change (CasADi upgrade, a new pass, an algorithm that builds a different graph) is
 accepted by regenerating and reviewing the diff:
 
-    python -m symdyn.codegen.golden --update      # or SYMDYN_UPDATE_GOLDEN=1 pytest tests/test_codegen_golden.py
+    python tests/golden_c.py --update      # or SYMDYN_UPDATE_GOLDEN=1 pytest tests/test_codegen_golden.py
     git diff tests/golden
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from symdyn.codegen import golden
+import golden_c as golden
 
 
 @pytest.mark.parametrize("case", list(golden._cases()))
@@ -25,15 +25,15 @@ def test_generated_c_matches_golden(case):
         if os.environ.get("SYMDYN_UPDATE_GOLDEN") == "1":
             path.write_text(text)
             continue
-        assert path.is_file(), (f"{path} is missing: run python -m symdyn.codegen.golden "
+        assert path.is_file(), (f"{path} is missing: run python tests/golden_c.py "
                                 "--update and commit it")
         expected = path.read_text()
         if text != expected:
             diff = "".join(list(difflib.unified_diff(
                 expected.splitlines(True), text.splitlines(True), f"golden/{fname}",
                 f"generated/{fname}"))[:60])
-            pytest.fail(f"generated C differs from {path} (if intended: python -m "
-                        f"symdyn.codegen.golden --update, then review git diff):\n{diff}")
+            pytest.fail(f"generated C differs from {path} (if intended: python "
+                        f"tests/golden_c.py --update, then review git diff):\n{diff}")
 
 
 def test_normalize_only_touches_version_banners():

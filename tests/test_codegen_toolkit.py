@@ -335,7 +335,7 @@ def test_parametrized_model_guards():
 
 def test_regressor_against_pinocchio(cache_dir):
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import to_pinocchio
+    from symdyn.interop.pinocchio import to_pinocchio
 
     from symdyn.models import serial_chain
 
@@ -367,7 +367,7 @@ def test_cli_frame_jacobian_and_parameters(tmp_path, capsys):
     import shutil
 
     from symdyn.cli import main
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
 
     out = tmp_path / "export"
     rc = main(["codegen", "serial:3", "--algorithms", "frame_jacobian,rnea", "--option",

@@ -22,7 +22,7 @@ from symdyn.algorithms.com import (center_of_mass, centroidal_momentum,  # noqa:
 from symdyn.algorithms.energy import kinetic_energy, mechanical_energy, potential_energy  # noqa: E402
 from symdyn.algorithms.kinematics import forward_kinematics  # noqa: E402
 from symdyn.models import branched_tree, planar_chain, serial_chain  # noqa: E402
-from symdyn.robots import load_robot  # noqa: E402
+from symdyn.io.robots import load_robot  # noqa: E402
 from test_frames import ROBOT_NAMES, _rate_along, _symengine_run, check, pair, state, swap  # noqa: E402
 
 
@@ -145,9 +145,9 @@ def test_symbolic_model_parameters():
 
 @pytest.mark.parametrize("tree_name", ["branched", "random", "floating"])
 def test_random_trees_match_pinocchio_bridge(tree_name):
-    """Helical, spherical and free-flyer joints through symdyn.pinocchio_bridge.to_pinocchio."""
+    """Helical, spherical and free-flyer joints through symdyn.interop.pinocchio.to_pinocchio."""
     from conftest import MODELS
-    from symdyn import pinocchio_bridge as pb
+    from symdyn.interop import pinocchio as pb
 
     m = MODELS[tree_name]
     pm = pb.to_pinocchio(m)

@@ -259,7 +259,7 @@ def test_sympy_backend_matches_numpy():
 @pytest.mark.parametrize("name", ["chain", "tree_rph", "spherical", "floating"])
 def test_pinocchio_coriolis_matrix_random_trees(name, frame):
     pin = pytest.importorskip("pinocchio")
-    from symdyn import pinocchio_bridge as pb
+    from symdyn.interop import pinocchio as pb
 
     model = make_model(name)
     pm = pb.to_pinocchio(model)

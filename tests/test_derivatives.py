@@ -155,7 +155,7 @@ def test_auto_switches_at_crossover(monkeypatch):
 # --- Pinocchio ------------------------------------------------------------------------------------
 
 def pin_fext(pin, model, fx):
-    from symdyn.pinocchio_bridge import pinocchio_order
+    from symdyn.interop.pinocchio import pinocchio_order
 
     out = pin.StdVec_Force()
     out.append(pin.Force.Zero())
@@ -167,7 +167,7 @@ def pin_fext(pin, model, fx):
 
 def check_pinocchio(model, seed, with_fext=True):
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, to_pinocchio, v_to_pin
 
     pm = to_pinocchio(model)
     pd = pm.createData()
@@ -194,7 +194,7 @@ def test_pinocchio_random_trees(name):
 
 @pytest.mark.parametrize("robot", ROBOTS)
 def test_pinocchio_robots(robot):
-    from symdyn.robots import load_robot
+    from symdyn.io.robots import load_robot
 
     model = load_robot(robot)
     check_pinocchio(model, 7)

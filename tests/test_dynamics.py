@@ -177,7 +177,7 @@ def test_planar_joints_sring_against_euler_lagrange(backend):
 # --- Pinocchio -----------------------------------------------------------------------------------
 
 pin = pytest.importorskip("pinocchio")
-from symdyn import pinocchio_bridge as pb  # noqa: E402
+from symdyn.interop import pinocchio as pb  # noqa: E402
 
 
 def _pin_trees():

@@ -65,11 +65,11 @@ def assert_empty_dynamics(model):
 
 def test_mjcf_with_every_body_welded_loads_with_nv_0():
     mujoco = pytest.importorskip("mujoco")
-    from symdyn import mujoco_bridge as mb
+    from symdyn.interop import mujoco as mb
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")             # nothing is left out
-        model = mb.load_mjcf(STATIC_MJCF)
+        model = sd.load_mjcf(STATIC_MJCF)
     mj = mujoco.MjModel.from_xml_string(STATIC_MJCF)
     assert (mj.nq, mj.nv) == (0, 0)
     assert_empty_dynamics(model)
@@ -98,12 +98,12 @@ def test_mjcf_with_every_body_welded_loads_with_nv_0():
 def test_mjcf_of_assets_only_loads_with_the_world_frame():
     """MuJoCo's testdata/msh.xml (a mesh asset, no body) and an empty <mujoco/>."""
     mujoco = pytest.importorskip("mujoco")
-    from symdyn import mujoco_bridge as mb
+    from symdyn.interop import mujoco as mb
 
     msh = Path(mujoco.__file__).parent / "testdata" / "msh.xml"
     sources = ["<mujoco/>"] + ([msh] if msh.is_file() else [])
     for src in sources:
-        model = mb.load_mjcf(src)
+        model = sd.load_mjcf(src)
         assert_empty_dynamics(model)
         assert list(model.frames) == ["world"]
         R, p = sd.frame_placement(model, model.neutral(), "world")
@@ -112,9 +112,9 @@ def test_mjcf_of_assets_only_loads_with_the_world_frame():
 
 def test_mjcf_world_frame_in_a_model_with_joints():
     pytest.importorskip("mujoco")
-    from symdyn import mujoco_bridge as mb
+    from symdyn.interop import mujoco as mb
 
-    model = mb.load_mjcf(STATIC_MJCF.replace('<geom type="box" size="0.1 0.05 0.02"/>',
+    model = sd.load_mjcf(STATIC_MJCF.replace('<geom type="box" size="0.1 0.05 0.02"/>',
                                              '<joint name="h"/><geom type="box" '
                                              'size="0.1 0.05 0.02"/>'))
     assert model.nv == 1 and "world" in model.frames
@@ -291,7 +291,7 @@ def test_ur5_fixed_joints_are_pinocchio_fixed_joint_frames_both_ways():
     types and placements; each fixed joint's child link hangs from its FIXED_JOINT frame), and
     from_pinocchio of either gives load_robot's frames and fixed joints back."""
     pin = pytest.importorskip("pinocchio")
-    from symdyn import pinocchio_bridge as pb
+    from symdyn.interop import pinocchio as pb
 
     model = sd.load_robot("ur5")
     assert "ee_fixed_joint" in model.fixed_joints

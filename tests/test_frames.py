@@ -26,7 +26,7 @@ from symdyn.algorithms.frames import (REFERENCES, frame_classical_acceleration, 
                                       resolve_frame)
 from symdyn.model import Frame  # noqa: E402
 from symdyn.models import serial_chain  # noqa: E402
-from symdyn.robots import ROBOTS, load_robot, robot_urdf  # noqa: E402
+from symdyn.io.robots import ROBOTS, load_robot, robot_urdf  # noqa: E402
 
 TOL = 1e-12
 ROBOT_NAMES = ("ur5", "panda", "kinova", "solo12", "anymal", "go1", "talos")
@@ -348,9 +348,9 @@ def random_frames(model, seed=0, count=4):
 @pytest.mark.parametrize("tree_name", ["serial", "branched", "random", "floating"])
 def test_random_trees_match_pinocchio_bridge(tree_name):
     """Random trees with revolute, prismatic, helical, spherical and free-flyer joints through
-    symdyn.pinocchio_bridge.to_pinocchio, with random frames added as Pinocchio OP_FRAMEs."""
+    symdyn.interop.pinocchio.to_pinocchio, with random frames added as Pinocchio OP_FRAMEs."""
     from conftest import MODELS
-    from symdyn import pinocchio_bridge as pb
+    from symdyn.interop import pinocchio as pb
 
     m = MODELS[tree_name]
     pm = pb.to_pinocchio(m)
@@ -459,7 +459,7 @@ def test_fixed_joint_frames_match_pinocchio(name):
     """Every Pinocchio frame (BODY: a link, JOINT: a moving joint, FIXED_JOINT: a fixed joint) is a
     symdyn frame of that name, at the same placement; the Jacobians of the fixed-joint frames
     equal Pinocchio's with order="linear_first" and Pinocchio's column order."""
-    from symdyn.pinocchio_bridge import matrix_to_pin
+    from symdyn.interop.pinocchio import matrix_to_pin
 
     P = pair(name)
     m, pm = P.model, P.pm
@@ -536,7 +536,7 @@ def test_name_shared_by_link_and_joint_must_be_qualified(robot, name, body_of_jo
     path = str(robot_urdf(robot))
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if ROBOTS[robot].floating_base \
         else pin.buildModelFromUrdf(path)
-    from symdyn.pinocchio_bridge import q_to_pin
+    from symdyn.interop.pinocchio import q_to_pin
 
     pd = pm.createData()
     pin.framesForwardKinematics(pm, pd, q_to_pin(m, q, pin_model=pm))
@@ -568,7 +568,7 @@ def test_order_linear_first_is_pinocchios(name):
     """order="linear_first" gives Pinocchio's rows; with Pinocchio's column order
     (matrix_to_pin) the Jacobian and its rate equal getFrameJacobian(TimeVariation) entry by entry,
     the velocity and classical acceleration getFrame*(...).vector."""
-    from symdyn.pinocchio_bridge import matrix_to_pin
+    from symdyn.interop.pinocchio import matrix_to_pin
 
     P = pair(name)
     m, pm, pd, (q, qd, qdd), (qp, vp, ap) = pinocchio_kinematics(P, 7)

@@ -160,7 +160,7 @@ def test_zero_regressor_has_rank_zero():
 
 @pytest.mark.slow
 def test_every_example_robot_data_robot():
-    """Every robot of symdyn.robots, fixed and floating (several minutes)."""
+    """Every robot of symdyn.io.robots, fixed and floating (several minutes)."""
     failures, count = [], 0
     for name in sd.robots.available_robots():
         for floating in (False, True):

@@ -17,10 +17,10 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import symdyn as sd  # noqa: E402
-from symdyn import pinocchio_bridge as pb  # noqa: E402
+from symdyn.interop import pinocchio as pb  # noqa: E402
 from symdyn.joints import Floating, Helical, Prismatic, Revolute, Spherical  # noqa: E402
 from symdyn.model import Body, Model, ModelError  # noqa: E402
-from symdyn.robots import available_robots, robot_urdf  # noqa: E402
+from symdyn.io.robots import available_robots, robot_urdf  # noqa: E402
 from symdyn.spatial import Transform  # noqa: E402
 
 TOL = 1e-10

@@ -1,5 +1,5 @@
 """MJCF options that change the dynamics (issue 46): what ``load_mjcf`` honours and what it names
-in an :class:`~symdyn.mujoco_bridge.MJCFWarning`.
+in an :class:`~symdyn.interop.mujoco.MJCFWarning`.
 
 Honoured, checked against MuJoCo's ``mj_inverse`` / ``mj_fullM`` on the model as written (no flag
 switched off by the test): ``<option gravity>``, ``<flag gravity="disable">``, joint armature,
@@ -28,9 +28,9 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import symdyn as sd  # noqa: E402
-from symdyn import mujoco_bridge as mb  # noqa: E402
+from symdyn.interop import mujoco as mb  # noqa: E402
 from symdyn.model import mass_com_inertia  # noqa: E402
-from symdyn.pinocchio_bridge import supports_actuation  # noqa: E402
+from symdyn.interop.pinocchio import supports_actuation  # noqa: E402
 from test_mujoco import full_mass_matrix  # noqa: E402
 
 TOL = 1e-10
@@ -287,7 +287,7 @@ def test_fluid_forces_are_named_and_left_out():
                  '1 geoms with fluidshape="ellipsoid"', "density = viscosity = 0"):
         assert what in text, (what, text)
     with pytest.raises(mb.MJCFError, match=r"fluid forces.*strict=True"):
-        mb.load_mjcf(xml, strict=True)
+        sd.load_mjcf(xml, strict=True)
     assert inverse_errors(model, mj, maps)[0] > 1e-4   # the medium acts in MuJoCo
     mj.opt.density = mj.opt.viscosity = 0.0
     e_tau, e_M = inverse_errors(model, mj, maps)

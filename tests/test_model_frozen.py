@@ -17,7 +17,7 @@ from symdyn.model import (Body, Model, ModelConstants, ModelError, UnsupportedPa
 from symdyn.models import (biped, binary_tree, branched_tree, paper004_chain, planar_chain,
                            quadruped, random_tree, serial_chain)
 from symdyn.spatial import Transform
-from symdyn.urdf import URDFError, load_urdf
+from symdyn.io.urdf import URDFError, load_urdf
 
 NP = get_backend("numpy")
 
@@ -255,7 +255,7 @@ def test_joint_names_declared_at_construction():
 
 def test_to_pinocchio_uses_the_declared_joint_names():
     pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import to_pinocchio
+    from symdyn.interop.pinocchio import to_pinocchio
 
     m = Model([Body("a", None, Revolute("z"), joint_name="shoulder"),
                Body("b", "a", Revolute("y"), X_tree=Transform(np.eye(3), np.array([1.0, 0, 0])))])
@@ -342,7 +342,7 @@ def test_size_limit_overrides(monkeypatch):
 
 
 def test_spec_string_sizes_are_refused():
-    from_spec = pytest.importorskip("symdyn.cli.specs").from_spec
+    from_spec = pytest.importorskip("symdyn.io.specs").from_spec
     for spec in ("serial:1000000000", "binary:1000000000", "branched:1000000000:5",
                  "biped:1000000000", "quadruped:1000000000:floating", "planar:1000000000",
                  "paper004:1000000000", "random:1000000000"):
@@ -355,7 +355,7 @@ def test_urdf_with_too_many_links_is_refused_after_parsing(monkeypatch):
     links = "".join(f'<link name="l{i}"/>' for i in range(n))
     xml = f'<robot name="big">{links}</robot>'
     built = []
-    monkeypatch.setattr("symdyn.urdf.Model", lambda *a, **k: built.append(1))
+    monkeypatch.setattr("symdyn.io.urdf.Model", lambda *a, **k: built.append(1))
     with pytest.raises(URDFError, match=rf"{n} <link> elements: {n} bodies requested, more than "
                                         r"the limit of 10000.*max_bodies=.*SYMDYN_MAX_BODIES"):
         load_urdf(xml)
@@ -438,7 +438,7 @@ def test_make_joint_is_the_factory():
 def test_builders_and_urdf_construct_joints_through_make_joint(build, monkeypatch):
     import symdyn.joints as joints_mod
     import symdyn.models as models_mod
-    import symdyn.urdf as urdf_mod
+    import symdyn.io.urdf as urdf_mod
 
     calls = []
 

@@ -11,7 +11,7 @@ from conftest import assert_close, random_state
 
 import symdyn as sd
 from symdyn.model import ModelError, check_inertia
-from symdyn.cli.specs import SpecError, from_spec
+from symdyn.io.specs import SpecError, from_spec
 from symdyn.models import (biped, binary_tree, branched_parents, branched_tree, paper004_chain,
                            planar_chain, quadruped, random_tree, serial_chain)
 
@@ -226,7 +226,7 @@ URDF = """<?xml version="1.0"?>
 
 
 def test_from_spec_urdf_path(tmp_path):
-    pytest.importorskip("symdyn.urdf")
+    pytest.importorskip("symdyn.io.urdf")
     path = tmp_path / "two_link.urdf"
     path.write_text(URDF)
     m = from_spec(str(path))
@@ -240,7 +240,7 @@ def test_from_spec_urdf_path(tmp_path):
 
 
 def test_from_spec_robot():
-    robots = pytest.importorskip("symdyn.robots")
+    robots = pytest.importorskip("symdyn.io.robots")
     assert hasattr(robots, "load_robot")
     m = from_spec("robot:panda")
     assert m.nv >= 7

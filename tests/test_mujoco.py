@@ -16,7 +16,7 @@ import pytest
 mujoco = pytest.importorskip("mujoco")
 
 import symdyn as sd  # noqa: E402
-from symdyn import mujoco_bridge as mb  # noqa: E402
+from symdyn.interop import mujoco as mb  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 TOL = 1e-10
@@ -174,7 +174,7 @@ def test_joint_conventions():
 
 
 def test_bodies_with_several_joints_become_chains():
-    model = mb.load_mjcf(DATA / "mj_slides.xml")
+    model = sd.load_mjcf(DATA / "mj_slides.xml")
     assert model.joint_names == ("rail", "lift_z", "lift_turn", "arm_slide", "stage_x", "stage_y")
     assert model.names[1:3] == ("lift/lift_z", "lift/lift_turn")
     assert "lift" in model.frames and "mast" in model.frames      # body frame and welded body
@@ -185,42 +185,42 @@ def test_shipped_model_warns_about_what_it_leaves_out():
     if not SHIPPED.is_file():
         pytest.skip("the mujoco package ships no testdata/model.xml")
     with pytest.warns(mb.MJCFWarning) as rec:
-        mb.load_mjcf(SHIPPED)
+        sd.load_mjcf(SHIPPED)
     text = " ".join(str(w.message) for w in rec)
     assert str(SHIPPED) in text
     for what in ("equality constraints", "tendons (spatial, fixed)", "actuators", "joint stiffness",
                  "gravity compensation", "'head' -> 'site:head'"):
         assert what in text, what
     with pytest.raises(mb.MJCFError, match="left out of the symdyn model.*strict=True"):
-        mb.load_mjcf(SHIPPED, strict=True)
+        sd.load_mjcf(SHIPPED, strict=True)
 
 
 def test_clean_model_loads_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = mb.load_mjcf(DATA / "mj_slides.xml")
+        model = sd.load_mjcf(DATA / "mj_slides.xml")
     assert model.name == "mj_slides" and np.allclose(model.gravity, [0, 0, -9.81])
 
 
 def test_errors_name_the_file_element_and_problem(tmp_path):
     with pytest.raises(FileNotFoundError, match="MJCF file not found"):
-        mb.load_mjcf(tmp_path / "missing.xml")
+        sd.load_mjcf(tmp_path / "missing.xml")
     with pytest.raises(mb.MJCFError, match="the source is empty"):          # not the directory "."
-        mb.load_mjcf(" ")
+        sd.load_mjcf(" ")
     bad = tmp_path / "bad_joint.xml"
     bad.write_text('<mujoco><worldbody><body name="b"><joint name="j" type="screw"/>'
                    '<geom size="0.1"/></body></worldbody></mujoco>')
     with pytest.raises(mb.MJCFError, match=r"bad_joint\.xml: MuJoCo could not compile it: .*screw"):
-        mb.load_mjcf(bad)
+        sd.load_mjcf(bad)
     nested = tmp_path / "nested_free.xml"
     nested.write_text('<mujoco><worldbody><body name="a"><joint name="h"/><geom size="0.1"/>'
                       '<body name="b"><freejoint name="f"/><geom size="0.1"/></body></body>'
                       '</worldbody></mujoco>')
     # MuJoCo refuses a free joint below the top level; if a version accepts it, symdyn refuses it
     with pytest.raises(mb.MJCFError, match=r"nested_free\.xml: .*(free|body 'b')"):
-        mb.load_mjcf(nested)
+        sd.load_mjcf(nested)
     with pytest.raises(mb.MJCFError, match="<MJCF string>: MuJoCo could not compile it"):
-        mb.load_mjcf("<mujoco><worldbody><body></mujoco>")
+        sd.load_mjcf("<mujoco><worldbody><body></mujoco>")
 
 
 def test_maps_refuse_another_model():
@@ -233,11 +233,11 @@ def test_maps_refuse_another_model():
 def test_actuation_data_is_copied_or_reported():
     """Armature, damping, joint range (in qpos units) and a symmetric actuator-force range reach the
     Model where it has these fields; otherwise the warning names them."""
-    from symdyn.pinocchio_bridge import supports_actuation
+    from symdyn.interop.pinocchio import supports_actuation
 
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always", mb.MJCFWarning)
-        model = mb.load_mjcf(DATA / "mj_arm.xml")
+        model = sd.load_mjcf(DATA / "mj_arm.xml")
     text = " ".join(str(w.message) for w in rec)
     if not supports_actuation():
         for what in ("dof_armature on 5", "joint damping on 5", "joint ranges of 1"):
@@ -266,12 +266,12 @@ def test_same_dynamics_as_pinocchio_mjcf_parser(stem):
     gravity is taken from the MuJoCo model; it also merges a body's joints into a composite joint
     (a chain here) and, on mj_humanoid, leaves out the second free-floating body."""
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import from_pinocchio
+    from symdyn.interop.pinocchio import from_pinocchio
 
     path = str(DATA / f"{stem}.xml")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = mb.load_mjcf(path)
+        a = sd.load_mjcf(path)
         b = from_pinocchio(pin.buildModelFromMJCF(path)).replace(gravity=a.gravity)
     assert (a.nq, a.nv) == (b.nq, b.nv)
     for seed in range(3):
@@ -286,5 +286,5 @@ def test_asymmetric_actuator_force_range_is_reported(tmp_path):
                  'actuatorfrclimited="true" actuatorfrcrange="-1 2"/><geom size="0.1"/></body>'
                  '</worldbody></mujoco>')
     with pytest.warns(mb.MJCFWarning, match=r"asym\.xml.*actuator-force ranges of joints \['j'\]"):
-        model = mb.load_mjcf(f)
+        model = sd.load_mjcf(f)
     assert np.all(np.isinf(np.asarray(getattr(model, "limits", (0, 0, 0, [np.inf]))[3])))

@@ -81,9 +81,9 @@ def test_no_direct_matplotlib_imports_outside_the_helper():
     assert not offenders, offenders
 
 
-def test_spec_parser_lives_with_the_cli():
+def test_spec_parser_lives_with_the_model_loaders():
     from symdyn import models
-    from symdyn.cli import specs
+    from symdyn.io import specs
 
     for name in ("from_spec", "SPEC_HELP", "SpecError", "_spec_options", "_spec_int"):
         assert not hasattr(models, name), f"symdyn.models still defines {name}"
@@ -161,7 +161,7 @@ def test_default_test_command_leaves_out_only_the_slow_marker():
 def test_every_joint_kind_of_the_spec_grammar_builds():
     """The spec parser's joint=KIND list and the builders agree (the parser keeps its own list
     because the grammar is the CLI's; a kind the builders dropped would fail here)."""
-    from symdyn.cli.specs import _JOINT_KINDS, SpecError, from_spec
+    from symdyn.io.specs import _JOINT_KINDS, SpecError, from_spec
 
     for kind in _JOINT_KINDS:
         for spec in (f"serial:2:joint={kind}", f"binary:3:joint={kind}", f"random:2:joint={kind}"):
@@ -178,8 +178,8 @@ def _third_party_imports(paths) -> dict[str, list[str]]:
     import ast
 
     std = set(sys.stdlib_module_names) | {"__future__"}
-    local = {"symdyn", "conftest", "matrix_support", "_common"} | {
-        p.stem for p in REPO.joinpath("tests").glob("*.py")}
+    local = {"symdyn", "conftest", "matrix_support"} | {
+        p.stem for d in ("tests", "experiments") for p in REPO.joinpath(d).glob("*.py")}
     found: dict[str, list[str]] = {}
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
 """symdyn on real robots (example-robot-data URDFs) against Pinocchio built from the same files.
 
-Joints are matched by URDF joint name (not through symdyn.pinocchio_bridge): Pinocchio orders
+Joints are matched by URDF joint name (not through symdyn.interop.pinocchio): Pinocchio orders
 joints its own way, stores a continuous joint as (cos, sin) and orders the free-flyer velocity
 [v; omega] where symdyn has [omega; v].
 """
@@ -10,7 +10,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import symdyn as sd  # noqa: E402
-from symdyn.robots import ROBOTS, load_robot, robot_urdf  # noqa: E402
+from symdyn.io.robots import ROBOTS, load_robot, robot_urdf  # noqa: E402
 
 TOL = 1e-9
 # every registered robot with its default base (arms fixed; legged, humanoid and aerial floating),

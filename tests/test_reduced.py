@@ -17,7 +17,7 @@ import sympy as sp
 
 import symdyn as sd
 from symdyn.cli import main
-from symdyn.cli.specs import SpecError, from_spec, parse_lock
+from symdyn.io.specs import SpecError, from_spec, parse_lock
 from symdyn.model import Mimic, ModelError
 from symdyn.models import planar_chain, random_tree, serial_chain
 

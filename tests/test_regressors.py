@@ -56,7 +56,7 @@ def test_parameter_order_is_pinocchios():
 @pytest.mark.parametrize("name", ["serial", "floating", "ur5", "panda", "solo12", "talos"])
 def test_inertial_parameters_match_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import pinocchio_order, to_pinocchio
+    from symdyn.interop.pinocchio import pinocchio_order, to_pinocchio
 
     model = sd.load_robot(name) if name in ("ur5", "panda", "solo12", "talos") else MODELS[name]
     pm = to_pinocchio(model)
@@ -172,7 +172,7 @@ ROBOTS = ("ur5", "panda", "solo12", "talos")    # arms, a quadruped and a humano
 @pytest.mark.parametrize("name", ["serial", "branched", "random", "floating", *ROBOTS])
 def test_regressors_match_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import (matrix_from_pin, pinocchio_order, q_to_pin, to_pinocchio,
+    from symdyn.interop.pinocchio import (matrix_from_pin, pinocchio_order, q_to_pin, to_pinocchio,
                                          v_to_pin)
 
     model = sd.load_robot(name) if name in ROBOTS else MODELS[name]

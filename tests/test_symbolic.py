@@ -225,7 +225,7 @@ def test_spec_string_is_accepted_as_a_model(two_link):
     by_spec = S.mass_matrix("planar:2:symbolic")
     assert by_spec.entries == S.mass_matrix(two_link).entries
     assert by_spec.model_name == two_link.name
-    from symdyn.cli.specs import SpecError
+    from symdyn.io.specs import SpecError
 
     with pytest.raises(SpecError, match="unknown model spec 'nosuch:2'"):
         S.christoffel("nosuch:2")

@@ -9,9 +9,9 @@ import pytest
 
 import symdyn as sd
 from symdyn.model import Body, Model
-from symdyn.robots import ROBOTS, available_robots, load_robot, robot_urdf
+from symdyn.io.robots import ROBOTS, available_robots, load_robot, robot_urdf
 from symdyn.spatial import Transform
-from symdyn.urdf import URDFError, load_urdf, rpy_to_rot
+from symdyn.io.urdf import URDFError, load_urdf, rpy_to_rot
 
 DATA = Path(__file__).parent / "data"
 BACKENDS = ["numpy", "sympy", "casadi"]
@@ -541,7 +541,7 @@ def test_continuous_joints_stay_unlimited():
 def test_centauro_wheels_limits_equal_pinocchio():
     """centauro's wheel joints give velocity and effort but no lower/upper: [0, 0] in both."""
     pin = pytest.importorskip("pinocchio")
-    from symdyn.pinocchio_bridge import pinocchio_maps
+    from symdyn.interop.pinocchio import pinocchio_maps
 
     m = load_urdf(robot_urdf("centauro"))
     pm = pin.buildModelFromUrdf(str(robot_urdf("centauro")))
@@ -599,7 +599,7 @@ def test_mimic_of_a_missing_joint_error_says_how_to_load_it():
 
 def test_alex_psyonic_hands_loads_with_mimic_ignore_like_pinocchio():
     pin = pytest.importorskip("pinocchio")
-    path = sd.robots.robots_dir() / "alex_description" / "urdf" / "alex_psyonic_hands.urdf"
+    path = sd.io.robots.robots_dir() / "alex_description" / "urdf" / "alex_psyonic_hands.urdf"
     if not path.is_file():
         pytest.skip("alex_psyonic_hands.urdf is not in the installed example-robot-data")
     with pytest.raises(URDFError, match="mimic='ignore'"):
@@ -608,7 +608,7 @@ def test_alex_psyonic_hands_loads_with_mimic_ignore_like_pinocchio():
         m = load_urdf(path, mimic="ignore")
     pm = pin.buildModelFromUrdf(str(path))
     assert m.nv == pm.nv and set(m.joint_names) == set(pm.names[1:])
-    from symdyn.pinocchio_bridge import pinocchio_maps
+    from symdyn.interop.pinocchio import pinocchio_maps
 
     maps = pinocchio_maps(m, pm)
     q = m.random_q(0)

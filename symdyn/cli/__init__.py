@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..model import Model
 
 # Modules that add subcommands (each exposes register(subparsers)); append yours here.
-_SUBCOMMANDS: tuple[str, ...] = ("symdyn.codegen.cli", "symdyn.symbolic.cli", "symdyn.experiments")
+_SUBCOMMANDS: tuple[str, ...] = ("symdyn.cli.codegen", "symdyn.cli.symbolic")
 
 _DEMO_ALGORITHMS = ("rnea", "crba", "aba")
 
@@ -53,7 +53,7 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with the built-in and the registered subcommands."""
-    from .specs import LOCK_HELP, SPEC_HELP
+    from ..io.specs import LOCK_HELP, SPEC_HELP
 
     parser = argparse.ArgumentParser(
         prog="symdyn",
@@ -230,7 +230,7 @@ def _demo(args) -> int:
 
     from .. import algorithms as alg
     from ..models import random_state
-    from .specs import from_spec
+    from ..io.specs import from_spec
 
     backends = parse_backends(args.backends)
     model = from_spec(args.model, lock=args.lock)

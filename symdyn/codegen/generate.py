@@ -11,7 +11,7 @@ statistics):
    skipped with ``fast_trig=False``).
 
 A change in CasADi's output or in a pass shows as a diff of the golden files in
-``tests/golden`` (see :mod:`symdyn.codegen.golden`).
+``tests/golden`` (see ``tests/golden_c.py``).
 
 C symbol names: CasADi (and the C wrapper) need every generated function name to be an
 identifier of at most 48 characters. The public name of a function is ``<prefix>_<algorithm>``;

@@ -5,7 +5,7 @@ Python and C. See :mod:`symdyn.symbolic.core` for conventions.
 return structured closed forms (:mod:`symdyn.symbolic.structured`): shared definitions in recursion
 order, then per-entry expressions, for real arms.
 
-Attributes load lazily, so ``symdyn.symbolic.cli`` (registered with the ``symdyn`` command) does
+Attributes load lazily, so ``symdyn.cli.symbolic`` (registered with the ``symdyn`` command) does
 not import SymPy until a symbolic command runs.
 """
 from __future__ import annotations

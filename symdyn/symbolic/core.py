@@ -10,7 +10,7 @@ the papers; ``Gamma[i, j, k]`` (0-based indices) with ``C*[i, j] = sum_k Gamma[i
 
 ``model`` is a :class:`symdyn.Model` (from the builders of :mod:`symdyn.models`,
 :func:`symdyn.load_urdf`, ...) or a model spec string such as ``"planar:3:symbolic"``, which is
-built by :func:`symdyn.cli.specs.from_spec` exactly as the ``symdyn`` command does; anything else
+built by :func:`symdyn.io.specs.from_spec` exactly as the ``symdyn`` command does; anything else
 is a TypeError. ``progress=True`` prints progress on stderr (see :mod:`symdyn.symbolic.progress`:
 a status line on a terminal, periodic whole lines in a log).
 """
@@ -34,18 +34,18 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 def as_model(model, what: str = "model"):
     """``model`` itself if it is a :class:`symdyn.Model`, the model built from a spec string
-    (:func:`symdyn.cli.specs.from_spec`), else a TypeError that says what is expected."""
+    (:func:`symdyn.io.specs.from_spec`), else a TypeError that says what is expected."""
     from ..model import Model
 
     if isinstance(model, Model):
         return model
     if isinstance(model, str):
-        from ..cli.specs import from_spec
+        from ..io.specs import from_spec
 
         return from_spec(model)
     raise TypeError(f"{what}: expected a symdyn Model (from symdyn.models builders, "
                     f"symdyn.load_urdf, ...) or a model spec string such as 'planar:2' "
-                    f"(symdyn.cli.specs.from_spec), got {type(model).__name__}")
+                    f"(symdyn.io.specs.from_spec), got {type(model).__name__}")
 
 
 def coordinates(model) -> tuple[list[sp.Symbol], list[sp.Symbol]]:

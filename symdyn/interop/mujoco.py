@@ -46,7 +46,7 @@ Conventions mapped (MuJoCo -> symdyn)
   reads the compiled ``MjModel``, so they hold as in MuJoCo.
 
 * Actuation data, where the Model has these fields
-  (:func:`symdyn.pinocchio_bridge.supports_actuation`): ``dof_armature`` -> ``model.armature``
+  (:func:`symdyn.interop.pinocchio.supports_actuation`): ``dof_armature`` -> ``model.armature``
   (so ``crba`` equals ``mj_fullM``), ``dof_damping`` -> ``model.damping``, ``dof_frictionloss`` ->
   ``model.friction``, ranges of limited hinge and slide joints ->
   ``model.limits.lower/upper``, symmetric ``actuatorfrcrange`` -> ``model.limits.effort``.
@@ -83,18 +83,17 @@ friction loss and add :func:`symdyn.friction_torque` as above.
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .joints import Fixed, Floating, Joint, Prismatic, Revolute, Spherical
-from .model import Body, Model, ModelError
-from .spatial import Transform
+from ..joints import Fixed, Floating, Joint, Prismatic, Revolute, Spherical
+from ..model import Body, Model, ModelError
+from ..spatial import Transform
 
-__all__ = ["MJCFError", "MJCFWarning", "MujocoMaps", "from_mujoco", "load_mjcf", "mujoco_maps"]
+__all__ = ["MJCFError", "MJCFWarning", "MujocoMaps", "from_mujoco", "model_name", "mujoco_maps",
+           "require_mujoco"]
 
 _FREE, _BALL, _SLIDE, _HINGE = 0, 1, 2, 3  # mjtJoint
 _TYPE_NAMES = {_FREE: "free", _BALL: "ball", _SLIDE: "slide", _HINGE: "hinge"}
@@ -110,7 +109,8 @@ class MJCFWarning(UserWarning):
     equality constraints, tendons, actuators ...)."""
 
 
-def _mujoco():
+def require_mujoco() -> Any:
+    """The ``mujoco`` module, or an ImportError that says how to install it."""
     try:
         import mujoco
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -129,7 +129,7 @@ def _quat_wxyz_to_rot(q) -> np.ndarray:
 
 
 def _name(mj, objtype: str, i: int) -> str:
-    mujoco = _mujoco()
+    mujoco = require_mujoco()
     t = getattr(mujoco.mjtObj, f"mjOBJ_{objtype.upper()}")
     return mujoco.mj_id2name(mj, t, i) or ""
 
@@ -162,7 +162,7 @@ def _flags(mj) -> dict[str, bool]:
     compensation, fluid forces), which MuJoCo drops only when springs *and* dampers are off;
     ``frictionloss``, ``equality``: those constraints (each also needs ``<flag constraint>``);
     ``actuation``: actuator forces; ``invdiscrete``: ``mj_inverse`` inverts the discrete-time step."""
-    mujoco = _mujoco()
+    mujoco = require_mujoco()
     D, E = mujoco.mjtDisableBit, mujoco.mjtEnableBit
     dis, en = int(mj.opt.disableflags), int(mj.opt.enableflags)
 
@@ -290,7 +290,7 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
                 source: str | None = None) -> Model:
     """A symdyn :class:`~symdyn.model.Model` of the compiled ``mujoco.MjModel`` ``mj_model``.
 
-    Conventions: see the module docstring (:mod:`symdyn.mujoco_bridge`). ``model.joint_names``
+    Conventions: see the module docstring (:mod:`symdyn.interop.mujoco`). ``model.joint_names``
     are MuJoCo's joint names (unnamed joints: ``"<body>:joint<k>"``); use :func:`mujoco_maps`
     for qpos/qvel/qacc/forces/matrices. What the model leaves out while MuJoCo's flags leave it
     on (springs, gravity compensation, fluid forces, equality constraints, tendons, actuators,
@@ -301,7 +301,7 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     """
     mj = mj_model
     label = source or "<MjModel>"
-    from .pinocchio_bridge import supports_actuation
+    from .pinocchio import supports_actuation
 
     actuation = supports_actuation()
     flags = _flags(mj)
@@ -404,7 +404,7 @@ def from_mujoco(mj_model: Any, name: str | None = None, strict: bool = False,
     gravity = np.array(mj.opt.gravity, float) if flags["gravity"] else np.zeros(3)
     try:
         model = Model(bodies, gravity=gravity,
-                      name=name if name is not None else (_model_name(mj) or "mjcf"),
+                      name=name if name is not None else (model_name(mj) or "mjcf"),
                       check_inertias="semidefinite", allow_massless=True)
         return _with_mj_actuation(model, mj, flags) if actuation else model
     except ModelError as exc:
@@ -445,9 +445,10 @@ def _with_mj_actuation(model: Model, mj, flags: dict[str, bool] | None = None) -
                          armature=arm, damping=damp, friction=fric)
 
 
-def _model_name(mj) -> str:
+def model_name(mj: Any) -> str:
+    """The name an MJCF file gives its model (``<mujoco model=...>``), or ""."""
     try:
-        mujoco = _mujoco()
+        mujoco = require_mujoco()
         return mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_MODEL, 0) or ""
     except Exception:  # pragma: no cover - older MuJoCo without the model name
         return ""
@@ -469,42 +470,6 @@ def _axis(a: np.ndarray):
         if np.array_equal(a, e):
             return name
     return tuple(float(c) for c in a)
-
-
-def load_mjcf(source: str | os.PathLike[str], name: str | None = None,
-              strict: bool = False) -> Model:
-    """Compile an MJCF file (path, or an XML string starting with ``<``) with MuJoCo and convert
-    it with :func:`from_mujoco`.
-
-    Raises ``FileNotFoundError`` for a missing path and :class:`MJCFError` naming the file, the
-    element and the problem when MuJoCo cannot compile it (MuJoCo's own message, with the element
-    and line) or symdyn cannot represent it."""
-    mujoco = _mujoco()
-    if isinstance(source, str) and not source.strip():
-        raise MJCFError("load_mjcf: the source is empty (expected a path or an XML string)")
-    if isinstance(source, str) and source.lstrip().startswith("<"):
-        label = "<MJCF string>"
-        try:
-            mj = mujoco.MjModel.from_xml_string(source)
-        except ValueError as exc:
-            raise MJCFError(f"{label}: MuJoCo could not compile it: {exc}") from None
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"MJCF file not found: {path}")
-        label = str(path)
-        try:
-            mj = mujoco.MjModel.from_xml_path(label)
-        except ValueError as exc:
-            raise MJCFError(f"{label}: MuJoCo could not compile it: {exc}") from None
-    if name is None:
-        name = _model_name(mj) or (Path(label).stem if label != "<MJCF string>" else "mjcf")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", MJCFWarning)
-        model = from_mujoco(mj, name=name, strict=strict, source=label)
-    for w in caught:  # re-issued so that they point at the caller
-        warnings.warn(w.message, w.category, stacklevel=2)
-    return model
 
 
 class MujocoMaps:

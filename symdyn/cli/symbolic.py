@@ -15,7 +15,7 @@ STRUCTURED_FROM_NV = 5
 
 
 def register(subparsers) -> None:
-    from ..cli.specs import SPEC_HELP
+    from ..io.specs import SPEC_HELP
 
     for kind, what in _KINDS.items():
         p = subparsers.add_parser(
@@ -56,13 +56,13 @@ def register(subparsers) -> None:
 
 
 def _model(args):
-    from ..cli.specs import from_spec
+    from ..io.specs import from_spec
 
     spec = args.model
     if args.symbolic_params:
         if spec.startswith("planar:") and not spec.endswith(":symbolic"):
             return from_spec(spec + ":symbolic")
-        from .core import symbolize_inertias
+        from ..symbolic.core import symbolize_inertias
 
         return symbolize_inertias(from_spec(spec))
     return from_spec(spec)
@@ -87,7 +87,7 @@ def _check_mode_options(args) -> None:
 
 
 def _run(args) -> int:
-    from . import core, export
+    from ..symbolic import core, export
 
     _check_mode_options(args)
     model = _model(args)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 def register(subparsers) -> None:
     """Add the ``codegen`` subcommand (see :mod:`symdyn.cli`)."""
-    from ..cli.specs import SPEC_HELP
-    from .build import OPT_LEVELS
-    from .functions import ALGORITHMS
+    from ..io.specs import SPEC_HELP
+    from ..codegen.build import OPT_LEVELS
+    from ..codegen.functions import ALGORITHMS
 
     p = subparsers.add_parser(
         "codegen", help="export C code of algorithms (CasADi code generation), optionally compiled",
@@ -67,7 +67,7 @@ def register(subparsers) -> None:
 
 
 def _opt(text: str) -> str:
-    from .build import OPT_LEVELS
+    from ..codegen.build import OPT_LEVELS
 
     level = text if text == "auto" or text.startswith("-") else f"-{text}"
     if level not in OPT_LEVELS:
@@ -104,9 +104,9 @@ def _check_frames(model, frames) -> None:
 
 def run(args) -> int:
     """Handler of ``symdyn codegen``; returns the exit code."""
-    from ..cli.specs import from_spec
-    from .build import compile_library, compiler_info, generate_sources
-    from .cache import write_manifest
+    from ..io.specs import from_spec
+    from ..codegen.build import compile_library, compiler_info, generate_sources
+    from ..codegen.cache import write_manifest
 
     model = from_spec(args.model)
     options = _options(args.option)

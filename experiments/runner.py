@@ -1,31 +1,23 @@
-"""``symdyn experiments``: run the scripts in the repository's ``experiments/`` directory that
-regenerate ``reports/``, one at a time or all, and keep ``reports/README.md`` (the index of every
-report with its command, date, duration and machine) up to date.
+"""The report runner: run the scripts of ``experiments/`` that regenerate ``reports/``, one at a
+time or all, and keep ``reports/README.md`` (the index of every report with its command, date,
+duration, machine and source commit) up to date.
 
-    symdyn experiments list
-    symdyn experiments run NAME [NAME ...] | all [--quick] [--out-dir DIR] [--timeout S]
+    python experiments/runner.py list
+    python experiments/runner.py run NAME [NAME ...] | all [--quick] [--out-dir DIR] [--timeout S]
 
 Each experiment runs as a subprocess (``python experiments/<script> ...``) with BLAS pinned to one
 thread; its output is streamed with the experiment's name and elapsed time. ``--quick`` selects
 each script's small preset (a few minutes for all). ``--out-dir`` writes reports (and the index)
 elsewhere; scripts that can only write to ``reports/`` are skipped there. The run records of the
-index are kept in ``<out-dir>/runs.json``.
-
-The experiments are part of the source checkout, not of the installed package (a wheel holds only
-``symdyn/``). :func:`find_root` locates the checkout: ``--root DIR``, else the environment variable
-``SYMDYN_ROOT``, else the current directory or one of its parents, else the directory above the
-imported package when that is a checkout (an editable install). A checkout is a directory with
-``pyproject.toml`` and ``experiments/_common.py``. Reports go to the checkout's ``reports/`` (or
-``--out-dir``), never into the installed package. Without a checkout the runner refuses with
-:data:`NO_CHECKOUT`.
+index are kept in ``<out-dir>/runs.json``. The runner belongs to the source checkout, not to the
+installed package.
 """
 from __future__ import annotations
 
-import hashlib
+import argparse
 import json
 import os
 import re
-import platform
 import signal
 import subprocess
 import sys
@@ -36,48 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
+from provenance import (ROOT, STATE_ENV, machine_description, source_state, state_from_report,
+                        staleness)
+
 INDEX = "README.md"
 RUNS = "runs.json"
-ROOT_ENV = "SYMDYN_ROOT"
-NO_CHECKOUT = ("the experiments are not part of the installed package; run from a source checkout "
-               "of symdyn (a directory with pyproject.toml and experiments/) or pass --root DIR "
-               f"(or set {ROOT_ENV})")
-
-
-class CheckoutError(OSError):
-    """No source checkout with the experiments was found (see :func:`find_root`)."""
-
-
-def is_checkout(path) -> bool:
-    """Whether ``path`` is a symdyn source checkout: ``pyproject.toml`` and ``experiments/_common.py``."""
-    p = Path(path)
-    return (p / "pyproject.toml").is_file() and (p / "experiments" / "_common.py").is_file()
-
-
-def _package_parent() -> Path:
-    return Path(__file__).resolve().parents[1]
-
-
-def find_root(root=None) -> Path:
-    """The source checkout whose ``experiments/`` to run (see the module docstring for the order).
-
-    An explicit ``root`` (or ``$SYMDYN_ROOT``) that is not a checkout is an error naming it; when
-    nothing is found, :class:`CheckoutError` with :data:`NO_CHECKOUT`."""
-    for given, what in ((root, "--root"), (os.environ.get(ROOT_ENV) or None, ROOT_ENV)):
-        if given is not None:
-            p = Path(given).expanduser().resolve()
-            if not is_checkout(p):
-                raise CheckoutError(f"{what} {str(given)!r} is not a symdyn source checkout (no "
-                                    f"pyproject.toml and experiments/_common.py in {p})")
-            return p
-    cwd = Path.cwd().resolve()
-    for p in (cwd, *cwd.parents):
-        if is_checkout(p):
-            return p
-    parent = _package_parent()
-    if is_checkout(parent):  # editable install / running from the source tree
-        return parent
-    raise CheckoutError(NO_CHECKOUT)
+COMMAND = "python experiments/runner.py"
 
 
 @dataclass(frozen=True)
@@ -86,7 +42,7 @@ class Experiment:
 
     ``out_option`` is how the script is told where to write (``{dir}`` is replaced by the output
     directory), or None when it always writes to ``reports/``. ``minutes`` are the expected
-    (full, quick) run times on the 2-core development machine with a warm build cache.
+    (full, quick) run times on two cores with a warm build cache.
     """
 
     name: str
@@ -182,223 +138,37 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "route vs page-by-page vs spanning tree (values, NumPy time, CasADi graph size)",
                ("cluster_christoffel.md",), minutes=(3.0, 0.5)),
     Experiment("jax", "bench_jax.py",
-               "Issue 16: JAX backend, jitted and vmapped per-state throughput vs the compiled C batch and "
+               "JAX backend: jitted and vmapped per-state throughput vs the compiled C batch and "
                "ADAM's JAX backend; jit compile times vs model size",
                ("jax.md",), minutes=(15.0, 3.0)),
     Experiment("jax_retained", "bench_jax.py",
-               "Issue 16: the JAX benchmark after symdyn.jax.retain_freed_memory() (glibc reuses "
+               "The JAX benchmark after symdyn.jax.retain_freed_memory() (glibc reuses "
                "the buffers XLA allocates for every call)",
                ("jax_retained.md",), full_args=("--retain-memory",),
                quick_args=("--quick", "--retain-memory"), minutes=(15.0, 3.0)),
     Experiment("jax_hugepages", "bench_jax.py",
-               "Issue 16: the JAX benchmark with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc "
+               "The JAX benchmark with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc "
                "maps XLA's per-call buffers on transparent huge pages, as NumPy does its arrays)",
                ("jax_hugepages.md",), full_args=("--huge-pages",),
                quick_args=("--quick", "--huge-pages"), minutes=(15.0, 3.0)),
     Experiment("closed_forms", "closed_forms.py",
-               "Issue 14 item 4: structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
+               "Structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "
                "regressor form on ur5",
                ("closed_forms.md",), minutes=(7.0, 0.6)),
     Experiment("adaptive_control", "adaptive_control.py",
-               "Issue 13 section 6, paper 001 Sec. IV: Slotine-Li adaptive tracking of the Panda "
+               "Paper 001 Sec. IV: Slotine-Li adaptive tracking of the Panda "
                "arm with the C* regressor vs the simple factorization (eq. (9)); tracking, "
                "parameter convergence, Lyapunov function, sampled-loop sweep, compiled per-step cost",
                ("adaptive_control.md", "adaptive_control_tracking.png",
                 "adaptive_control_parameters.png", "adaptive_control_torques.png"),
                minutes=(1.0, 0.5), cold_minutes=0.5),
     Experiment("scaling", "scaling.py",
-               "Issue 14: unrolled vs recursion-keeping compiled forms vs Pinocchio against N "
+               "Unrolled vs recursion-keeping compiled forms vs Pinocchio against N "
                "(random-geometry chains and trees, robots): instructions, cold build time and gcc "
                "memory, run-time ratios, fitted exponents, the auto rule, the targets",
                ("scaling.md", "scaling.png", "scaling.json"), minutes=(35.0, 4.0)),
 ]}
-
-
-# --- machine --------------------------------------------------------------------------------------
-
-def cpu_name() -> str:
-    """CPU model from /proc/cpuinfo (or platform), for the machine line of reports."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _mem_gb() -> str:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal"):
-                    return f"{int(line.split()[1]) / 1024 ** 2:.0f} GB RAM"
-    except OSError:
-        pass
-    return "RAM unknown"
-
-
-def _versions() -> str:
-    out = []
-    for mod, label in (("numpy", "NumPy"), ("sympy", "SymPy"), ("casadi", "CasADi"),
-                       ("pinocchio", "Pinocchio"), ("symengine", "SymEngine")):
-        try:
-            out.append(f"{label} {__import__(mod).__version__}")
-        except Exception:  # noqa: BLE001 - optional packages
-            out.append(f"{label} not installed")
-    try:
-        cc = subprocess.run(["cc", "--version"], capture_output=True, text=True, timeout=10)
-        out.append(cc.stdout.splitlines()[0].strip())
-    except (OSError, subprocess.SubprocessError, IndexError):
-        out.append("no C compiler")
-    return ", ".join(out)
-
-
-def machine_description() -> str:
-    """CPU, cores, memory, OS and the versions of the numeric stack (one line)."""
-    return (f"{cpu_name()}, {os.cpu_count()} cores (shared with other jobs), {_mem_gb()}, "
-            f"{platform.system()} {platform.release()}, Python {platform.python_version()}; "
-            f"{_versions()}")
-
-
-# --- provenance: the commit a report was generated from ---------------------------------------------
-
-SHARED_SOURCES = ("symdyn", "experiments/_common.py")
-MARK = "symdyn-source"
-
-
-def source_paths(script: str) -> list[str]:
-    """The files that generate a report (relative to the checkout): the script, the shared helpers
-    ``experiments/_common.py`` and the whole ``symdyn/`` package (a superset of what it imports)."""
-    return [f"experiments/{script}", *SHARED_SOURCES]
-
-
-def _git(root, *args: str, binary: bool = False):
-    """stdout of ``git -C root args`` (bytes if ``binary``), or None when git or the repo fails."""
-    try:
-        p = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if p.returncode != 0:
-        return None
-    return p.stdout if binary else p.stdout.decode(errors="replace")
-
-
-def _fingerprint(root, commit: str, paths: Sequence[str]):
-    """(sha256 of the difference between ``commit`` and the working tree over ``paths`` -- tracked
-    changes plus untracked, non-ignored files --, changed paths), or None without git."""
-    diff = _git(root, "diff", "--binary", commit, "--", *paths, binary=True)
-    names = _git(root, "diff", "--name-only", commit, "--", *paths)
-    others = _git(root, "ls-files", "--others", "--exclude-standard", "--", *paths)
-    if diff is None or names is None or others is None:
-        return None
-    h = hashlib.sha256(diff)
-    changed = [n for n in names.splitlines() if n]
-    for name in sorted(n for n in others.splitlines() if n):
-        changed.append(name)
-        h.update(b"\0untracked\0" + name.encode())
-        try:
-            h.update((Path(root) / name).read_bytes())
-        except OSError:
-            pass
-    return h.hexdigest(), changed
-
-
-def source_state(root, script: str) -> dict | None:
-    """The commit the sources of ``script``'s report come from: ``{"commit": HEAD, "dirty": bool,
-    "changed": [uncommitted paths], "fingerprint": sha256 of the uncommitted difference}``, or
-    None outside a git checkout. A report generated from a dirty tree is not stale as long as the
-    same uncommitted difference is still there (same fingerprint)."""
-    head = _git(root, "rev-parse", "HEAD")
-    if head is None:
-        return None
-    commit = head.strip()
-    fp = _fingerprint(root, commit, source_paths(script))
-    if fp is None:
-        return None
-    return {"commit": commit, "dirty": bool(fp[1]), "changed": fp[1][:20],
-            "fingerprint": fp[0]}
-
-
-def describe_state(state: dict | None) -> str:
-    """One line for a report's header: the commit, and the uncommitted files if any."""
-    if state is None:
-        return "Source: commit unknown (not generated from a git checkout)."
-    s = f"Source: commit `{state['commit'][:12]}`"
-    if state["dirty"]:
-        ch = state["changed"]
-        s += (f" plus uncommitted changes (dirty) in {', '.join(ch[:5])}"
-              + (f" and {len(ch) - 5} more" if len(ch) > 5 else ""))
-    else:
-        s += " (clean: the script, experiments/_common.py and symdyn/ as committed)"
-    return s + "."
-
-
-def state_marker(state: dict | None) -> str:
-    """A machine-readable comment for a report, read back by :func:`state_from_report`."""
-    if state is None:
-        return ""
-    return (f"<!-- {MARK}: commit={state['commit']} dirty={int(state['dirty'])} "
-            f"fingerprint={state['fingerprint']} -->")
-
-
-def state_from_report(path) -> dict | None:
-    """The source state a report recorded (see :func:`state_marker`), or None."""
-    try:
-        text = Path(path).read_text(errors="replace")[:20000]
-    except OSError:
-        return None
-    m = re.search(MARK + r": commit=([0-9a-f]{7,40}) dirty=([01]) fingerprint=([0-9a-f]{64})", text)
-    if m is None:
-        return None
-    return {"commit": m.group(1), "dirty": m.group(2) == "1", "changed": [],
-            "fingerprint": m.group(3)}
-
-
-STATE_ENV = "SYMDYN_SOURCE_STATE"
-
-
-def report_provenance(root, script: str) -> list[str]:
-    """Lines for the header of ``script``'s report: the commit it is generated from (the runner's
-    :func:`source_state`, passed in ``$SYMDYN_SOURCE_STATE`` when it started the script; else read
-    from git now) and the marker :func:`state_from_report` reads back."""
-    st = None
-    given = os.environ.get(STATE_ENV)
-    if given:
-        try:
-            st = json.loads(given)
-        except ValueError:
-            st = None
-        if not (isinstance(st, dict) and st.get("commit")):
-            st = None
-    if st is None:
-        st = source_state(root, script)
-    return [describe_state(st)] + ([state_marker(st)] if st is not None else []) + [""]
-
-
-def staleness(root, script: str, state: dict | None) -> str | None:
-    """None when the sources of ``script``'s report are what they were when it was generated
-    (``state``), else a short reason: "stale: sources changed since <commit> (files)"."""
-    if not state or not state.get("commit"):
-        return None
-    short = state["commit"][:7]
-    if _git(root, "cat-file", "-e", state["commit"] + "^{commit}") is None:
-        return f"source commit {short} not found in this repository"
-    fp = _fingerprint(root, state["commit"], source_paths(script))
-    if fp is None or fp[0] == state.get("fingerprint"):
-        return None
-    changed = fp[1]
-    if state.get("dirty"):   # which files differ from the recorded uncommitted state is not
-        # known (only its fingerprint is); name those that now differ from the commit
-        before = set(state.get("changed") or ())
-        now = [c for c in changed if c not in before] or changed
-        more = f" and {len(now) - 3} more" if len(now) > 3 else ""
-        return (f"stale: sources changed since {short} plus its uncommitted changes (now "
-                f"differing from {short}: {', '.join(now[:3])}{more})")
-    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-    return f"stale: sources changed since {short} ({', '.join(changed[:3])}{more})"
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -414,7 +184,7 @@ class RunResult:
 def resolve(names: Sequence[str]) -> list[Experiment]:
     """Experiments named in ``names`` (``all`` = every one, in registry order)."""
     if not names:
-        raise ValueError("name at least one experiment, or 'all' (see 'symdyn experiments list')")
+        raise ValueError("name at least one experiment, or 'all' (see 'python experiments/runner.py list')")
     if "all" in names:
         if len(names) > 1:
             raise ValueError("'all' cannot be combined with other experiment names")
@@ -445,9 +215,9 @@ def _env(root: Path) -> dict:
 def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
             echo: Callable[[str], None], timeout: float | None = None,
             root: Path | None = None, state: dict | None = None) -> RunResult:
-    """Run one experiment of the checkout ``root`` (default: :func:`find_root`) as a subprocess,
-    streaming its output through ``echo``."""
-    root = find_root() if root is None else Path(root)
+    """Run one experiment of the checkout ``root`` (default: this one) as a subprocess, streaming
+    its output through ``echo``."""
+    root = ROOT if root is None else Path(root)
     script = root / "experiments" / exp.script
     if not script.is_file():
         return RunResult(exp.name, "failed", 0.0, f"{script} not found (a source checkout is "
@@ -509,18 +279,18 @@ def run_one(exp: Experiment, quick: bool, out_dir: Path, default_dir: bool,
 
 def run(names: Sequence[str], quick: bool = False, out_dir=None, timeout: float | None = None,
         echo: Callable[[str], None] = print, root=None) -> list[RunResult]:
-    """Run the named experiments (or ``["all"]``) of the checkout ``root`` (default:
-    :func:`find_root`) in order and update the index in ``out_dir`` (default: the checkout's
-    reports/). Returns one :class:`RunResult` per experiment."""
+    """Run the named experiments (or ``["all"]``) of the checkout ``root`` (default: this one) in
+    order and update the index in ``out_dir`` (default: the checkout's reports/). Returns one
+    :class:`RunResult` per experiment."""
     exps = resolve(list(names))
-    root = find_root(root)
+    root = Path(ROOT if root is None else root)
     reports = root / "reports"
     default_dir = out_dir is None or Path(out_dir).resolve() == reports.resolve()
     out = reports if out_dir is None else Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     est = sum(e.minutes[1 if quick else 0] for e in exps)
     cold = sum(e.cold_minutes for e in exps)
-    echo(f"symdyn experiments: {len(exps)} to run ({'quick' if quick else 'full'} presets, "
+    echo(f"experiments: {len(exps)} to run ({'quick' if quick else 'full'} presets, "
          f"expected ~{est:.0f} min with a warm build cache"
          + (f", up to ~{est + cold:.0f} min with an empty one" if cold else "")
          + f"), scripts in {root / 'experiments'}, reports -> {out}")
@@ -537,7 +307,7 @@ def run(names: Sequence[str], quick: bool = False, out_dir=None, timeout: float 
         if res.status == "ok":
             record(out, exp, quick, res, state)
     write_index(out, root)
-    echo(f"symdyn experiments: done in {time.perf_counter() - t_all:.0f} s: " + ", ".join(
+    echo(f"experiments: done in {time.perf_counter() - t_all:.0f} s: " + ", ".join(
         f"{r.name} {r.status}" for r in results) + f"; index {out / INDEX}")
     return results
 
@@ -563,7 +333,7 @@ def record(directory: Path, exp: Experiment, quick: bool, res: RunResult,
     runs[exp.name] = {
         "source": state,
         "command": exp.command(quick),
-        "cli": f"symdyn experiments run {exp.name}" + (" --quick" if quick else ""),
+        "cli": f"{COMMAND} run {exp.name}" + (" --quick" if quick else ""),
         "preset": "quick" if quick else "full",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "seconds": round(res.seconds, 1),
@@ -606,24 +376,20 @@ def write_index(directory: Path, root=None) -> Path:
 
     The source column gives the commit each report was generated from (from ``runs.json``, else
     from the marker the report itself carries) and flags a report whose generating sources (its
-    script, ``experiments/_common.py``, ``symdyn/``) differ now from what they were then
+    script and the modules it imports) differ now from what they were then
     (:func:`staleness`), so that it should be regenerated. ``root``: the checkout to compare
-    with (default: :func:`find_root`, when one is found)."""
-    if root is None:
-        try:
-            root = find_root()
-        except CheckoutError:
-            root = None
+    with (default: this one)."""
+    root = ROOT if root is None else root
     runs = _load_runs(directory)
     L = ["# symdyn reports", "",
          "Every result symdyn claims about its papers, regenerated by one command. "
-         "`symdyn experiments run all` regenerates everything (`--quick` for small presets; "
-         "`symdyn experiments list` shows the experiments); `symdyn experiments run NAME` "
+         f"`{COMMAND} run all` regenerates everything (`--quick` for small presets; "
+         f"`{COMMAND} list` shows the experiments); `{COMMAND} run NAME` "
          "regenerates one report. This index is rewritten after every run.", "",
          "The source column is the commit each report was generated from (\"dirty\": with "
          "uncommitted changes in its sources); \"stale\" marks a report whose sources (its "
-         "script, experiments/_common.py, symdyn/) changed since, so that its numbers may no "
-         "longer be what the code gives.", "",
+         "script and the modules of experiments/ and symdyn/ it imports) changed since, so that "
+         "its numbers may no longer be what the code gives.", "",
          "| report | reproduces | command | last generated (UTC) | preset | duration | source |",
          "|---|---|---|---|---|---|---|"]
     machines: dict[str, list[str]] = {}
@@ -672,19 +438,14 @@ def write_index(directory: Path, root=None) -> Path:
     return path
 
 
-# --- CLI ------------------------------------------------------------------------------------------
+# --- command line -------------------------------------------------------------------------------
 
-def register(subparsers) -> None:
-    """Add ``symdyn experiments list|run`` to the ``symdyn`` command."""
-    p = subparsers.add_parser(
-        "experiments", help="run the experiments that regenerate reports/",
-        description="Run the scripts in experiments/ that regenerate the reports in reports/ "
-                    "(and its README.md index).")
-    sub = p.add_subparsers(dest="action", metavar="ACTION")
-    root_help = (f"source checkout holding experiments/ (default: ${ROOT_ENV}, else the current "
-                 "directory or a parent, else the checkout of an editable install)")
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=COMMAND, description="Run the scripts in experiments/ that "
+                                "regenerate the reports in reports/ (and its README.md index).")
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    root_help = "source checkout holding experiments/ (default: this one)"
     ls = sub.add_parser("list", help="list the experiments and their reports")
-    ls.add_argument("--root", default=None, metavar="DIR", help=root_help)
     ls.set_defaults(func=_cmd_list)
     r = sub.add_parser("run", help="run experiments: NAME [NAME ...] or all")
     r.add_argument("names", nargs="+", metavar="NAME", help="experiment names, or 'all'")
@@ -695,7 +456,7 @@ def register(subparsers) -> None:
     r.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="kill an experiment that runs longer than S seconds")
     r.set_defaults(func=_cmd_run)
-    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+    return p
 
 
 def _cmd_list(args) -> int:
@@ -705,20 +466,31 @@ def _cmd_list(args) -> int:
         print(f"{e.name:<{width}}  ~{e.minutes[0]:g} min (quick ~{e.minutes[1]:g}{cold})  "
               f"{e.title}")
         print(f"{'':<{width}}  -> reports/{', '.join(e.reports)}")
-    try:
-        where = f"scripts in {find_root(args.root) / 'experiments'}"
-    except CheckoutError as exc:
-        if args.root is not None or os.environ.get(ROOT_ENV):
-            raise
-        where = f"no source checkout found: {exc}"
-    print(f"\nrun: symdyn experiments run NAME|all [--quick]; {where}")
+    print(f"\nrun: {COMMAND} run NAME|all [--quick]")
     return 0
 
 
 def _cmd_run(args) -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    if args.root is not None and not (Path(args.root) / "experiments").is_dir():
+        raise ValueError(f"--root {args.root!r} has no experiments/ directory")
     results = run(args.names, quick=args.quick, out_dir=args.out_dir, timeout=args.timeout,
                   root=args.root)
     fine = ("ok", "skipped") if "all" in args.names else ("ok",)  # a named skip is an error
     return 0 if all(r.status in fine for r in results) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; errors in the arguments exit with status 2 and one line."""
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"{COMMAND}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Model spec strings: the ``MODEL`` / ``--model SPEC`` argument of the ``symdyn`` command.
+"""Model spec strings: short names for models, as the ``symdyn`` command's ``MODEL`` argument.
 
 :func:`from_spec` turns strings like ``"serial:20"``, ``"binary:15"``, ``"quadruped:12:floating"``,
 ``"robot:panda"`` or a path to a ``.urdf`` file into a :class:`~symdyn.model.Model` by calling the
@@ -6,11 +6,10 @@ builders of :mod:`symdyn.models` (which know nothing about strings); :data:`SPEC
 shown by ``symdyn ... --help``. Malformed or unknown specs raise :class:`SpecError` (a
 ``ValueError``) whose message names the spec and what is wrong.
 
-The parser lives with the command line because a spec is a command-line notation; Python code
-that wants a model calls the builders directly (``serial_chain(20)``), or uses ``from_spec`` for
-the same short names as the CLI::
+Python code that wants a model calls the builders directly (``serial_chain(20)``), or uses
+``from_spec`` for the same short names as the command line::
 
-    from symdyn.cli.specs import from_spec
+    from symdyn.io.specs import from_spec
     model = from_spec("branched:20:5")
 """
 from __future__ import annotations
@@ -34,8 +33,8 @@ SPEC_HELP = """model specs (options after the numbers, separated by ':'):
   planar:N[:symbolic]                 planar chain (symbolic: SymPy masses, lengths, inertias)
   paper004:N                          paper 004's benchmark chain
   random:N[:seed=S][:floating][:joint=KIND]  random tree
-  robot:NAME[:lock=LOCKS]             a robot from example-robot-data (symdyn.robots.load_robot)
-  PATH.urdf[:floating][:lock=LOCKS]   a URDF file (symdyn.urdf.load_urdf)
+  robot:NAME[:lock=LOCKS]             a robot from example-robot-data (symdyn.io.robots.load_robot)
+  PATH.urdf[:floating][:lock=LOCKS]   a URDF file (symdyn.io.urdf.load_urdf)
 any spec may end with :lock=LOCKS (e.g. serial:4:lock=link2_joint=0.5).
 LOCKS: joints locked with Model.reduced, NAME[=VALUE],... (default value 0 / neutral), e.g.
   robot:panda:lock=panda_finger_joint1,panda_finger_joint2   (the Panda arm without fingers)"""
@@ -176,19 +175,19 @@ def _from_spec(spec: str) -> Model:
         path, floating = spec, False
         if spec.lower().endswith(":floating"):
             path, floating = spec[: -len(":floating")], True
-        from ..urdf import load_urdf
+        from .urdf import load_urdf
 
         return load_urdf(path, floating_base=floating)
     parts = rest.split(":") if rest else []
     if base not in _SPEC_KINDS:
-        from ..robots import available_robots
+        from .robots import available_robots
         hint = f" (the built-in robot: robot:{spec})" if spec in available_robots() else ""
         raise SpecError(f"unknown model spec {spec!r}{hint}; expected one of "
                         f"{', '.join(k + ':...' for k in _SPEC_KINDS)} or a path to a .urdf file")
     if base == "robot":
         if len(parts) != 1 or not parts[0]:
             raise SpecError(f"model spec {spec!r}: expected robot:NAME (e.g. robot:panda)")
-        from ..robots import load_robot
+        from .robots import load_robot
 
         return load_robot(parts[0])
     if not parts:

@@ -63,11 +63,11 @@ from xml.parsers import expat
 
 import numpy as np
 
-from .joints import make_joint
-from .model import (MAX_MAGNITUDE, Body, Model, ModelError, check_size, mass_com_inertia,
+from ..joints import make_joint
+from ..model import (MAX_MAGNITUDE, Body, Model, ModelError, check_size, mass_com_inertia,
                     physical_inertia_problem)
-from .spatial import Transform
-from .types import Array
+from ..spatial import Transform
+from ..types import Array
 
 __all__ = ["URDFError", "load_urdf", "mass_com_inertia", "physical_inertia_problem", "rpy_to_rot"]
 

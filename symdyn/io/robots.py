@@ -1,7 +1,7 @@
 """Real robots from ``example-robot-data`` (``pip install example-robot-data``).
 
 ``robot_urdf(name)`` locates a robot's URDF and ``load_robot(name)`` loads it with
-:func:`symdyn.urdf.load_urdf`, by default with a floating base for legged robots, humanoids and
+:func:`symdyn.io.urdf.load_urdf`, by default with a floating base for legged robots, humanoids and
 drones and a fixed base for arms, hands and mobile manipulators. The pip package installs its data
 under ``<site-packages>/cmeel.prefix/share/example-robot-data/robots``; it is found through the
 package's installed-file record (``importlib.metadata``), then the interpreter's site directories and
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from .model import Model
+    from ..model import Model
 
 __all__ = ["ROBOTS", "available_robots", "load_robot", "robot_urdf", "robots_dir"]
 
@@ -168,7 +168,7 @@ def load_robot(name: str, floating_base: bool | None = None, lock: Any = None,
     ``lock``: joints to lock (names, locked at 0 / neutral, or a dict name -> value), as
     :meth:`Model.reduced <symdyn.model.Model.reduced>`; e.g. the Panda arm without its fingers:
     ``load_robot("panda", lock=["panda_finger_joint1", "panda_finger_joint2"])``.
-    Further keyword arguments go to :func:`symdyn.urdf.load_urdf` (``gravity``, ``check_inertias``,
+    Further keyword arguments go to :func:`symdyn.io.urdf.load_urdf` (``gravity``, ``check_inertias``,
     ``max_bodies``, ``armature``, ``mimic``).
     """
     from .urdf import load_urdf

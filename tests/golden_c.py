@@ -1,12 +1,12 @@
-"""Golden generated C: the exact sources that :mod:`symdyn.codegen.generate` writes for a few tiny
+"""Golden generated C (a test tool, not part of the package): the exact sources that :mod:`symdyn.codegen.generate` writes for a few tiny
 models, stored under ``tests/golden`` and compared by ``tests/test_codegen_golden.py``. A change
 in CasADi's output, in a pass (:data:`symdyn.codegen.generate.PASSES`), in the wrapper or in an
 algorithm's graph then shows as a reviewable diff instead of passing silently.
 
 Regenerate after an intended change (and review ``git diff tests/golden``)::
 
-    python -m symdyn.codegen.golden --update          # or: SYMDYN_UPDATE_GOLDEN=1 pytest tests/test_codegen_golden.py
-    python -m symdyn.codegen.golden --check           # exit 1 and list the files that differ
+    python tests/golden_c.py --update          # or: SYMDYN_UPDATE_GOLDEN=1 pytest tests/test_codegen_golden.py
+    python tests/golden_c.py --check           # exit 1 and list the files that differ
 
 The texts are normalized before comparing: the CasADi and symdyn version strings in the files'
 banners become ``<version>``, so that a version bump alone is no diff.
@@ -26,7 +26,7 @@ CASES: dict[str, tuple[Callable, str]] = {}
 
 def _cases() -> dict[str, tuple[Callable, str]]:
     if not CASES:
-        from ..models import planar_chain, serial_chain
+        from symdyn.models import planar_chain, serial_chain
 
         CASES.update({
             "serial2_rnea": (lambda: serial_chain(2), "rnea"),
@@ -56,7 +56,7 @@ API_CASE = "floating1_crba"     # the case whose wrapper (*_api.c, with a quater
 def generate_case(name: str) -> dict[str, str]:
     """{golden file name: normalized text} of one case: the algorithm's C source (after the
     passes), and for :data:`API_CASE` the wrapper ``*_api.c``."""
-    from .generate import generate_sources
+    from symdyn.codegen.generate import generate_sources
 
     builder, algorithm = _cases()[name]
     model = builder()
@@ -74,7 +74,7 @@ def generate_case(name: str) -> dict[str, str]:
 
 def default_dir() -> Path:
     """``tests/golden`` of the source checkout this module belongs to."""
-    return Path(__file__).resolve().parents[2] / "tests" / "golden"
+    return Path(__file__).resolve().parent / "golden"
 
 
 def compare(directory: Path | None = None, update: bool = False) -> list[str]:
@@ -94,7 +94,7 @@ def compare(directory: Path | None = None, update: bool = False) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m symdyn.codegen.golden",
+    p = argparse.ArgumentParser(prog="python tests/golden_c.py",
                                 description="Check or regenerate the golden generated C files.")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--update", action="store_true", help="rewrite the golden files")

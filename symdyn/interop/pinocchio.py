@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from .joints import Fixed, Floating, Helical, Joint, Prismatic, Revolute, Spherical
-from .model import Body, Model, ModelError
-from .spatial import Transform
+from ..joints import Fixed, Floating, Helical, Joint, Prismatic, Revolute, Spherical
+from ..model import Body, Model, ModelError
+from ..spatial import Transform
 
 __all__ = ["PinocchioConversionError", "PinocchioMaps", "configuration_permutation",
            "from_pinocchio", "matrix_from_pin", "matrix_to_pin", "pinocchio_maps",
@@ -313,7 +313,7 @@ def from_pinocchio(pin_model: Any, name: str | None = None, frames: bool = True,
     are the bodies' own frames and are not repeated. A FIXED_JOINT frame that a BODY frame hangs
     from at the same placement (the fixed joint and its child link, as Pinocchio's URDF parser
     and :func:`to_pinocchio` make them) becomes a fixed joint instead (``model.fixed_joints``:
-    joint name -> that link), as :func:`~symdyn.urdf.load_urdf` records it. A frame whose name is already taken (a link
+    joint name -> that link), as :func:`~symdyn.io.urdf.load_urdf` records it. A frame whose name is already taken (a link
     and a fixed joint of the same name) is left out with a ``UserWarning`` naming it. Frame
     inertias (``Frame.inertia``) are not added again: ``pin_model.inertias`` already holds what
     ``addFrame``/the parsers appended to the joints.
@@ -431,7 +431,7 @@ _BIG = 1e300  # Pinocchio writes "no limit" as +-max double
 def supports_actuation() -> bool:
     """Whether :class:`~symdyn.model.Model` has the actuation fields (limits, armature, damping,
     friction) that the bridges copy."""
-    from . import model as _model
+    from .. import model as _model
 
     return {"limits", "armature", "damping", "friction"} <= set(getattr(_model, "ACTUATION", ()))
 
