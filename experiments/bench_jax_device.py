@@ -34,7 +34,7 @@ def models(urdf_dir: Path):
     out = [("ur5", sd.load_urdf(urdf_dir / "ur5_robot.urdf"))]
     panda = sd.load_urdf(urdf_dir / "panda.urdf")
     out.append(("panda (fingers locked)",
-                panda.reduced(["panda_finger_joint1", "panda_finger_joint2"])))
+                sd.reduced_model(panda, ["panda_finger_joint1", "panda_finger_joint2"])))
     out.append(("serial_chain(20, seed=1)", serial_chain(20, seed=1)))
     return out
 

@@ -52,7 +52,7 @@ def ad_function(model):
     traced on SX, q-derivative in the tangent space (q (+) dq at dq = 0)."""
     Q, dQ = ca.SX.sym("q", model.nq), ca.SX.sym("dq", model.nv)
     V, A = ca.SX.sym("v", model.nv), ca.SX.sym("a", model.nv)
-    tau = rnea(model, model.integrate(Q, dQ, backend="casadi"), V, A, backend="casadi")
+    tau = rnea(model, D.integrate(model, Q, dQ, backend="casadi"), V, A, backend="casadi")
     return ca.Function("ad", [Q, dQ, V, A], [ca.jacobian(tau, dQ), ca.jacobian(tau, V)])
 
 

@@ -17,7 +17,7 @@ from . import models
 from .algorithms import (aba, aba_derivatives, body_jacobians, christoffel,
                          christoffel_from_mass_matrix, christoffel_nonzero, coriolis_matrix,
                          coriolis_product, coriolis_transpose_product, crba, forward_kinematics,
-                         gravity_vector, nonlinear_effects, rnea, rnea_derivatives)
+                         gravity_vector, integrate, nonlinear_effects, rnea, rnea_derivatives)
 from .algorithms import (center_of_mass, centroidal_momentum, centroidal_momentum_matrix,
                          centroidal_momentum_matrix_time_variation, com_jacobian,
                          frame_classical_acceleration, frame_jacobian,
@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
            "christoffel_from_mass_matrix", "christoffel_nonzero", "coriolis_matrix",
            "coriolis_product", "coriolis_transpose_product", "crba", "forward_kinematics",
-           "gravity_vector", "nonlinear_effects", "rnea", "rnea_derivatives", "BackendError",
+           "gravity_vector", "integrate", "nonlinear_effects", "rnea", "rnea_derivatives", "BackendError",
            "get_backend", "CoMCoordinates", "change_coordinates", "com_coordinates", "Fixed",
            "Floating", "Helical", "Planar", "Prismatic", "Revolute", "Spherical", "Body", "Model",
            "ModelError", "available_robots", "load_robot", "robot_urdf", "Transform", "URDFError",

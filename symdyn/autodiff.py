@@ -11,6 +11,8 @@ from typing import Any, Callable, Sequence
 import casadi as ca
 import numpy as np
 
+from .algorithms.configuration import integrate
+
 
 def ad_jacobians(model, fn: Callable, args: Sequence, kinds: Sequence[str], wrt: Sequence[int],
                  tangent: bool = True) -> tuple:
@@ -30,7 +32,7 @@ def ad_jacobians(model, fn: Callable, args: Sequence, kinds: Sequence[str], wrt:
         if k in wrt and kind == "q" and tangent:
             dq = ca.SX.sym(f"d{k}", model.nv)
             q0 = ca.SX.sym(f"x{k}", n)
-            inputs.append(model.integrate(q0, dq, backend="casadi"))
+            inputs.append(integrate(model, q0, dq, backend="casadi"))
             syms.append((dq, q0))
             vals.append((np.zeros(model.nv), x0))
         elif k in wrt:

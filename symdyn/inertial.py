@@ -22,22 +22,16 @@ whose dynamics are linear in the symbols.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .algorithms.regressors import PARAMETER_NAMES
-
-if TYPE_CHECKING:
-    from .model import Model
+from .model import Model, ModelError, UnsupportedParameterError, is_sympy
 
 __all__ = ["PARAMETER_NAMES", "inertia_from_parameters", "inertial_parameters",
            "parameter_names", "parameters_from_inertia", "parameters_from_spatial",
            "with_inertial_parameters"]
-
-
-def _is_sym(x) -> bool:
-    return type(x).__module__.split(".")[0] == "sympy"
 
 
 def parameters_from_spatial(I6: Any) -> list:
@@ -72,7 +66,7 @@ def inertia_from_parameters(p: Sequence[Any]) -> tuple:
     h: Any
     m, h, (xx, xy, yy, xz, yz, zz) = p[0], p[1:4], p[4:10]
     Ibar: Any = [[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]
-    if any(_is_sym(x) for x in p):
+    if any(is_sympy(x) for x in p):
         import sympy as sp
 
         m = sp.sympify(m)
@@ -126,7 +120,7 @@ def _entries(model: Model, pi: Any, n_arm: int) -> list:
     vector. Other shapes raise ValueError naming the accepted ones; a vector of the wrong length
     is left to the caller's count check."""
     n, L = model.N, 10 * model.N + n_arm
-    if _is_sym(pi) and hasattr(pi, "tolist"):        # SymPy matrices and N-dim arrays
+    if is_sympy(pi) and hasattr(pi, "tolist"):        # SymPy matrices and N-dim arrays
         pi = pi.tolist()
     try:
         arr = np.asarray(pi, dtype=object)
@@ -140,14 +134,14 @@ def _entries(model: Model, pi: Any, n_arm: int) -> list:
                          + (f"shape {arr.shape}" if arr.ndim else f"a {type(pi).__name__}"))
     vals = list(arr.reshape(-1))
     for k, v in enumerate(vals):
-        if isinstance(v, (list, tuple, dict, set, np.ndarray)) or (_is_sym(v)
+        if isinstance(v, (list, tuple, dict, set, np.ndarray)) or (is_sympy(v)
                                                                     and hasattr(v, "shape")):
             raise ValueError(f"pi must be {layouts} of {model.name!r}: entry {k} is a "
                              f"{type(v).__name__}, not a number or SymPy expression")
     if not model.is_symbolic and not any(getattr(v, "free_symbols", None)
-                                         for v in vals if _is_sym(v)):
+                                         for v in vals if is_sympy(v)):
         for k, v in enumerate(vals):
-            if _is_sym(v):
+            if is_sympy(v):
                 try:
                     vals[k] = float(v)
                 except TypeError:
@@ -173,8 +167,6 @@ def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -
     if type(pi).__module__.split(".")[0] == "casadi" or (
             isinstance(pi, (list, tuple)) and any(type(x).__module__.split(".")[0] == "casadi"
                                                   for x in pi)):
-        from .model import UnsupportedParameterError
-
         raise UnsupportedParameterError(
             "with_inertial_parameters: pi is a CasADi expression; models hold numbers or SymPy "
             "expressions. For dynamics with CasADi parameters use the regressors, which are "
@@ -190,7 +182,7 @@ def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -
     if with_arm:
         arm = vals[10 * model.N:]
         vals = vals[:10 * model.N]
-        if any(_is_sym(a) for a in arm):
+        if any(is_sympy(a) for a in arm):
             raise ValueError("with_inertial_parameters: the armature entries must be numbers "
                              "(model.armature is numeric); symbolic ones are not supported")
         try:
@@ -203,7 +195,6 @@ def with_inertial_parameters(model: Model, pi: Any, *, armature: bool = False) -
         try:
             triples.append(inertia_from_parameters(vals[10 * i:10 * i + 10]))
         except (TypeError, ValueError) as exc:
-            from .model import ModelError
 
             raise ModelError(f"body {model.names[i]!r}: {exc}") from None
     return model.replace(inertias=triples, **changes)

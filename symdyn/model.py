@@ -131,12 +131,13 @@ class Body:
     joint_name: str | None = None
 
 
-def _is_sym(x) -> bool:
+def is_sympy(x) -> bool:
+    """Whether ``x`` is a SymPy object (a number, expression or matrix)."""
     return type(x).__module__.split(".")[0] == "sympy"
 
 
 def _has_symbols(x) -> bool:
-    if _is_sym(x):
+    if is_sympy(x):
         return bool(getattr(x, "free_symbols", False))
     if isinstance(x, (list, tuple)):
         return any(_has_symbols(e) for e in x)
@@ -174,12 +175,12 @@ def _refuse_casadi(x, what: str) -> None:
             "or SymPy symbols and model.subs(...)")
 
 
-def _freeze(x):
+def freeze(x):
     """A read-only NumPy array, or an ImmutableMatrix for SymPy values."""
     if isinstance(x, np.ndarray):
         x.flags.writeable = False
         return x
-    if _is_sym(x) and hasattr(x, "shape"):
+    if is_sympy(x) and hasattr(x, "shape"):
         import sympy as sp
 
         return sp.ImmutableMatrix(x)
@@ -192,7 +193,7 @@ def _value_error(message: str, what: str, body: str | None) -> ModelError:
     return ModelError(message, body=body if problem else None, problem=problem, kind="value")
 
 
-def _const(x, shape, what, symbolic, body: str | None = None):
+def checked_constant(x, shape, what, symbolic, body: str | None = None):
     """Constant as a read-only float array, or a SymPy ImmutableMatrix when the model is symbolic.
     Refuses NaN, inf and magnitudes above :data:`MAX_MAGNITUDE` (``body``: the body it belongs
     to, recorded in the error)."""
@@ -226,7 +227,7 @@ def _const(x, shape, what, symbolic, body: str | None = None):
         raise _value_error(f"{what} has an entry of magnitude {big:.3g}, above "
                            f"symdyn.model.MAX_MAGNITUDE = {MAX_MAGNITUDE:g} (products of such values "
                            "overflow double precision in the dynamics)", what, body)
-    return _freeze(arr)
+    return freeze(arr)
 
 
 def check_inertia(mass, Ic, what: str) -> None:
@@ -322,7 +323,7 @@ def _check_frame(name: str | None, body: Any, X: Any) -> None:
             "expressions, as model parameters are")
     parts = []
     for what, x, shape in (("X.E", X[0], (3, 3)), ("X.r", X[1], (3,))):
-        if _is_sym(x) or _has_symbols(x):
+        if is_sympy(x) or _has_symbols(x):
             import sympy as sp
 
             try:
@@ -407,7 +408,7 @@ def _entry(x: Any, a: int, b: int | None = None) -> Any:
     """Entry ``[a]`` or ``[a, b]`` of an array, SymPy matrix or nested sequence (a 3-vector may be
     a column)."""
     if b is None:
-        arr = x if _is_sym(x) else np.asarray(x, dtype=object).reshape(-1)
+        arr = x if is_sympy(x) else np.asarray(x, dtype=object).reshape(-1)
         return arr[a]
     try:
         return x[a, b]
@@ -626,16 +627,16 @@ class Model:
             if not (isinstance(X, tuple) and len(X) == 2):
                 raise ModelError(f"body {names[i]!r}: Xtree entries must be Transform(E, r), got "
                                  f"{type(X).__name__}")
-            Xt.append(Transform(_const(X[0], (3, 3), f"body {names[i]!r} X_tree rotation", sym, names[i]),
-                                _const(X[1], (3,), f"body {names[i]!r} X_tree translation", sym, names[i])))
-        Is = tuple(_const(Ii, (6, 6), f"body {names[i]!r} spatial inertia", sym, names[i])
+            Xt.append(Transform(checked_constant(X[0], (3, 3), f"body {names[i]!r} X_tree rotation", sym, names[i]),
+                                checked_constant(X[1], (3,), f"body {names[i]!r} X_tree translation", sym, names[i])))
+        Is = tuple(checked_constant(Ii, (6, 6), f"body {names[i]!r} spatial inertia", sym, names[i])
                    for i, Ii in enumerate(I))
         params = tuple(None if p is None else
-                       (p[0] if _is_sym(p[0]) else float(p[0]), _freeze(p[1]), _freeze(p[2]))
+                       (p[0] if is_sympy(p[0]) else float(p[0]), freeze(p[1]), freeze(p[2]))
                        for p in body_params)
         frames, fixed_joints = _frame_tables(names, joint_names, frames, fixed_joints)
         self._set(name=str(name), is_symbolic=sym,
-                  gravity=_const(gravity, (3,), "gravity", sym),
+                  gravity=checked_constant(gravity, (3,), "gravity", sym),
                   names=names, parents=parents, joints=joints, joint_names=joint_names,
                   Xtree=tuple(Xt), I=Is, body_params=params,
                   frames=frames, fixed_joints=fixed_joints, check_inertias=check_inertias,
@@ -796,8 +797,8 @@ class Model:
             if not (isinstance(t, (tuple, list)) and len(t) == 3):
                 raise ModelError(f"{what}: inertias entries must be (mass, com, Ic) triples")
             mass = _scalar(t[0], f"{what} mass", sym, self.names[i])
-            com = _const(t[1], (3,), f"{what} com", sym, self.names[i])
-            Ic = _const(t[2], (3, 3), f"{what} inertia", sym, self.names[i])
+            com = checked_constant(t[1], (3,), f"{what} com", sym, self.names[i])
+            Ic = checked_constant(t[2], (3, 3), f"{what} inertia", sym, self.names[i])
             if not sym:
                 com = com.reshape(3)
             I.append(spatial.mcI(Bk, mass, com if sym else np.array(com), Ic if sym else np.array(Ic)))
@@ -834,38 +835,12 @@ class Model:
         fields["frames"] = {
             n: Frame(fr.body, Transform(num(fr.X.E, f"frame {n!r} X.E"),
                                         num(fr.X.r, f"frame {n!r} X.r").reshape(3)), n)
-            if _has_symbols(list(fr.X)) or _is_sym(fr.X.E) or _is_sym(fr.X.r) else fr
+            if _has_symbols(list(fr.X)) or is_sympy(fr.X.E) or is_sympy(fr.X.r) else fr
             for n, fr in self.frames.items()}
         fields["is_symbolic"] = False
         new = Model.__new__(Model)
         new._setup(**fields)
         return new
-
-    def reduced(self, lock: Any = (), **kwargs: Any) -> "Model":
-        """The model with the joints of ``lock`` fixed (Pinocchio's ``buildReducedModel``).
-
-        ``lock``: joint names (each locked at its neutral configuration: 0, or the identity
-        quaternion) or a dict joint name -> value (a number for one-coordinate joints, nq numbers
-        otherwise). See :func:`symdyn.reduce.reduced_model` for what is kept and how inertias
-        merge."""
-        from .reduce import reduced_model
-
-        return reduced_model(self, lock, **kwargs)
-
-    def inertial_parameters(self, *, armature: bool = False) -> Any:
-        """The 10 N inertial parameters (Pinocchio's order, inertia about each body origin), with
-        ``armature=True`` followed by the nv armature entries; see
-        :func:`symdyn.inertial.inertial_parameters`."""
-        from .inertial import inertial_parameters
-
-        return inertial_parameters(self, armature=armature)
-
-    def with_inertial_parameters(self, pi: Any, *, armature: bool = False) -> "Model":
-        """A new, validated model with the inertial parameters ``pi`` (with ``armature=True``
-        followed by the nv armature entries); see :func:`symdyn.inertial.with_inertial_parameters`."""
-        from .inertial import with_inertial_parameters
-
-        return with_inertial_parameters(self, pi, armature=armature)
 
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
@@ -884,7 +859,7 @@ class Model:
 
     def _make_constants(self, B) -> ModelConstants:
         def native(x):  # SymPy ImmutableMatrix -> nested lists, so that B.const gives its own type
-            return x.tolist() if _is_sym(x) else x
+            return x.tolist() if is_sympy(x) else x
 
         def vec(x):  # a 3-vector as a flat list: each backend's const makes its own vector
             return B.const([x[k] for k in range(3)])
@@ -913,13 +888,6 @@ class Model:
         rng = np.random.default_rng(rng)
         return np.concatenate([np.zeros(0), *(np.asarray(j.random_q(rng), float)
                                               for j in self.joints)])
-
-    def integrate(self, q: Array, v: Array, dt: Any = 1.0, backend: str | None = None) -> Array:
-        """q (+) v dt joint by joint (quaternion joints on the sphere)."""
-        from .algorithms.common import entry
-
-        B, (qs, vs) = entry(self, ("q", q, "q"), ("v", v, "v"), backend=backend)
-        return B.vcat([j.integrate(B, qs[i], vs[i], dt) for i, j in enumerate(self.joints)])
 
     def parameters(self) -> list:
         """The SymPy symbols the model's constants depend on (sorted by name)."""
@@ -992,18 +960,18 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
             if not isinstance(b.joint, Joint):
                 raise ModelError(f"{what}: joint must be a symdyn Joint, got {type(b.joint).__name__}")
             _refuse_casadi(b.mass, f"{what} mass")
-            mass = b.mass if sym and _is_sym(b.mass) else _scalar(b.mass, f"{what} mass", sym, b.name)
-            com = _const(b.com, (3,), f"{what} com", sym, b.name)
-            Ic = _const(b.inertia, (3, 3), f"{what} inertia", sym, b.name)
-            if check_inertias and not (_is_sym(mass) or _has_symbols(Ic)):
+            mass = b.mass if sym and is_sympy(b.mass) else _scalar(b.mass, f"{what} mass", sym, b.name)
+            com = checked_constant(b.com, (3,), f"{what} com", sym, b.name)
+            Ic = checked_constant(b.inertia, (3, 3), f"{what} inertia", sym, b.name)
+            if check_inertias and not (is_sympy(mass) or _has_symbols(Ic)):
                 check_inertia(float(mass), np.array(Ic, dtype=float), what)
-            elif not _is_sym(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
+            elif not is_sympy(mass) and not (float(mass) > 0 or (allow_massless and float(mass) == 0)):
                 raise ModelError(f"{what}: mass must be positive, got {mass}")
             if b.X_tree is not None:
                 _refuse_casadi(list(b.X_tree), f"{what} X_tree")
             X = b.X_tree if b.X_tree is not None else Transform(eye, Bk.zeros(3))
-            X = Transform(_const(X.E, (3, 3), f"{what} X_tree rotation", sym, b.name),
-                          _const(X.r, (3,), f"{what} X_tree translation", sym, b.name))
+            X = Transform(checked_constant(X.E, (3, 3), f"{what} X_tree rotation", sym, b.name),
+                          checked_constant(X.r, (3,), f"{what} X_tree translation", sym, b.name))
             if not sym:
                 X = Transform(np.array(X.E), np.array(X.r))
                 com, Ic = np.array(com), np.array(Ic)
@@ -1014,7 +982,7 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
                 com, Ic = sp.Matrix(com), sp.Matrix(Ic)
             Ibody = spatial.mcI(Bk, mass, com, Ic)
             if not sym:  # overflow of m S(c) S(c)^T: refused here, naming the body
-                _const(Ibody, (6, 6), f"{what} spatial inertia", sym, b.name)
+                checked_constant(Ibody, (6, 6), f"{what} spatial inertia", sym, b.name)
             if b.parent is None:
                 parent, Xp = -1, None
             else:
@@ -1022,17 +990,17 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
             if Xp is not None:  # parent was merged into body `parent`: Xtree composes
                 X = spatial.compose(Bk, X, Xp)
                 if not sym:
-                    _const(X.r, (3,), f"{what} X_tree translation (composed with fixed parents)", sym, b.name)
+                    checked_constant(X.r, (3,), f"{what} X_tree translation (composed with fixed parents)", sym, b.name)
             if isinstance(b.joint, Fixed):
                 # merge into the parent (paper-style trees have no fixed joints)
                 if parent >= 0:
                     I[parent] = I[parent] + spatial.congruence(Bk, X, Ibody)
                     if not sym:
-                        _const(I[parent], (6, 6), f"{what} spatial inertia merged into body "
+                        checked_constant(I[parent], (6, 6), f"{what} spatial inertia merged into body "
                                f"{names[parent]!r}", sym, b.name)
                     params[parent] = None
                 where[b.name] = (parent, X)
-                frames[b.name] = Frame(parent, Transform(_freeze(X.E), _freeze(X.r)), b.name)
+                frames[b.name] = Frame(parent, Transform(freeze(X.E), freeze(X.r)), b.name)
                 if b.joint_name is not None:
                     if b.joint_name in fixed_joints:
                         raise ModelError(f"duplicate joint names [{b.joint_name!r}] (fixed joints of "
@@ -1047,7 +1015,7 @@ def _build(ordered: list[Body], sym: bool, check_inertias: bool, allow_massless:
             Xtree.append(X)
             I.append(Ibody)
             params.append((mass, com, Ic))
-            frames[b.name] = Frame(len(names) - 1, Transform(_freeze(Bk.eye(3)), _freeze(Bk.zeros(3))),
+            frames[b.name] = Frame(len(names) - 1, Transform(freeze(Bk.eye(3)), freeze(Bk.zeros(3))),
                                    b.name)
     return dict(names=names, parents=parents, joints=joints, joint_names=jnames, Xtree=Xtree, I=I,
                 body_params=params, frames=frames, fixed_joints=fixed_joints)
@@ -1083,7 +1051,7 @@ def _frame_tables(names, joint_names, frames, fixed_joints) -> tuple[_ReadOnlyDi
 
 def _scalar(x, what, sym, body: str | None = None):
     _refuse_casadi(x, what)
-    if sym and _is_sym(x):
+    if sym and is_sympy(x):
         return x
     try:
         v = float(x)
@@ -1158,7 +1126,7 @@ def _numbers(x, n: int, what: str, *, nonneg: bool, allow_inf: bool) -> np.ndarr
     if nonneg and np.any(arr < 0):
         k = int(np.argmax(arr < 0))
         raise ModelError(f"{what} must be >= 0, got {arr[k]} at index {k}")
-    return _freeze(arr.copy())
+    return freeze(arr.copy())
 
 
 class _Given(NamedTuple):
@@ -1174,7 +1142,7 @@ def _per_v(model: "Model", value, what: str, base=None) -> np.ndarray:
     if isinstance(value, _Given):
         value, base = value
     if value is None:
-        return _freeze(np.zeros(model.nv))
+        return freeze(np.zeros(model.nv))
     if isinstance(value, dict):
         out = np.zeros(model.nv) if base is None else np.array(base, dtype=float)
         for jn, val in value.items():
@@ -1184,7 +1152,7 @@ def _per_v(model: "Model", value, what: str, base=None) -> np.ndarray:
             i = model.joint_names.index(jn)
             a, b = model.v_idx[i]
             out[a:b] = _numbers(val, b - a, f"{what}[{jn!r}]", nonneg=True, allow_inf=False)
-        return _freeze(out)
+        return freeze(out)
     return _numbers(value, model.nv, what, nonneg=True, allow_inf=False)
 
 

@@ -1,6 +1,6 @@
 """Reduced models (locked joints) and mimic-joint coupling.
 
-Locked joints: :func:`reduced_model` (``model.reduced(lock=...)``), Pinocchio's
+Locked joints: :func:`reduced_model` (``reduced_model(model, lock=...)``), Pinocchio's
 ``buildReducedModel``. Each locked joint becomes rigid at the given value (default: its neutral
 configuration, 0 or the identity quaternion): its body is merged into its parent with the exact
 composite inertia ``X^T I X`` through the locked joint transform ``X = XJ(q_lock) Xtree``, its
@@ -30,8 +30,8 @@ independent coordinates, the master's actuator driving its mimic joints).
 """
 from __future__ import annotations
 
+import inspect
 import math
-import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from . import spatial
 from .backends import get_backend, resolve_backend
-from .model import Frame, Limits, ModelError, _freeze, _is_sym
+from .model import Frame, Limits, ModelError, freeze, is_sympy
 from .spatial import Transform
 from .types import Array
 
@@ -58,12 +58,12 @@ def _lock_value(model: "Model", i: int, value: Any, sym: bool):
     if value is None:
         vals = list(joint.neutral())
     else:
-        if _is_sym(value) and not hasattr(value, "shape"):
+        if is_sympy(value) and not hasattr(value, "shape"):
             vals = [value]
         else:
-            arr = value if isinstance(value, (list, tuple)) or _is_sym(value) else np.asarray(value)
+            arr = value if isinstance(value, (list, tuple)) or is_sympy(value) else np.asarray(value)
             try:
-                vals = [value] if np.ndim(arr) == 0 and not _is_sym(value) else list(arr)
+                vals = [value] if np.ndim(arr) == 0 and not is_sympy(value) else list(arr)
             except TypeError:
                 raise ModelError(f"lock value of joint {jn!r} must be a number or {joint.nq} "
                                  f"numbers, got {value!r}") from None
@@ -138,8 +138,9 @@ def _warn_outside_limits(model: "Model", values: dict[str, list], given: Mapping
 
 def _caller_level() -> int:
     """The ``stacklevel`` that points a warning raised by the caller at the first frame outside
-    symdyn (the user's call to ``model.reduced``, ``load_urdf(lock=...)``, ...)."""
-    f: Any = sys._getframe(1)
+    symdyn (the user's call to ``reduced_model``, ``load_urdf(lock=...)``, ...)."""
+    f: Any = inspect.currentframe()
+    f = f.f_back if f is not None else None
     level = 1
     while f is not None and str(f.f_globals.get("__name__", "")).split(".")[0] == "symdyn":
         f, level = f.f_back, level + 1
@@ -204,7 +205,7 @@ def reduced_model(model: "Model", lock: Any = (), name: str | None = None) -> "M
             continue
         k, Xw = where[fr.body]
         X = fr.X if Xw is None else spatial.compose(Bk, Transform(fr.X.E, fr.X.r), Xw)
-        frames[fname] = Frame(k, Transform(_freeze(X.E), _freeze(X.r)), fname)
+        frames[fname] = Frame(k, Transform(freeze(X.E), freeze(X.r)), fname)
     # locked joints become fixed joints: their frame is their body's (child link) frame
     fixed_joints = dict(model.fixed_joints)
     fixed_joints.update({jn: model.names[i] for i, jn in enumerate(model.joint_names) if jn in values})

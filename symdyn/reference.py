@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .algorithms.aba import aba
+from .algorithms.configuration import integrate
 from .algorithms.rnea import rnea
 from .model import Model
 from .types import Array, ExternalForces
@@ -101,8 +102,8 @@ def _fd(model, fn, args, n_wrt, h):
             e[c] = h
             plus, minus = list(args), list(args)
             if k == 0:
-                plus[0] = model.integrate(args[0], e)
-                minus[0] = model.integrate(args[0], -e)
+                plus[0] = integrate(model, args[0], e)
+                minus[0] = integrate(model, args[0], -e)
             else:
                 plus[k] = args[k] + e
                 minus[k] = args[k] - e
@@ -130,7 +131,7 @@ def reference_mass_matrix_rate(model: Model, q: Array, qd: Array) -> np.ndarray:
     for what, x in (("q", Q), ("qd", QD)):
         _numeric(model, (what, x[0], "q" if what == "q" else "v"))
     q0, dq, v = ca.SX.sym("q", model.nq), ca.SX.sym("dq", model.nv), ca.SX.sym("qd", model.nv)
-    M = crba(model, model.integrate(q0, dq, backend="casadi"), backend="casadi")
+    M = crba(model, integrate(model, q0, dq, backend="casadi"), backend="casadi")
     Mdot = ca.substitute(ca.jtimes(ca.vec(M), dq, v), dq, ca.SX.zeros(model.nv))
     f = ca.Function("Mdot", [q0, v], [Mdot]).map(len(Q))
     n = model.nv

@@ -136,9 +136,9 @@ def call(backend: str, fn, model, args, kinds, numeric=(), **kw):
 
 def tangent_jacobian(model, fn, q, *rest):
     """J[..., k] = d/de_k fn(model, q (+) e, *rest) at e = 0, by CasADi AD of the algorithm
-    traced on SX (q (+) e through model.integrate); shape fn's shape + (nv,)."""
+    traced on SX (q (+) e through sd.integrate); shape fn's shape + (nv,)."""
     e = ca.SX.sym("e", model.nv)
-    qe = model.integrate(ca.SX(ca.DM(np.asarray(q, float))), e, backend="casadi")
+    qe = sd.integrate(model, ca.SX(ca.DM(np.asarray(q, float))), e, backend="casadi")
     rest_ca = [ca.SX(ca.DM(np.asarray(r, float))) for r in rest]
     y = ca.SX(fn(model, qe, *rest_ca, backend="casadi"))
     J = np.array(ca.Function("J", [e], [ca.jacobian(ca.vec(y), e)])(np.zeros(model.nv)), float)

@@ -276,7 +276,7 @@ def test_armature_in_aba_derivatives_and_switch_off(armed):
     for k in range(m.nv):
         e = np.zeros(m.nv)
         e[k] = h
-        fd[:, k] = (sd.aba(m, m.integrate(q, e), qd, tau) - sd.aba(m, m.integrate(q, -e), qd, tau)) / (2 * h)
+        fd[:, k] = (sd.aba(m, sd.integrate(m, q, e), qd, tau) - sd.aba(m, sd.integrate(m, q, -e), qd, tau)) / (2 * h)
     np.testing.assert_allclose(sd.aba_derivatives(m, q, qd, tau)[0], fd, atol=1e-6)
     off = m.replace(armature=0)
     q = m.random_q(3)

@@ -8,6 +8,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
+import symdyn as sd
 from symdyn.constrained import ClusterTree
 from symdyn.constrained.cluster_christoffel import christoffel_tensor
 from symdyn.constrained import ClosureError
@@ -99,7 +100,7 @@ def test_casadi(make):
 def random_closed_configuration(loop, rng, scale=0.1, tries=20):
     """Newton from a random tangent perturbation of q_ref (a new draw when it cannot close)."""
     for _ in range(tries):
-        q0 = loop.tree.integrate(loop.q_ref, scale * rng.normal(size=loop.tree.nv))
+        q0 = sd.integrate(loop.tree, loop.q_ref, scale * rng.normal(size=loop.tree.nv))
         try:
             return solve_configuration(loop, q0)
         except ClosureError:

@@ -8,6 +8,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
+import symdyn as sd
 from symdyn.constrained import (ClosureError, ClusterTree, LoopClosure, LoopModel,
                                 SingularConfigurationError)
 from symdyn.constrained.mechanisms import (branched_loops, five_bar_leg, four_bar, loop_chain,
@@ -153,7 +154,7 @@ def test_bad_input():
     ct = ClusterTree(loop)
     q = loop.q_ref
     with pytest.raises(ClosureError, match="does not close"):
-        ct.coriolis_matrix(loop.tree.integrate(q, 0.05 * np.ones(loop.tree.nv)), np.ones(ct.ny))
+        ct.coriolis_matrix(sd.integrate(loop.tree, q, 0.05 * np.ones(loop.tree.nv)), np.ones(ct.ny))
     with pytest.raises(ValueError, match="y"):
         ct.coriolis_matrix(q, np.ones(ct.ny + 1))
     with pytest.raises(ValueError, match="factorization"):

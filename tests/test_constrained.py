@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import symdyn as sd
 from symdyn.algorithms import body_jacobians, crba, rnea
 from symdyn.algorithms.christoffel import christoffel
 from symdyn.algorithms.common import entry, joint_kinematics
@@ -256,7 +257,7 @@ def tangent_jacobian(loop, fn, q):
     """d vec(fn(q (+) dv)) / d dv at dv = 0 (CasADi AD through the generic loop code)."""
     tree = loop.tree
     dv = ca.SX.sym("dv", tree.nv)
-    out = ca.vec(fn(tree.integrate(q, dv, backend="casadi")))
+    out = ca.vec(fn(sd.integrate(tree, q, dv, backend="casadi")))
     return np.array(ca.Function("j", [dv], [ca.jacobian(out, dv)])(np.zeros(tree.nv)))
 
 
@@ -359,7 +360,7 @@ def test_solve_configuration_and_newton():
     close(independent_coordinates(loop, q2), theta, 1e-15, "independent coordinates kept")
     dv = np.zeros(loop.tree.nv)
     dv[loop.dependent] = 0.05
-    q3 = solve_configuration(loop, loop.tree.integrate(q, dv))
+    q3 = solve_configuration(loop, sd.integrate(loop.tree, q, dv))
     assert np.abs(loop.constraint_residual(q3)).max() < 1e-12
 
 

@@ -333,7 +333,7 @@ def test_fixed_only_and_fully_locked_models_export_their_fixed_joints():
     assert dict(sd.from_pinocchio(pm).fixed_joints) == dict(model.fixed_joints) == \
         {"base_to_arm": "arm", "arm_to_tool": "tool"}
     ur5 = sd.load_robot("ur5")
-    locked = ur5.reduced(ur5.joint_names)          # every joint locked: nv = 0, all fixed joints
+    locked = sd.reduced_model(ur5, ur5.joint_names)          # every joint locked: nv = 0, all fixed joints
     pml = sd.to_pinocchio(locked)
     assert pml.nv == 0
     fixed = {f.name for f in pml.frames if f.type == pin.FrameType.FIXED_JOINT}

@@ -187,7 +187,7 @@ def _rate_along(model, fn, q, qd, qdd=None):
     """d/dt fn(q(t)) at t = 0 for q(t) = q (+) t qd by CasADi forward AD (fn on the CasADi
     backend); with ``qdd``, d/dt fn(q(t), qd + t qdd)."""
     t = ca.SX.sym("t")
-    qt = model.integrate(q, ca.SX(ca.DM(qd)) * t)
+    qt = sd.integrate(model, q, ca.SX(ca.DM(qd)) * t)
     y = fn(qt) if qdd is None else fn(qt, ca.SX(ca.DM(qd)) + t * ca.SX(ca.DM(qdd)))
     f = ca.Function("d", [t], [ca.jacobian(ca.vec(y), t)])
     ref = fn(q) if qdd is None else fn(q, qd)

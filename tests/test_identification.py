@@ -147,7 +147,7 @@ def test_model_and_regressor_validation():
 
 def test_model_without_speeds():
     model = planar_chain(2)
-    model = model.reduced(lock=list(model.joint_names))
+    model = sd.reduced_model(model, lock=list(model.joint_names))
     assert model.nv == 0
     with pytest.raises(ValueError, match="no moving joint"):
         base_parameters(model)
@@ -162,7 +162,7 @@ def test_zero_regressor_has_rank_zero():
 def test_every_example_robot_data_robot():
     """Every robot of symdyn.io.robots, fixed and floating (several minutes)."""
     failures, count = [], 0
-    for name in sd.robots.available_robots():
+    for name in sd.io.robots.available_robots():
         for floating in (False, True):
             try:
                 model = sd.load_robot(name, floating_base=floating)

@@ -45,7 +45,7 @@ def test_numeric_layouts_give_the_same_model(layout):
 
 def test_sympy_numbers_give_a_numeric_model():
     pi = inertial_parameters(MODEL)
-    m2 = MODEL.with_inertial_parameters(sp.Matrix([sp.Float(x) for x in pi]))
+    m2 = sd.with_inertial_parameters(MODEL, sp.Matrix([sp.Float(x) for x in pi]))
     assert not m2.is_symbolic
     np.testing.assert_allclose(inertial_parameters(m2), pi, rtol=1e-14)
 

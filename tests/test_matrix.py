@@ -18,7 +18,7 @@ identities are ones that can fail, not ones the code makes true by construction:
   M symmetric positive definite and M = sum_k J_k^T I_k J_k from body_jacobians (another route).
 * coriolis_matrix: M = crba; C qd = nonlinear_effects - gravity_vector; Mdot equals the time
   derivative of CRBA along (q, qd) taken independently: CasADi AD of crba traced on SX through
-  ``q (+) e`` (model.integrate), times qd; C + C^T = Mdot and Mdot - 2C skew (both hold for any
+  ``q (+) e`` (sd.integrate), times qd; C + C^T = Mdot and Mdot - 2C skew (both hold for any
   admissible C, so they are checked for both factorizations); root frame = body frame.
 * christoffel: C* = sum_k Gamma[:, :, k] qd[k]; Gamma_k + Gamma_k^T = dM/de_k, the AD derivative of
   CRBA (every tree, quaternion joints included); without quaternion joints Gamma[i, j, k] =

@@ -1,4 +1,4 @@
-"""Reduced models: ``model.reduced(lock=...)`` (Pinocchio's buildReducedModel).
+"""Reduced models: ``sd.reduced_model(model, lock=...)`` (Pinocchio's buildReducedModel).
 
 The reduced model's dynamics equal the full model's with the locked coordinates fixed: M of the
 free joints is the submatrix of the full M, rnea of the free joints is the full rnea with zero
@@ -64,7 +64,7 @@ def full_state(full, reduced, q_r, values):
 
 
 def check_equal_dynamics(full, lock, seed=0, backend="numpy", tol=1e-11):
-    red = full.reduced(lock)
+    red = sd.reduced_model(full, lock)
     values = lock if isinstance(lock, dict) else {n: None for n in lock}
     for jn, m in full.mimic.items():  # locked masters lock their mimic joints
         if m.master in values and jn not in values:
@@ -132,7 +132,7 @@ def test_lock_defaults_to_neutral_and_chains_of_locked_bodies():
 
 def test_symbolic_model_reduces_exactly():
     arm = planar_chain(3, symbolic_params=True)
-    red = arm.reduced({"link2_joint": sp.Rational(1, 3)})
+    red = sd.reduced_model(arm, {"link2_joint": sp.Rational(1, 3)})
     assert red.is_symbolic and red.nv == 2
     q1, q3 = sp.symbols("q1 q3")
     M = sd.crba(arm, sp.Matrix([q1, sp.Rational(1, 3), q3]))
@@ -150,7 +150,7 @@ def test_symbolic_model_reduces_exactly():
 def test_frames_of_locked_links_are_kept():
     full = sd.load_robot("panda")
     lock = {"panda_joint7": 0.5, "panda_finger_joint1": 0.02}
-    red = full.reduced(lock)
+    red = sd.reduced_model(full, lock)
     assert set(red.frames) == set(full.frames)
     assert red.frames["panda_link7"].body == red.joint_names.index("panda_joint6")
     q_r = red.random_q(0)
@@ -164,7 +164,7 @@ def test_frames_of_locked_links_are_kept():
 
 def test_actuation_and_mimic_kept_or_coupled():
     full = sd.load_robot("panda", armature=0.1)
-    red = full.reduced(["panda_joint2"])
+    red = sd.reduced_model(full, ["panda_joint2"])
     assert red.mimic == full.mimic
     keep = [i for i, n in enumerate(full.joint_names) if n != "panda_joint2"]
     for a, b in zip(red.limits, full.limits):
@@ -173,23 +173,23 @@ def test_actuation_and_mimic_kept_or_coupled():
     np.testing.assert_array_equal(red.armature, full.armature[keep])
     # locking a master locks its mimic joints at multiplier * value + offset
     m = serial_chain(4, seed=0).replace(mimic={"link4_joint": Mimic("link2_joint", -2.0, 0.1)})
-    r = m.reduced({"link2_joint": 0.3})
+    r = sd.reduced_model(m, {"link2_joint": 0.3})
     assert r.joint_names == ("link1_joint", "link3_joint") and r.mimic == {}
     check_equal_dynamics(m, {"link2_joint": 0.3, "link4_joint": -0.5})
     q_r = r.random_q(1)
     q = np.array([q_r[0], 0.3, q_r[1], -0.5])
     np.testing.assert_allclose(sd.crba(r, q_r), sd.crba(m, q)[np.ix_([0, 2], [0, 2])], atol=1e-12)
     # a locked mimic joint leaves model.mimic; the master stays free
-    r2 = m.reduced(["link4_joint"])
+    r2 = sd.reduced_model(m, ["link4_joint"])
     assert r2.mimic == {} and "link2_joint" in r2.joint_names
 
 
 def test_model_is_unchanged_and_empty_lock_is_identity():
     m = serial_chain(3)
-    assert m.reduced([]) is m and m.reduced({}) is m
-    r = m.reduced("link2_joint")                  # one name
+    assert sd.reduced_model(m, []) is m and sd.reduced_model(m, {}) is m
+    r = sd.reduced_model(m, "link2_joint")                  # one name
     assert r.nv == 2 and m.nv == 3 and r.name == m.name
-    assert m.reduced(["link2_joint"], name="x").name == "x"
+    assert sd.reduced_model(m, ["link2_joint"], name="x").name == "x"
 
 
 @pytest.mark.parametrize("lock, msg", [
@@ -201,7 +201,7 @@ def test_model_is_unchanged_and_empty_lock_is_identity():
 ])
 def test_lock_errors(lock, msg):
     with pytest.raises(ModelError, match=msg):
-        serial_chain(3).reduced(lock)
+        sd.reduced_model(serial_chain(3), lock)
 
 
 def test_locking_every_joint_gives_a_model_with_nv_0():
@@ -215,7 +215,7 @@ def test_locking_every_joint_gives_a_model_with_nv_0():
     for i, jn in enumerate(full.joint_names):
         a, b = full.q_idx[i]
         lock[jn] = q[a:b].tolist() if b - a > 1 else float(q[a])
-    red = full.reduced(lock)
+    red = sd.reduced_model(full, lock)
     assert (red.N, red.nq, red.nv) == (0, 0, 0) and red.joint_names == ()
     assert set(red.fixed_joints) == set(full.joint_names)
     assert all(fr.body == -1 for fr in red.frames.values())
@@ -231,12 +231,12 @@ def test_locking_every_joint_gives_a_model_with_nv_0():
         np.testing.assert_allclose(num(p), sd.frame_placement(full, q, full.names[-1])[1],
                                    atol=1e-12)
     # step by step: locking the last moving joint of a reduced model
-    one = full.reduced(full.joint_names[1:])
-    assert one.nv == full.joints[0].nv and one.reduced(full.joint_names[0]).nv == 0
+    one = sd.reduced_model(full, full.joint_names[1:])
+    assert one.nv == full.joints[0].nv and sd.reduced_model(one, full.joint_names[0]).nv == 0
     # the symbolic path: a model of symbols locked entirely keeps its frames exact
     arm = planar_chain(2, symbolic_params=True)
     at = [sp.Rational(1, 3), sp.Rational(-1, 2)]
-    sym = arm.reduced(dict(zip(arm.joint_names, at)))
+    sym = sd.reduced_model(arm, dict(zip(arm.joint_names, at)))
     assert sym.nv == 0 and sym.is_symbolic
     for a, b in zip(sd.frame_placement(sym, sp.Matrix([]), arm.names[-1]),
                     sd.frame_placement(arm, sp.Matrix(at), arm.names[-1])):
@@ -264,7 +264,7 @@ def test_locking_every_joint_matches_pinocchio(name, lock):
 def test_lock_quaternion_must_be_unit():
     m = random_tree(4, seed=0, joint_kinds=("spherical",))
     with pytest.raises(ModelError, match="quaternion .* must have norm 1"):
-        m.reduced({m.joint_names[1]: [0, 0, 0, 2.0]})
+        sd.reduced_model(m, {m.joint_names[1]: [0, 0, 0, 2.0]})
 
 
 # --- Pinocchio's buildReducedModel ---------------------------------------------------------------
@@ -274,7 +274,7 @@ def pin_reduced_pair(name, lock):
     from test_actuation import pin_maps
 
     full = sd.load_robot(name)
-    fb = sd.robots.ROBOTS[name].floating_base
+    fb = sd.io.robots.ROBOTS[name].floating_base
     path = str(sd.robot_urdf(name))
     pf = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
     _, q_pin_full = pin_maps(full, pf)
@@ -377,7 +377,7 @@ def test_cli_lock_option(capsys):
 def test_locked_joints_become_frames():
     full = sd.load_robot("ur5")
     lock = {"shoulder_lift_joint": -0.7, "wrist_2_joint": 1.1}
-    red = full.reduced(lock)
+    red = sd.reduced_model(full, lock)
     assert set(red.fixed_joints) == set(full.fixed_joints) | set(lock)
     assert red.fixed_joints["shoulder_lift_joint"] == "upper_arm_link"
     assert "shoulder_lift_joint" not in full.fixed_joints  # the full model is unchanged
@@ -405,20 +405,20 @@ def test_lock_outside_limits_warns():
     lo, up = panda.limits.lower[3], panda.limits.upper[3]   # panda_joint4: [-3.0718, -0.0698]
     with pytest.warns(UserWarning, match=rf"locking outside the joint limits: joint 'panda_joint4' = "
                                          rf"0.5 is outside its limits \[{lo:g}, {up:g}\]") as rec:
-        red = panda.reduced({"panda_joint4": 0.5})
+        red = sd.reduced_model(panda, {"panda_joint4": 0.5})
     assert red.nv == panda.nv - 1 and len(rec) == 1
     assert rec[0].filename == __file__                    # points at the caller
     # a mimic joint locked through its master is named with the relation
     with pytest.warns(UserWarning, match=r"'panda_finger_joint1' = 0.05 is outside its limits "
                                          r"\[0, 0.04\]; joint 'panda_finger_joint2' = 0.05 \(from "
                                          r"its mimic relation to 'panda_finger_joint1'\)"):
-        panda.reduced({"panda_finger_joint1": 0.05})
+        sd.reduced_model(panda, {"panda_finger_joint1": 0.05})
     # the neutral value, when outside, is named as such
     with pytest.warns(UserWarning, match=r"'panda_joint4' = 0 \(its neutral value\) is outside"):
-        panda.reduced(["panda_joint4"])
+        sd.reduced_model(panda, ["panda_joint4"])
     with pytest.warns(UserWarning, match="outside the joint limits"):
         sd.load_robot("panda", lock={"panda_joint1": 3.5})
     with warnings.catch_warnings():                       # inside the limits: no warning
         warnings.simplefilter("error")
-        panda.reduced({"panda_joint4": -1.0, "panda_finger_joint1": 0.04})
-        serial_chain(3).reduced({"link1_joint": 100.0})   # no limits
+        sd.reduced_model(panda, {"panda_joint4": -1.0, "panda_finger_joint1": 0.04})
+        sd.reduced_model(serial_chain(3), {"link1_joint": 100.0})   # no limits

@@ -6,6 +6,7 @@ resolved at entry (see :mod:`symdyn.backends`).
 from .aba import aba
 from .aba_derivatives import aba_derivatives
 from .christoffel import christoffel, christoffel_from_mass_matrix, christoffel_nonzero
+from .configuration import integrate
 from .com import (center_of_mass, centroidal_momentum, centroidal_momentum_matrix,
                   centroidal_momentum_matrix_time_variation, com_jacobian, total_mass)
 from .coriolis import coriolis_matrix, coriolis_product, coriolis_transpose_product
@@ -19,7 +20,7 @@ from .kinematics import body_jacobians, forward_kinematics
 from .rnea import gravity_vector, nonlinear_effects, rnea
 from .rnea_derivatives import rnea_derivatives
 
-__all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel",
+__all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel", "integrate",
            "christoffel_from_mass_matrix", "christoffel_nonzero", "coriolis_matrix",
            "coriolis_product", "coriolis_transpose_product", "crba", "forward_kinematics",
            "gravity_vector", "nonlinear_effects", "rnea", "rnea_derivatives",

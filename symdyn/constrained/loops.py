@@ -191,17 +191,17 @@ class LoopModel:
                              self._transform(cl.X_succ, f"{what} X_succ")))
 
     def _transform(self, X, what):
-        from ..model import _const  # numbers or SymPy constants, shape-checked
+        from ..model import checked_constant  # numbers or SymPy constants, shape-checked
 
         sym = self.tree.is_symbolic
         if X is None:
-            return Transform(_const([[1, 0, 0], [0, 1, 0], [0, 0, 1]], (3, 3), what, sym),
-                             _const([0, 0, 0], (3,), what, sym))
+            return Transform(checked_constant([[1, 0, 0], [0, 1, 0], [0, 0, 1]], (3, 3), what, sym),
+                             checked_constant([0, 0, 0], (3,), what, sym))
         if not isinstance(X, Transform):
             raise ClosureError(f"{what} must be a symdyn Transform(E, r), got {type(X).__name__}")
         try:
-            return Transform(_const(X.E, (3, 3), f"{what} rotation", sym),
-                             _const(X.r, (3,), f"{what} translation", sym))
+            return Transform(checked_constant(X.E, (3, 3), f"{what} rotation", sym),
+                             checked_constant(X.r, (3,), f"{what} translation", sym))
         except ValueError as exc:
             raise ClosureError(str(exc)) from None
 

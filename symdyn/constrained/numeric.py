@@ -9,6 +9,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from ..algorithms.configuration import integrate
 from ..algorithms.kinematics import forward_kinematics
 from .loops import ClosureError, LoopModel, SingularConfigurationError
 
@@ -70,7 +71,7 @@ def solve_configuration(loop: LoopModel, q0=None, *, tol: float = 1e-12,
             raise ValueError(f"{loop.name!r} has no q_ref: pass an initial guess q0")
         q0 = loop.q_ref
     tree = loop.tree
-    q = np.array(tree.integrate(np.asarray(q0, float), np.zeros(tree.nv)), float)
+    q = np.array(integrate(tree, np.asarray(q0, float), np.zeros(tree.nv)), float)
     for _ in range(max_iter):
         r, K = loop.residual_and_jacobian(q)
         r = np.asarray(r, float)
@@ -82,7 +83,7 @@ def solve_configuration(loop: LoopModel, q0=None, *, tol: float = 1e-12,
         step = np.zeros(tree.nv)
         step[loop.dependent] = -np.linalg.solve(Kd, r)
         for _ in range(30):  # halving line search on max |r|
-            qn = np.asarray(tree.integrate(q, step), float)
+            qn = np.asarray(integrate(tree, q, step), float)
             rn = np.asarray(loop.constraint_residual(qn), float)
             if np.abs(rn).max() < err:
                 break

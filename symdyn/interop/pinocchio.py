@@ -81,7 +81,7 @@ def to_pinocchio(model: Model) -> Any:
     frame (the joint name) and a BODY frame (the body name); the other entries of ``model.frames``
     (fixed links merged into a body, or attached to the world) become BODY frames on their body's
     joint, so that :func:`from_pinocchio` gives the model back. The fixed joints
-    (``model.fixed_joints``: URDF fixed joints, joints locked by ``model.reduced``) become
+    (``model.fixed_joints``: URDF fixed joints, joints locked by ``reduced_model``) become
     FIXED_JOINT frames at their child link's placement, added before that link's BODY frame,
     which hangs from them (Pinocchio's URDF parser gives the same frames, names and types).
     Limits, armature, damping and friction are copied where the Model has them (infinite values

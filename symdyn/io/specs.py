@@ -15,6 +15,7 @@ Python code that wants a model calls the builders directly (``serial_chain(20)``
 from __future__ import annotations
 
 from ..model import Model, ModelError
+from ..reduce import reduced_model
 
 __all__ = ["LOCK_HELP", "SPEC_HELP", "SpecError", "apply_lock", "from_spec", "parse_lock"]
 
@@ -108,13 +109,13 @@ def parse_lock(text: str, where: str = "--lock") -> dict:
 
 
 def apply_lock(model: Model, lock, where: str = "--lock") -> Model:
-    """``model.reduced(lock)`` with ``lock`` a ``NAME[=VALUE],...`` string (:func:`parse_lock`),
+    """``reduced_model(model, lock)`` with ``lock`` a ``NAME[=VALUE],...`` string (:func:`parse_lock`),
     names or a dict; None or empty: the model itself."""
     if not lock:
         return model
     if isinstance(lock, str):
         lock = parse_lock(lock, where)
-    return model.reduced(lock)
+    return reduced_model(model, lock)
 
 
 def _spec_int(spec: str, text: str, what: str) -> int:

@@ -66,6 +66,7 @@ import numpy as np
 from ..joints import make_joint
 from ..model import (MAX_MAGNITUDE, Body, Model, ModelError, check_size, mass_com_inertia,
                     physical_inertia_problem)
+from ..reduce import reduced_model
 from ..spatial import Transform
 from ..types import Array
 
@@ -476,7 +477,7 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
         raise URDFError(f"{label}: link {exc.body!r}{merged}: {exc.problem}{hint}") from exc
     if lock:
         try:
-            model = model.reduced(lock)
+            model = reduced_model(model, lock)
         except ModelError as exc:
             raise URDFError(f"{label}: lock= argument: {exc}") from exc
     return model
