@@ -6,16 +6,14 @@ return are the libraries' own types and are annotated with the aliases below (wh
 """
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any, Optional, Sequence, TypeAlias, Union
+
+# Backend: the contract of symdyn.backends as a Protocol, e.g. symdyn.backends.get_backend("numpy")
+from .backends.protocol import Backend
 
 #: A native array of the backend: ``numpy.ndarray``, ``sympy.Matrix`` (or a SymEngine matrix),
 #: ``casadi.SX``. Inputs may also be plain sequences of numbers or symbols.
 Array: TypeAlias = Any
-
-#: A backend module (see :mod:`symdyn.backends`): a namespace of plain functions over
-#: :data:`Array` values, e.g. ``symdyn.backends.get_backend("numpy")``.
-Backend: TypeAlias = ModuleType
 
 #: A random source accepted by ``Model.random_q``: a seed, a ``numpy.random.Generator`` or None.
 Seed: TypeAlias = Union[int, Any, None]

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xform_motion
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -27,7 +27,7 @@ def aba(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = N
     return B.vcat(qdd)
 
 
-def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
+def aba_pass(B: Backend, model, q, qd, tau, f_ext, Xup, S):
     """The three ABA passes on per-body segments; returns per-body ``qdd`` segments and the
     articulated-body quantities ``U[i] = IA_i S_i`` and ``Dinv[i] = (S_i^T U_i)^-1`` (reused by
     the ABA-Zero-Algorithm in :mod:`symdyn.algorithms.aba_derivatives`)."""
@@ -53,7 +53,7 @@ def aba_pass(B, model, q, qd, tau, f_ext, Xup, S):
 
 
 @step
-def aba_velocity(B, joint, Xup, S, I, v_p, q, qd, f_ext):
+def aba_velocity(B: Backend, joint, Xup, S, I, v_p, q, qd, f_ext):
     """Pass 1 for one body: velocity v, velocity-product acceleration c and bias force pA."""
     vJ = S @ qd
     v = vJ if v_p is None else xform_motion(B, Xup, v_p) + vJ
@@ -68,7 +68,7 @@ def aba_velocity(B, joint, Xup, S, I, v_p, q, qd, f_ext):
 
 
 @step
-def aba_articulated(B, Xup, S, IA, pA, c, tau, armature, IA_p, pA_p):
+def aba_articulated(B: Backend, Xup, S, IA, pA, c, tau, armature, IA_p, pA_p):
     """Pass 2 for one body: U = IA S, Dinv = (S^T U + armature)^-1, u = tau - S^T pA, and the
     parent's articulated inertia and bias force with this body's added (None at the root)."""
     U = IA @ S
@@ -83,7 +83,7 @@ def aba_articulated(B, Xup, S, IA, pA, c, tau, armature, IA_p, pA_p):
 
 
 @step
-def aba_acceleration(B, Xup, S, a_p, c, U, Dinv, u):
+def aba_acceleration(B: Backend, Xup, S, a_p, c, U, Dinv, u):
     """Pass 3 for one body: joint acceleration qdd and body acceleration a."""
     a = xform_motion(B, Xup, a_p) + c
     qdd = Dinv @ (u - U.T @ a)

@@ -4,14 +4,21 @@
 
 with dtau/du from IDSVA (:mod:`.rnea_derivatives`). Three routes to M^-1 and its products:
 
-``"dmm"`` and ``"aza"``: one ABA pass (Featherstone Table 7.1) gives qdd and keeps the kinematics
-and articulated-body quantities ``U = IA S`` and ``Dinv``; the ABA-Zero-Algorithm (AZA, paper 003
+``"dmm"``: one ABA pass (Featherstone Table 7.1) gives qdd and keeps the kinematics and
+articulated-body quantities ``U = IA S`` and ``Dinv``; the ABA-Zero-Algorithm (AZA, paper 003
 Sec. IV-E, eq. (34)): ``M^-1 b = ABA(q, 0, b, 0)`` then applies M^-1 to any set of columns b
 reusing them (with qd = 0 and no gravity the bias terms vanish, so only the tau-dependent
 recursions remain). All columns go through each body step together (6 x m blocks): the same
 arithmetic as m column-by-column passes. M^-1 itself is AZA applied to the identity (paper 004,
-Sec. V-A). The product with dtau/du is then direct matrix multiplication (``"dmm"``, O(n^3)) or
-AZA on the 2n columns (``"aza"``, O(N n) 6-vector steps).
+Sec. V-A); the product with dtau/du is direct matrix multiplication (O(n^3)).
+
+``"aza"`` (:func:`fdsva_ground`): the same eq. (5) and eq. (34) with every quantity in ground
+coordinates (ABA included, on IDSVA's velocity part), AZA on one chunk of columns per body, and
+IDSVA's pair products (Alg. 1 lines 17-20) folded into AZA's backward recursion instead of formed
+(O(N) subtree responses, O(sum depth) backward and O(N n) forward AZA steps). Made of per-body
+steps only (:mod:`.steps`), so every backend can run it step by step; about half the graph of
+an ABA pass followed by AZA on the 3n columns (CasADi SX, serial_chain(20, seed=1): 85.7k vs
+170k instructions).
 
 ``"ltdl"`` (:func:`eq5_ltdl`): no ABA pass; M and the bias forces from IDSVA's ground-frame
 quantities, the sparse factorization ``M = L^T D L`` (Featherstone Sec. 6.5, no fill-in on a
@@ -23,15 +30,7 @@ The smallest graphs for branched trees and robots (g1: 107k SX instructions agai
 ``"auto"`` picks AZA from ``AUTO_CROSSOVER[kind]`` degrees of freedom on, else DMM, kind
 ``"numeric"`` (values: NumPy) or ``"graph"`` (expression graphs: SymPy, SymEngine, CasADi) after
 the backend's capability ``B.numeric`` (measured, see below). Generated code chooses for itself
-(:data:`symdyn.codegen.functions.AUTO_METHODS`: the smallest graph of "ltdl" and "aza").
-
-Recorded for the recursive compiled form (:mod:`symdyn.codegen.recursive`: the backend has a
-``recorder``), ``"aza"`` (and ``"auto"``) is :func:`fdsva_ground`, made of per-body steps: the
-same eq. (5) and eq. (34) with every quantity in ground coordinates (ABA included, on IDSVA's
-velocity part), one chunk of columns per body, and IDSVA's pair products (Alg. 1 lines 17-20)
-folded into AZA's backward recursion instead of formed (O(N) subtree responses, O(sum depth)
-backward and O(N n) forward AZA steps). ``"dmm"`` and ``"ltdl"`` compute outside steps: they
-have no recursive form.
+(the smallest graph of "ltdl" and "aza"). ``"dmm"`` and ``"ltdl"`` compute outside steps.
 """
 from __future__ import annotations
 
@@ -46,7 +45,7 @@ from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, check_joints,
                                forward_accelerations, forward_kinematics, idsva,
                                idsva_accumulate, idsva_backward)
 from .steps import step
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -84,30 +83,20 @@ def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: Extern
         return B.zeros(0, 0), B.zeros(0, 0), B.zeros(0, 0)
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
-    recorded = getattr(B, "recorder", None) is not None    # the recursive compiled form
-    if method == "ltdl" and not recorded:
-        return eq5_ltdl(B, model, qd, tau, f_ext, Xup, S)
     if method == "auto":
-        if recorded:
-            method = "aza"
-        else:
-            cross = AUTO_CROSSOVER["numeric" if B.numeric else "graph"]
-            method = "aza" if cross is not None and n >= cross else "dmm"
-    if recorded and method != "aza":
-        raise ValueError(f"aba_derivatives(method={method!r}) computes outside steps; the "
-                         "recursive form records method 'aza' (or 'auto')")
-    if recorded:
+        cross = AUTO_CROSSOVER["numeric" if B.numeric else "graph"]
+        method = "aza" if cross is not None and n >= cross else "dmm"
+    if method == "ltdl":
+        return eq5_ltdl(B, model, qd, tau, f_ext, Xup, S)
+    if method == "aza":
         return fdsva_ground(B, model, qd, tau, f_ext, Xup, S)
     qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
     dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)          # eq. (5) at qdd
-    if method == "dmm":
-        Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))
-        return -(Minv @ dtau_dq), -(Minv @ dtau_dqd), Minv
-    R = aza(B, model, Xup, S, U, Dinv, B.hcat([B.eye(n), dtau_dq, dtau_dqd]))
-    return -B.cols(R, n, 2 * n), -B.cols(R, 2 * n, 3 * n), B.cols(R, 0, n)
+    Minv = aza(B, model, Xup, S, U, Dinv, B.eye(n))                       # "dmm"
+    return -(Minv @ dtau_dq), -(Minv @ dtau_dqd), Minv
 
 
-def aza(B, model, Xup, S, U, Dinv, b):
+def aza(B: Backend, model, Xup, S, U, Dinv, b):
     """ABA-Zero-Algorithm, eq. (34): ``M^-1 b = ABA(q, 0, b, 0)`` for an nv x m matrix ``b``, reusing
     the kinematics ``Xup``, ``S`` and the articulated-body ``U``, ``Dinv`` of one ABA pass."""
     N, parents = model.N, model.parents
@@ -134,9 +123,9 @@ def aza(B, model, Xup, S, U, Dinv, b):
     return B.vcat(qdd)
 
 
-def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
-    """Eq. (5) in ground coordinates, made of per-body steps (the route of the recursive compiled
-    form, :mod:`symdyn.codegen.recursive`): ``(dqdd_dq, dqdd_dqd, Minv)``.
+def fdsva_ground(B: Backend, model, qd, tau, f_ext, Xup, S):
+    """Eq. (5) in ground coordinates, made of per-body steps (``method="aza"``): ``(dqdd_dq,
+    dqdd_dqd, Minv)``.
 
     IDSVA's forward pass (paper 003 Alg. 1) is split at qdd: its velocity part (ground frames
     ``X0``, ``S0``, v, I, ...) first; on it the ABA runs in ground coordinates (Featherstone
@@ -169,7 +158,7 @@ def fdsva_ground(B, model, qd, tau, f_ext, Xup, S):
 
 
 @step
-def fdsva_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
+def fdsva_kinematics(B: Backend, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
     """IDSVA's lines 2-10 for body i without qdd (:func:`~.rnea_derivatives.forward_kinematics`):
     X0, S0, v, Sdot, Psidot, I, 2 B, the velocity-product acceleration and the bias force."""
     X0, S0, v, Sd, Psid, I, BC, _, cb, pA = forward_kinematics(B, joint, Xup, X0_p, S, v_p,
@@ -178,7 +167,7 @@ def fdsva_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
 
 
 @step
-def aba_ground_articulated(B, S0, IA, pA, c, tau, armature, IA_p, pA_p):
+def aba_ground_articulated(B: Backend, S0, IA, pA, c, tau, armature, IA_p, pA_p):
     """ABA pass 2 for one body in ground coordinates: ``V = [S0; U; U Dinv; Dinv]`` (U = IA S0,
     Dinv = (S0^T U + armature)^-1; one block, the layout the AZA steps read), u = tau - S0^T pA,
     and the parent's articulated inertia and bias force with this body's added (no transform:
@@ -199,7 +188,7 @@ def aba_ground_articulated(B, S0, IA, pA, c, tau, armature, IA_p, pA_p):
 
 
 @step
-def aba_ground_acceleration(B, joint, V, u, a_p, c, v_p, qd, I, pA):
+def aba_ground_acceleration(B: Backend, joint, V, u, a_p, c, v_p, qd, I, pA):
     """ABA pass 3 for one body in ground coordinates, then IDSVA's acceleration part: qdd =
     Dinv u - (U Dinv)^T (a_p + c), a = a_p + c + S0 qdd, Psiddot (line 7) and f = I a + pA
     (line 10)."""
@@ -211,7 +200,7 @@ def aba_ground_acceleration(B, joint, V, u, a_p, c, v_p, qd, I, pA):
     return a, Psidd, I @ a + pA
 
 
-def eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
+def eq5_aza(B: Backend, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     """``M^-1 [1, -dtau_dq, -dtau_dqd]`` (eq. (5)) by AZA, eq. (34), in ground coordinates (no
     transforms; ``V`` per body from :func:`aba_ground_articulated`), column chunk by column
     chunk, on IDSVA's blocks (paper 003 Alg. 1) without forming dtau/du.
@@ -299,7 +288,7 @@ def eq5_aza(B, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     return B.hcat(dq), B.hcat(dqd), B.hcat(Minv)
 
 
-def _free_roots(B, model) -> set[int]:
+def _free_roots(B: Backend, model) -> set[int]:
     """Roots with a floating joint and no armature (the closed-form columns of eq. (5))."""
     arm = model.constants(B).armature
     return {i for i, p in enumerate(model.parents)
@@ -316,7 +305,7 @@ def _add(x, y):
 
 
 @step
-def aza_subtree(B, V, t1, t4, P, P_p, has_parent):
+def aza_subtree(B: Backend, V, t1, t4, P, P_p, has_parent):
     """The AZA backward response of body i's subtree to IDSVA's subtree rows ``T z`` (``T_j =
     [t4_j^T t1_j^T]``, z any 12-vector): ``pA_i = P_i z`` from the children (P None at a leaf),
     ``w_i = W z`` with ``W = Dinv (T_i - S^T P_i)``, the contribution ``Q z`` to the parent with
@@ -329,7 +318,7 @@ def aza_subtree(B, V, t1, t4, P, P_p, has_parent):
 
 
 @step
-def aza_start(B, V, W, Q, S0, Sd, Psid, Psidd, t, free, seq, has_parent):
+def aza_start(B: Backend, V, W, Q, S0, Sd, Psid, Psidd, t, free, seq, has_parent):
     """Chunk k at body k: ``w_k`` of ``b = [1, -dtau_dq, -dtau_dqd]`` (k's columns) from k's
     subtree response (``W``, ``Q``: :func:`aza_subtree`) and ``z``; the 12-row ``Z = [z_q z_v]``
     the subtree's forward steps use; and (with a parent) ``pA`` at the parent, where the
@@ -359,7 +348,7 @@ def aza_start(B, V, W, Q, S0, Sd, Psid, Psidd, t, free, seq, has_parent):
 
 
 @step
-def aza_backward(B, V, b, pA, pA_p, has_parent):
+def aza_backward(B: Backend, V, b, pA, pA_p, has_parent):
     """Eq. (34) backward for one body on one chunk: ``w = Dinv (b - S0^T pA)`` and (with a
     parent) the parent's ``pA_p + pA + U w`` (``V``: see :func:`aba_ground_articulated`; b, pA,
     pA_p None: zero)."""
@@ -369,7 +358,7 @@ def aza_backward(B, V, b, pA, pA_p, has_parent):
 
 
 @step
-def aza_forward(B, V, w, a_p, splits, need_a):
+def aza_forward(B: Backend, V, w, a_p, splits, need_a):
     """Eq. (34) forward for one body on one chunk: ``qdd = w - UD^T a_p``, returned as the
     column blocks ``splits``, and (``need_a``: it has children) ``a = a_p + S0 qdd`` (``V``:
     see :func:`aba_ground_articulated`; w, a_p None: zero)."""
@@ -379,7 +368,7 @@ def aza_forward(B, V, w, a_p, splits, need_a):
 
 
 @step
-def aza_forward_subtree(B, V, W, Z, a_p, splits, need_a):
+def aza_forward_subtree(B: Backend, V, W, Z, a_p, splits, need_a):
     """:func:`aza_forward` on a body i of chunk k's subtree for dtau's columns only, where
     ``w_i = -W_i Z_k`` (:func:`aza_subtree`, :func:`aza_start`; M^-1's rows there are the
     transposes of rows k of the chunks of k's subtree)."""
@@ -389,13 +378,13 @@ def aza_forward_subtree(B, V, W, Z, a_p, splits, need_a):
 
 
 @step
-def free_root_columns(B, Xup, a_grav, qd):
+def free_root_columns(B: Backend, Xup, a_grav, qd):
     """A free-floating root's rows of dqdd/dq_r, ``-crm(X_r a_grav)``, and of its linear-velocity
     columns of dqdd/dqd, ``-crm(v_r)[:, 3:6]`` (all other rows are zero; see :func:`eq5_ltdl`)."""
     return -crm(B, xform_motion(B, Xup, a_grav)), -B.cols(crm(B, qd), 3, 6)
 
 
-def eq5_ltdl(B, model, qd, tau, f_ext, Xup, S):
+def eq5_ltdl(B: Backend, model, qd, tau, f_ext, Xup, S):
     """Eq. (5) through the sparse LTDL factors of M (:mod:`.ltdl`), without an ABA pass.
 
     M and the bias forces h from IDSVA's ground-frame quantities, ``M = L^T D L`` (Table 6.3),
@@ -446,7 +435,7 @@ def eq5_ltdl(B, model, qd, tau, f_ext, Xup, S):
     return B.hcat(dq_cols), B.hcat(dqd_cols), Minv
 
 
-def _rows_at(B, n, a0, X):
+def _rows_at(B: Backend, n, a0, X):
     """The n-row matrix holding X in rows a0.. and zeros elsewhere."""
     a1 = a0 + X.shape[0]
     parts = ([B.zeros(a0, X.shape[1])] if a0 else []) + [X] + \

@@ -36,7 +36,7 @@ from .aba import aba_pass
 from .aba_derivatives import aza
 from .common import entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -52,7 +52,7 @@ def check_constant_S(model, what: str) -> None:
                 "spherical, floating) are supported")
 
 
-def _place(B, blk, c0, m):
+def _place(B: Backend, blk, c0, m):
     """The 6 x m matrix with ``blk`` (6 x k) in columns c0..c0+k and zeros elsewhere."""
     k = blk.shape[1]
     parts = ([B.zeros(blk.shape[0], c0)] if c0 else []) + [blk] \
@@ -60,7 +60,7 @@ def _place(B, blk, c0, m):
     return parts[0] if len(parts) == 1 else B.hcat(parts)
 
 
-def _split(B, D, nv):
+def _split(B: Backend, D, nv):
     return B.cols(D, 0, nv), B.cols(D, nv, 2 * nv)
 
 
@@ -78,7 +78,7 @@ def rnea_derivatives_cr(model: Model, q: Array, qd: Array, qdd: Array,
     return _rnea_cr(B, model, qd, qdd, f_ext, Xup, S)
 
 
-def _rnea_cr(B, model, qd, qdd, f_ext, Xup, S):
+def _rnea_cr(B: Backend, model, qd, qdd, f_ext, Xup, S):
     consts = model.constants(B)
     I, a_grav = consts.I, consts.a_grav
     N, parents, nv = model.N, model.parents, model.nv

@@ -30,7 +30,8 @@ from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .crba import crba
 from .steps import step
-from ..types import Array
+from ..backends.protocol import as_graph
+from ..types import Array, Backend
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -41,11 +42,11 @@ def _col(A, c):
     return A[:, c]
 
 
-def _unit(B, n, b):
+def _unit(B: Backend, n, b):
     return B.vector([1 if t == b else 0 for t in range(n)])
 
 
-def _christoffel_blocks(B, model, q, emit, frame: str = "body"):
+def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
     """Algorithm 2 (generalized). Calls ``emit(kind, a, b, c, blk, sym)`` for every block:
 
     * kind "A": ``Gamma[a, b, c] = blk`` with a, b index ranges (start, stop) and c one index;
@@ -99,7 +100,7 @@ def _christoffel_blocks(B, model, q, emit, frame: str = "body"):
 
 
 @step
-def ring_rates(B, joint, q, X0):
+def ring_rates(B: Backend, joint, q, X0):
     """dPhiring/dnu_c for each column c of a joint whose Phi varies (Phiring linear in nu), in
     root coordinates when ``X0`` (root -> body) is given."""
     rates = [joint.Sring(B, q, _unit(B, joint.nv, c)) for c in range(joint.nv)]
@@ -107,7 +108,7 @@ def ring_rates(B, joint, q, X0):
 
 
 @step
-def speed_terms(B, IC, S, dSring, b: int):
+def speed_terms(B: Backend, IC, S, dSring, b: int):
     """Line 5 for speed b of joint k: B~ = B(phi, I^C_k), h = I^C_k phi, the same-joint symbols
     Phi_k^T F1 and the force blocks [F1 F2] to move up."""
     phi = _col(S, b)
@@ -122,7 +123,7 @@ def speed_terms(B, IC, S, dSring, b: int):
 
 
 @step
-def ancestor_of_k(B, Xup, F, S_p, nk: int):
+def ancestor_of_k(B: Backend, Xup, F, S_p, nk: int):
     """F moved to the parent p of body i (``Xup`` None: one frame) and the symbols Gamma_pk.
     and Gamma_k.p."""
     if Xup is not None:
@@ -132,7 +133,7 @@ def ancestor_of_k(B, Xup, F, S_p, nk: int):
 
 
 @step
-def ancestor_j(B, Xup, Bt, h, S_j, dSring_j):
+def ancestor_j(B: Backend, Xup, Bt, h, S_j, dSring_j):
     """Lines 18-19 (B~ and h moved to the parent j) and lines 9-10 for j: the symbols
     Gamma_jjk, the row Gamma_k.. of joint j and the blocks [F1 F2 F3] to move up."""
     if Xup is not None:
@@ -156,7 +157,7 @@ def ancestor_j(B, Xup, Bt, h, S_j, dSring_j):
 
 
 @step
-def ancestor_of_j(B, Xup, F, S_p, nj: int):
+def ancestor_of_j(B: Backend, Xup, F, S_p, nj: int):
     """Lines 15-16 and 12-14: F moved to the parent p of body i and the symbols Gamma_pjk,
     Gamma_jpk and Gamma_kpj."""
     if Xup is not None:
@@ -166,12 +167,12 @@ def ancestor_of_j(B, Xup, F, S_p, nj: int):
 
 
 @step
-def composite_inertia(B, IC_p, Xup, IC):
+def composite_inertia(B: Backend, IC_p, Xup, IC):
     """Line 22: I^C_p + X^T I^C X (``Xup`` None: one frame)."""
     return IC_p + (IC if Xup is None else inertia_congruence(B, Xup, IC))
 
 
-def _dense_writer(B, G):
+def _dense_writer(B: Backend, G):
     """emit() that fills the backend's dense tensor G (B.tensor3) block by block through
     B.assign3; the filled tensor is ``emit.tensor[0]`` (B.assign3 returns a new array on JAX)."""
     out = [G]
@@ -256,7 +257,7 @@ def christoffel_nonzero(model: Model, q: Array, *,
     return out
 
 
-def _require_symbols(B, qv, nq):
+def _require_symbols(B: Backend, qv, nq):
     """Eq. (4) differentiates with respect to q: symbolic q must be distinct pure symbols."""
     elems = [qv[t] for t in range(nq)]
     ok = all(B.is_symbol(e) for e in elems) and len({str(e) for e in elems}) == nq
@@ -288,7 +289,7 @@ def christoffel_from_mass_matrix(model: Model, q: Array, *, backend: str | None 
         _require_symbols(B, qv, model.nq)
         M = crba(model, qv, backend=B.name)
         y = B.vector([M[i, j] for j in range(nv) for i in range(nv)])         # vec(M), column-major
-        dM = B.jacobian(y, qv)
+        dM = as_graph(B).jacobian(y, qv)
     else:
         from ..autodiff import ad_jacobians  # CasADi AD lives outside algorithms/
         _, dM = ad_jacobians(model, crba, [qv], ["q"], wrt=[0], tangent=False)

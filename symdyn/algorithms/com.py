@@ -4,12 +4,12 @@ Conventions (symdyn vs Pinocchio)
 ---------------------------------
 * Positions and velocities of the centre of mass are in world coordinates (Pinocchio's
   ``data.com[0]``, ``data.vcom[0]``); the mass is that of the moving bodies (a fixed base's root
-  link hangs on the world and is not counted, as in :func:`symdyn.pinocchio_bridge.to_pinocchio`).
+  link hangs on the world and is not counted, as in :func:`symdyn.interop.pinocchio.to_pinocchio`).
 * The centroidal momentum ``h_G = Ag qd`` is the momentum of the whole system about the centre of
   mass G in world-aligned axes, ordered ``[angular; linear]`` = ``[k_G; m cdot]`` as every spatial
   force in symdyn. Pinocchio's ``ccrba`` / ``computeCentroidalMap`` return the rows ``[linear;
   angular]`` (swap the two 3-row blocks) and free-flyer columns ``[v; omega]``
-  (:func:`symdyn.pinocchio_bridge.matrix_from_pin`).
+  (:func:`symdyn.interop.pinocchio.matrix_from_pin`).
 * Jacobians run over the model's speeds (body velocities for floating and spherical joints).
 
 How it is computed: with ``^0X_j S_j`` the world-coordinate motion subspace of joint j and
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends import resolve_backend
 from ..spatial import cross_motion, inertia_congruence_sym, inertia_rate_rigid, skew, \
     xform_motion_inv
-from ..types import Array
+from ..types import Array, Backend
 from .common import entry
 from .frames import path_kinematics
 
@@ -38,7 +38,7 @@ __all__ = ["center_of_mass", "centroidal_momentum", "centroidal_momentum_matrix"
            "centroidal_momentum_matrix_time_variation", "com_jacobian", "total_mass"]
 
 
-def _mass(B, model):
+def _mass(B: Backend, model):
     I = model.constants(B).I
     m = B.dot(B.zeros(1), B.zeros(1))           # a model without moving bodies has no mass
     for Ii in I:
@@ -60,7 +60,7 @@ def total_mass(model: Model, *, backend: str | None = None) -> Any:
     return _mass(B, model)
 
 
-def _first_moments(B, model, K):
+def _first_moments(B: Backend, model, K):
     """Per body: (mass, m * CoM position in world coordinates)."""
     params = model.constants(B).inertia_params
     out = []
@@ -94,7 +94,7 @@ def center_of_mass(model: Model, q: Array, qd: Array | None = None, *,
     return h / M, hd / M
 
 
-def _momentum_columns(B, model, K, rate: bool):
+def _momentum_columns(B: Backend, model, K, rate: bool):
     """Columns A0_j (and their rates) of the momentum map about the world origin, world axes."""
     consts = model.constants(B)
     I0 = [inertia_congruence_sym(B, K.X0[i], consts.I[i]) for i in range(model.N)]
@@ -160,7 +160,7 @@ def centroidal_momentum_matrix(model: Model, q: Array, *, backend: str | None = 
     return _centroidal_map(B, model, qs)
 
 
-def _centroidal_map(B, model, qs):
+def _centroidal_map(B: Backend, model, qs):
     _require_bodies(model, "the centroidal momentum")
     K = path_kinematics(B, model, qs)
     A0, _, h = _momentum_columns(B, model, K, rate=False)

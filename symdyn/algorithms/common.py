@@ -6,9 +6,11 @@ from typing import Any
 from ..backends import resolve_backend
 from ..spatial import compose
 from .steps import step
+from ..types import Backend
 
 
-def entry(model, *args, backend: str | None = None, extra=()):
+def entry(model: Any, *args: Any, backend: str | Backend | None = None,
+          extra: Any = ()) -> tuple[Backend, list[list[Any]]]:
     """Resolve the backend and validate inputs.
 
     ``args`` are ``(name, value, kind)`` with kind ``'q'`` (length nq) or ``'v'`` (length nv).
@@ -46,7 +48,7 @@ def _check_quaternions(model, qs, name):
                                  f"quaternion (x, y, z, w); its norm is {n:.6g}")
 
 
-def external_forces(B, model, f_ext):
+def external_forces(B: Backend, model, f_ext):
     """f_ext: None, or a sequence of N body forces [n; f] in body coordinates (None entries allowed),
     or an (N, 6) array."""
     if f_ext is None:
@@ -58,13 +60,13 @@ def external_forces(B, model, f_ext):
 
 
 @step
-def joint_step(B, joint, Xtree, q):
+def joint_step(B: Backend, joint, Xtree, q):
     """(Xup, S) of one body: Xup = XJ(q) Xtree and the joint's motion subspace S."""
     XJ, S = joint.calc(B, q)
     return compose(B, XJ, Xtree), S
 
 
-def joint_kinematics(B, model, q):
+def joint_kinematics(B: Backend, model, q):
     """Xup[i] = XJ(q_i) Xtree[i] and S[i] for every body."""
     Xtree = model.constants(B).Xtree
     Xup, S = [], []
@@ -75,7 +77,7 @@ def joint_kinematics(B, model, q):
     return Xup, S
 
 
-def assemble_blocks(B, model, blocks, rows="v", cols="v"):
+def assemble_blocks(B: Backend, model, blocks, rows="v", cols="v"):
     """Full matrix from a dict {(i, j): block} of per-body blocks (missing blocks are zero)."""
     ridx = model.v_idx if rows == "v" else model.q_idx
     cidx = model.v_idx if cols == "v" else model.q_idx

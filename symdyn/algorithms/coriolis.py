@@ -28,7 +28,7 @@ from ..spatial import (composite_B, composite_B_add, composite_B_congruence,
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .steps import step
-from ..types import Array
+from ..types import Array, Backend
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -44,7 +44,7 @@ def check_factorization(factorization: str) -> None:
                          f"(paper 000 eq. (10), gives C*) or 'simple' (eq. (9), (v x*) I)")
 
 
-def joint_velocities(B, model, q, qd, Xup, S):
+def joint_velocities(B: Backend, model, q, qd, Xup, S):
     """Body velocities v_i (5) and Phidot_i = (v_i x) Phi_i + Phiring_i (Alg. 1 lines 3-4)."""
     v, Sdot = [None] * model.N, [None] * model.N
     for i, p in enumerate(model.parents):
@@ -54,7 +54,7 @@ def joint_velocities(B, model, q, qd, Xup, S):
 
 
 @step
-def body_velocity(B, joint, Xup, S, v_p, q, qd):
+def body_velocity(B: Backend, joint, Xup, S, v_p, q, qd):
     """v_i and Phidot_i of one body (``v_p`` None at the root)."""
     vJ = S @ qd
     v = vJ if v_p is None else xform_motion(B, Xup, v_p) + vJ                # line 3
@@ -86,11 +86,11 @@ def tree_sweep(model, X) -> Sweep:
     return Sweep([(i,) for i in range(N)], list(model.parents), list(range(N)), list(X))
 
 
-def _up_force(B, X, F):
+def _up_force(B: Backend, X, F):
     return F if X is None else xform_force_T(B, X, F)
 
 
-def composite_inertias(B, sweep: Sweep, I, units=None):
+def composite_inertias(B: Backend, sweep: Sweep, I, units=None):
     """I^C per body (paper 000 eq. (15), Algorithm 1 line 24): I_b plus everything hanging from b.
     ``units``: accumulate only these (default all)."""
     IC = list(I)
@@ -104,8 +104,8 @@ def composite_inertias(B, sweep: Sweep, I, units=None):
     return IC
 
 
-def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel", *,
-               IC=None, units=None, rate: bool = False):
+def algorithm1(B: Backend, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel", *,
+               IC=None, units=None, rate: bool = False, armature=None):
     """Paper 000 Algorithm 1, lines 5-26, over ``sweep``; returns the blocks ``(M, C)`` as dicts
     keyed by unit pairs (J, L) for related units.
 
@@ -117,6 +117,7 @@ def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel
     these (closed under attachments; the others must be at rest with nothing moving below them,
     so their blocks of C vanish). Mdot = C + C^T (Prop. 1): see :func:`mass_matrix_rate`;
     ``rate=True`` forms its blocks inside the sweep (lines 14 and 22) and returns ``(M, C, Mdot)``.
+    ``armature[J]``: None or a matrix added to M_JJ (rotor inertia of a tree's joint J).
     """
     accumulate = IC is None
     IC = list(I) if accumulate else list(IC)                                  # line 5
@@ -129,14 +130,15 @@ def algorithm1(B, sweep: Sweep, S, Sdot, v, I, factorization: str = "christoffel
     for J in reversed(order):                                                 # line 8
         nJ = S[sweep.units[J][0]].shape[1]
         i = sweep.attach[J]                                                   # line 15
-        F = None
+        sums: Any = None                      # the unit's (C_JJ, M_JJ, F, Mdot_JJ) so far
+        last = len(sweep.units[J]) - 1
         for n, b in enumerate(sweep.units[J]):
-            CJJ, MJJ, Fb = unit_body(B, BC[b], IC[b], S[b], Sdot[b], sweep.X[b], i >= 0)
-            C[J, J] = CJJ if n == 0 else add(B, C[J, J], CJJ)
-            M[J, J] = MJJ if n == 0 else add(B, M[J, J], MJJ)
-            F = Fb if F is None else add(B, F, Fb)
+            sums = unit_body(B, BC[b], IC[b], S[b], Sdot[b], sweep.X[b], i >= 0, sums,
+                             armature[J] if armature is not None and n == last else None,
+                             rate and n == last)
+        C[J, J], M[J, J], F, Mdot_JJ = sums
         if rate:
-            Mdot[J, J] = plus_transpose(B, C[J, J], C[J, J])                  # line 14
+            Mdot[J, J] = Mdot_JJ                                              # line 14
         while i >= 0:                                                         # line 16
             L = sweep.unit_of[i]                                              # line 18
             i_next = sweep.attach[L]
@@ -158,25 +160,28 @@ composite_B_step = step(composite_B)
 
 
 @step
-def add(B, a, b):
-    """a + b (blocks of one cluster)."""
-    return a + b
-
-
-@step
-def unit_body(B, BC, IC, S, Sdot, X, move_up: bool):
+def unit_body(B: Backend, BC, IC, S, Sdot, X, move_up: bool, sums, armature, rate: bool):
     """Lines 9-13 for one body of unit J and, when J has a parent, its force blocks
-    [F1 F2 F3] moved to the attachment (line 17)."""
+    [F1 F2 F3] moved to the attachment (line 17), added to ``sums``: ``(C_JJ, M_JJ, F, _)``
+    of the unit's bodies before it (None for its first). Returns the new sums, with
+    ``armature`` (None or a matrix) added to M_JJ and, when ``rate``, Mdot_JJ = C_JJ + C_JJ^T
+    (line 14; give both with the unit's last body)."""
     BS, BtS = composite_B_products(B, BC, S)
     F1 = IC @ Sdot + BS                                                       # line 9
     F2 = IC @ S                                                               # line 10
     F3 = BtS                                                                  # line 11
     CJJ, MJJ = S.T @ F1, S.T @ F2                                             # lines 12-13
-    return CJJ, MJJ, (_up_force(B, X, B.hcat([F1, F2, F3])) if move_up else None)
+    F = _up_force(B, X, B.hcat([F1, F2, F3])) if move_up else None
+    if sums is not None:
+        CJJ, MJJ = sums[0] + CJJ, sums[1] + MJJ
+        F = None if F is None else sums[2] + F
+    if armature is not None:
+        MJJ = MJJ + armature
+    return CJJ, MJJ, F, (CJJ + CJJ.T if rate else None)
 
 
 @step
-def ancestor_pair(B, S, Sdot, F, nJ: int, X, move_up: bool, rate: bool):
+def ancestor_pair(B: Backend, S, Sdot, F, nJ: int, X, move_up: bool, rate: bool):
     """Lines 19-22 for ancestor body i of unit J (Mdot_LJ = C_LJ + C_JL^T when ``rate``), and F
     moved on to i's attachment (line 17)."""
     F1, F2, F3 = B.cols(F, 0, nJ), B.cols(F, nJ, 2 * nJ), B.cols(F, 2 * nJ, 3 * nJ)
@@ -188,7 +193,7 @@ def ancestor_pair(B, S, Sdot, F, nJ: int, X, move_up: bool, rate: bool):
 
 
 @step
-def composite_up(B, IC_a, IC_b, BC_a, BC_b, X, accumulate: bool):
+def composite_up(B: Backend, IC_a, IC_b, BC_a, BC_b, X, accumulate: bool):
     """Lines 24-25: body b's composite inertia and B^C added to its attachment a's."""
     if accumulate:
         IC_a = IC_a + (IC_b if X is None else inertia_congruence_sym(B, X, IC_b))
@@ -207,13 +212,7 @@ def mass_matrix_rate(C: dict) -> dict:
     return out
 
 
-@step
-def plus_transpose(B, a, b):
-    """a + b^T."""
-    return a + b.T
-
-
-def blocks_to_matrix(B, model, blocks):
+def blocks_to_matrix(B: Backend, model, blocks):
     """nv x nv matrix from {(i, j): block}, writing only the given blocks into zeros (O(#blocks),
     unlike a dense block grid: O(Nd) for Algorithm 1's related pairs)."""
     out = B.zeros(model.nv, model.nv)
@@ -241,8 +240,8 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
     the pair loop needs no transforms, for O(N) work up front (poses, Phi and inertias in root
     coordinates, :mod:`symdyn.algorithms.root_frame`). Both run :func:`algorithm1`; which is
     smaller depends on the geometry (SX instructions, body vs root: serial:20 13.1k vs 17.4k,
-    panda 3.5k vs 4.5k; random geometry serial_chain(20, seed=1) 37.7k vs 22.4k), so
-    :mod:`symdyn.codegen` traces both and keeps the smaller graph.
+    panda 3.5k vs 4.5k; random geometry serial_chain(20, seed=1) 37.7k vs 22.4k): trace both
+    and keep the smaller graph.
     """
     check_factorization(factorization)
     if frame not in FRAMES:
@@ -256,15 +255,13 @@ def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "chr
         Xup, S = joint_kinematics(B, model, q)
         v, Sdot = joint_velocities(B, model, q, qd, Xup, S)                   # lines 1-4
         I, sweep = model.constants(B).I, tree_sweep(model, Xup)
-    M, C, Mdot = algorithm1(B, sweep, S, Sdot, v, I, factorization, rate=True)  # lines 5-26
-    for i, Ia in enumerate(model.constants(B).armature):                      # M + armature
-        if Ia is not None:
-            M[i, i] = add(B, M[i, i], Ia)
+    M, C, Mdot = algorithm1(B, sweep, S, Sdot, v, I, factorization, rate=True,  # lines 5-26
+                            armature=model.constants(B).armature)
     return (blocks_to_matrix(B, model, M), blocks_to_matrix(B, model, Mdot),
             blocks_to_matrix(B, model, C))
 
 
-def _B_times(B, v, I, w, factorization):
+def _B_times(B: Backend, v, I, w, factorization):
     """B(v, I) w without forming B: eq. (10) 1/2 [v x* I w + w x* I v - I (v x w)], or eq. (9)."""
     if factorization == "simple":
         return cross_force(B, v, I @ w)

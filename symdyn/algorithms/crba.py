@@ -7,7 +7,7 @@ from ..spatial import inertia_congruence_sym, xform_force_T
 from .common import assemble_blocks, entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .steps import step
-from ..types import Array
+from ..types import Array, Backend
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -24,7 +24,7 @@ def crba(model: Model, q: Array, *, frame: str = "body", backend: str | None = N
     per ancestor). ``frame="root"``: every quantity in the coordinates of its tree's root body
     (paper 000 footnote 2, as :func:`~symdyn.algorithms.coriolis.coriolis_matrix`): composite
     inertias are plain sums and M_ji = S_j^T F_i needs no transform, for O(N) poses up front
-    (:mod:`symdyn.algorithms.root_frame`). Same M; :mod:`symdyn.codegen` picks the smaller graph.
+    (:mod:`symdyn.algorithms.root_frame`). Same M; which graph is smaller depends on the model.
     """
     if frame not in FRAMES:
         raise ValueError(f"unknown frame {frame!r}; choose 'body' or 'root'")
@@ -53,14 +53,14 @@ def crba(model: Model, q: Array, *, frame: str = "body", backend: str | None = N
 
 
 @step
-def crba_composite(B, IC_p, Xup, IC):
+def crba_composite(B: Backend, IC_p, Xup, IC):
     """The parent's composite inertia with this subtree's added: IC_p + X^T IC X (``Xup`` None:
     both in one frame)."""
     return IC_p + (IC if Xup is None else inertia_congruence_sym(B, Xup, IC))  # (15)
 
 
 @step
-def crba_diagonal(B, IC, S, armature):
+def crba_diagonal(B: Backend, IC, S, armature):
     """F = IC S and the diagonal block M_ii = S^T F (+ rotor inertia)."""
     F = IC @ S
     M_ii = S.T @ F                                                  # (19)
@@ -68,7 +68,7 @@ def crba_diagonal(B, IC, S, armature):
 
 
 @step
-def crba_ancestor(B, Xup, F, S_p):
+def crba_ancestor(B: Backend, Xup, F, S_p):
     """F moved to the parent's coordinates (``Xup`` None: one frame) and M_pi = S_p^T F."""
     if Xup is not None:
         F = xform_force_T(B, Xup, F)

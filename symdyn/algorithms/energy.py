@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..types import Array
+from ..types import Array, Backend
 from .common import entry
 from .frames import path_kinematics
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["kinetic_energy", "mechanical_energy", "potential_energy"]
 
 
-def _twice_kinetic(B, model, vs, K):
+def _twice_kinetic(B: Backend, model, vs, K):
     """``2 T = sum_i v_i . I_i v_i + sum_k armature_k qd_k^2`` (joints without armature add
     nothing, so their expressions are those of a model without armature)."""
     consts = model.constants(B)
@@ -46,7 +46,7 @@ def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = N
     return _twice_kinetic(B, model, vs, path_kinematics(B, model, qs, vs)) / 2
 
 
-def _potential(B, model, K):
+def _potential(B: Backend, model, K):
     consts = model.constants(B)
     g_neg = B.rows(consts.a_grav, 3, 6)  # a_grav = [0; -g]
     V = B.dot(B.zeros(1), B.zeros(1))                      # bodies welded to the world: V = 0

@@ -11,7 +11,7 @@ function here accepts, as ``frame``,
   puts the child link frame on the joint frame, so this is Pinocchio's ``JOINT`` frame of that
   name (``data.oMi``); see :func:`joint_frames` for the predecessor side. For a joint that does
   not move (``model.fixed_joints``: fixed URDF joints such as ur5's ``ee_fixed_joint``, joints
-  locked by ``model.reduced``) its child link's frame, Pinocchio's ``FIXED_JOINT`` frame;
+  locked by ``reduced_model``) its child link's frame, Pinocchio's ``FIXED_JOINT`` frame;
 * ``"link:NAME"`` or ``"joint:NAME"`` where a link and a joint share ``NAME`` and are different
   frames (anymal_c's ``LF_HAA``, so100's ``gripper``): the bare name is then refused with a
   ``ValueError`` saying so (:func:`resolve_frame`);
@@ -34,7 +34,7 @@ have Pinocchio's names and references but return rows ``[angular; linear]`` by d
 
 Jacobian columns run over the model's speeds ``qd`` (length ``nv``); floating-base and spherical
 joints use body-velocity speeds (see :mod:`symdyn.joints`), so ``frame_velocity = J qd``. Pinocchio's
-free-flyer speeds are ``[v; omega]``: compare with :func:`symdyn.pinocchio_bridge.matrix_from_pin`.
+free-flyer speeds are ``[v; omega]``: compare with :func:`symdyn.interop.pinocchio.matrix_from_pin`.
 
 ``frame_jacobian_time_variation`` is the exact time derivative ``dJ/dt`` of ``frame_jacobian`` for
 the same reference along the motion (``q`` moving with speeds ``qd``), Pinocchio's
@@ -56,7 +56,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..spatial import Transform, compose, cross_motion, skew, xform_motion, xform_motion_inv
-from ..types import Array
+from ..types import Array, Backend
 from .common import entry
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def joint_frames(model: Model, side: str = "child") -> dict[str, Frame]:
     frame of each moving joint (``model.joint_names``), rigidly attached to body ``i`` and equal
     to its body frame, ``Frame(i, identity)``; it moves with the joint (Pinocchio's ``JOINT``
     frame, ``data.oMi[joint]``). Then the joints that do not move (``model.fixed_joints``: fixed
-    URDF joints and joints locked by ``model.reduced``), each the frame of its child link
+    URDF joints and joints locked by ``reduced_model``), each the frame of its child link
     (Pinocchio's ``FIXED_JOINT`` frames).
 
     ``side="parent"``: the predecessor frame of each moving joint, ``Frame(parents[i],
@@ -198,7 +198,7 @@ def _is_identity(X) -> bool:
         return False
 
 
-def _native_transform(B, X) -> Transform:
+def _native_transform(B: Backend, X) -> Transform:
     E = B.const([[_entry(X.E, a, b) for b in range(3)] for a in range(3)])
     return Transform(E, B.const([_entry(X.r, k) for k in range(3)]))
 
@@ -232,7 +232,7 @@ class PathKinematics(NamedTuple):
     a: dict
 
 
-def path_kinematics(B, model, q, qd=None, qdd=None, bodies=None) -> PathKinematics:
+def path_kinematics(B: Backend, model, q, qd=None, qdd=None, bodies=None) -> PathKinematics:
     """Forward kinematics restricted to ``bodies`` and their ancestors (all bodies if None).
 
     ``q``, ``qd``, ``qdd``: per-joint segments (from :func:`entry`). Velocities and accelerations
@@ -268,17 +268,17 @@ def path_kinematics(B, model, q, qd=None, qdd=None, bodies=None) -> PathKinemati
     return PathKinematics(need, X0, S, Sr, v, a)
 
 
-def _world_columns(B, model, K: PathKinematics, body: int) -> dict:
+def _world_columns(B: Backend, model, K: PathKinematics, body: int) -> dict:
     """World-coordinate motion subspaces ^0X_j S_j of the joints j supporting ``body``."""
     return {j: xform_motion_inv(B, K.X0[j], K.S[j]) for j in model.ancestors[body]}
 
 
-def _assemble(B, model, cols: dict, rows: int = 6):
+def _assemble(B: Backend, model, cols: dict, rows: int = 6):
     return B.hcat([cols[j] if j in cols else B.zeros(rows, b - a)
                    for j, (a, b) in enumerate(model.v_idx)])
 
 
-def _frame_transform(B, model, K, fr):
+def _frame_transform(B: Backend, model, K, fr):
     """(world -> frame transform, body -> frame transform or None when the identity)."""
     Xf = None if _is_identity(fr.X) else _native_transform(B, fr.X)
     if fr.body < 0:
@@ -287,14 +287,14 @@ def _frame_transform(B, model, K, fr):
     return (X0b if Xf is None else compose(B, Xf, X0b)), Xf
 
 
-def _lwa_shift(B, p, m):
+def _lwa_shift(B: Backend, p, m):
     """[m0; m1 - p x m0]: world motion vectors (at the world origin) moved to the point p,
     world-aligned axes."""
     m0 = B.rows(m, 0, 3)
     return B.vcat([m0, B.rows(m, 3, 6) - skew(B, p) @ m0])
 
 
-def _linear_plus(B, x, w, u):
+def _linear_plus(B: Backend, x, w, u):
     """[x0; x1 + w x u]."""
     return B.vcat([B.rows(x, 0, 3), B.rows(x, 3, 6) + skew(B, w) @ u])
 
@@ -312,7 +312,7 @@ def _check_order(order: str) -> None:
                          "Pinocchio's [linear; angular])")
 
 
-def _in_order(B, x, order: str):
+def _in_order(B: Backend, x, order: str):
     return x if order == "angular_first" else B.vcat([B.rows(x, 3, 6), B.rows(x, 0, 3)])
 
 
@@ -346,7 +346,7 @@ def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference
     return _in_order(B, _velocity(B, model, qs, vs, resolve_frame(model, frame), reference), order)
 
 
-def _velocity(B, model, qs, vs, fr, reference):
+def _velocity(B: Backend, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
@@ -371,7 +371,7 @@ def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "lo
     **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameJacobian``**
     **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
     which swaps the two 3-row blocks and nothing else. The columns stay over symdyn's speeds (free-flyer ``[omega; v]``, Pinocchio's
-    ``[v; omega]``; Pinocchio's column order: ``symdyn.pinocchio_bridge.matrix_to_pin(model, J,
+    ``[v; omega]``; Pinocchio's column order: ``symdyn.interop.pinocchio.matrix_to_pin(model, J,
     rows=None, pin_model=pm)``).
     """
     _check_reference(reference)
@@ -380,7 +380,7 @@ def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "lo
     return _in_order(B, _jacobian(B, model, qs, resolve_frame(model, frame), reference), order)
 
 
-def _jacobian(B, model, qs, fr, reference):
+def _jacobian(B: Backend, model, qs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, bodies=[fr.body])
@@ -393,7 +393,7 @@ def _jacobian(B, model, qs, fr, reference):
     return _lwa_shift(B, Xf0.r, J0)
 
 
-def _world_jacobian_rate(B, model, K, body):
+def _world_jacobian_rate(B: Backend, model, K, body):
     """(J0, dJ0/dt) in world coordinates: columns ^0X_j S_j and v0_j x ^0X_j S_j + ^0X_j Sring_j."""
     J, dJ = {}, {}
     for j in model.ancestors[body]:
@@ -419,7 +419,7 @@ def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: Fram
     **Rows ``[angular; linear]``: the reverse of Pinocchio's ``getFrameJacobianTimeVariation``**
     **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
     which swaps the two 3-row blocks and nothing else. The columns stay over symdyn's speeds (free-flyer ``[omega; v]``, Pinocchio's
-    ``[v; omega]``; Pinocchio's column order: ``symdyn.pinocchio_bridge.matrix_to_pin(model, J,
+    ``[v; omega]``; Pinocchio's column order: ``symdyn.interop.pinocchio.matrix_to_pin(model, J,
     rows=None, pin_model=pm)``).
     """
     _check_reference(reference)
@@ -429,7 +429,7 @@ def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: Fram
                      order)
 
 
-def _jacobian_rate(B, model, qs, vs, fr, reference):
+def _jacobian_rate(B: Backend, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
@@ -469,7 +469,7 @@ def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, 
                      order)
 
 
-def _classical(B, model, qs, vs, us, fr, reference):
+def _classical(B: Backend, model, qs, vs, us, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, us, bodies=[fr.body])

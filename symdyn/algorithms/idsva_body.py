@@ -30,7 +30,7 @@ from ..spatial import (compose, congruence, cross_force, cross_motion, inertia_c
 from .chain_rule import check_constant_S
 from .common import assemble_blocks, entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul, ground_inertia, twice_B
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -62,7 +62,7 @@ def rnea_derivatives_ancestor(model: Model, q: Array, qd: Array, qdd: Array,
     return _backward_ancestor(B, model, *fw)
 
 
-def _forward(B, model, qd, qdd, f_ext, Xup, S, ground):
+def _forward(B: Backend, model, qd, qdd, f_ext, Xup, S, ground):
     """Lines 1-10 of Algorithm 1 in ground (``X0``) or body (``Xup``) coordinates."""
     consts = model.constants(B)
     a_grav = consts.a_grav
@@ -93,14 +93,14 @@ def _forward(B, model, qd, qdd, f_ext, Xup, S, ground):
     return Sx, Sd, Psid, Psidd, IC, BC, fC
 
 
-def _ts(B, S, Sd, Psid, Psidd, IC, BC, fC):
+def _ts(B: Backend, S, Sd, Psid, Psidd, IC, BC, fC):
     """Lines 13-16: t1..t4 of one body from its composite IC, 2 B^C, fC."""
     SdPsid = Sd + Psid
     return (IC @ S, BC @ S + IC @ SdPsid,
             BC @ Psid + IC @ Psidd + crfbar_mul(B, fC, S), BC.T @ S)
 
 
-def _backward_body(B, model, Xup, S, Sd, Psid, Psidd, IC, BC, fC):
+def _backward_body(B: Backend, model, Xup, S, Sd, Psid, Psidd, IC, BC, fC):
     N, parents = model.N, model.parents
     Tq, Tqd = {}, {}
     T, order = per_body(N, 2)
@@ -132,7 +132,7 @@ def _backward_body(B, model, Xup, S, Sd, Psid, Psidd, IC, BC, fC):
     return assemble_blocks(B, model, Tq), assemble_blocks(B, model, Tqd)
 
 
-def _backward_ancestor(B, model, S, Sd, Psid, Psidd, IC, BC, fC):
+def _backward_ancestor(B: Backend, model, S, Sd, Psid, Psidd, IC, BC, fC):
     parents = model.parents
     Tq, Tqd = {}, {}
     for i in reversed(range(model.N)):

@@ -24,6 +24,7 @@ from typing import Any
 from ..spatial import compose, cross_force, cross_motion, xform_force_T, xform_motion_inv
 from .common import per_body
 from .rnea_derivatives import _SEQUENTIAL_COLUMNS, ground_inertia
+from ..types import Backend
 
 
 def dof_parents(model) -> list[int]:
@@ -47,7 +48,7 @@ def ancestor_lists(lam) -> list[list[int]]:
     return anc
 
 
-def ground_dynamics(B, model, qd, f_ext, Xup, S):
+def ground_dynamics(B: Backend, model, qd, f_ext, Xup, S):
     """Mass matrix and bias forces in ground coordinates: IDSVA's forward pass at qdd = 0 (lines
     1-10), then the composite inertias (lines 13, 21-23).
 
@@ -175,7 +176,7 @@ def inverse_from_factors(Z, anc, Dinv):
     return Y
 
 
-def minv_apply(B, H, anc, Zm, Dinv, X):
+def minv_apply(B: Backend, H, anc, Zm, Dinv, X):
     """``M^-1 X`` for an n x m backend matrix X, all columns at once: ``L^T W = X`` row by row from
     the leaves up (a row of X that is zero stays zero until a descendant's row reaches it: column c
     of dtau/du stays on the ancestors and descendants of dof c), ``W D^-1``, then ``Z W`` with the
@@ -188,7 +189,7 @@ def minv_apply(B, H, anc, Zm, Dinv, X):
     return Zm @ B.vcat([Dinv[i] * x[i] for i in range(len(H))])
 
 
-def z_matrix(B, Z):
+def z_matrix(B: Backend, Z):
     """``Z = L^-1`` of :func:`unit_lower_inverse` as an n x n backend matrix."""
     n = len(Z)
     return B.matrix([[1 if j == i else Z[i].get(j, 0) for j in range(n)] for i in range(n)])

@@ -106,12 +106,12 @@ def check_armature_flag(armature: Any) -> bool:
                     f"{armature!r}; the armature values themselves are model.armature")
 
 
-def _diagonal(B, x, n):
+def _diagonal(B: Backend, x, n):
     """``diag(x)`` of a joint's speed segment ``x`` (``n`` entries) as an n x n matrix."""
     return B.matrix([[x[k] if k == c else 0 for c in range(n)] for k in range(n)])
 
 
-def _tree_regressor(B, model, Xup, S, Y, diag=None):
+def _tree_regressor(B: Backend, model, Xup, S, Y, diag=None):
     """nv x 10N regressor from the body-level 6 x 10 maps ``Y[i]`` (forces in body-i coordinates):
     block (j, i) = S_j^T X_{j<-i}^T Y_i for every ancestor j of i (i included). ``diag``: the
     per-joint speed segments whose diagonal fills nv further columns (the armature columns)."""
@@ -213,7 +213,7 @@ def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: 
     return _tree_regressor(B, model, Xup, S, Y, qrr if with_arm else None)
 
 
-def _velocities(B, model, q, qd):
+def _velocities(B: Backend, model, q, qd):
     Xup, S = joint_kinematics(B, model, q)
     v = [None] * model.N
     for i, p in enumerate(model.parents):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from ..spatial import cross_force, cross_motion, xform_force_T, xform_motion
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -41,7 +41,7 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = 
 
 
 @step
-def rnea_forward(B, joint, Xup, S, I, v_p, a_p, q, qd, qdd, f_ext):
+def rnea_forward(B: Backend, joint, Xup, S, I, v_p, a_p, q, qd, qdd, f_ext):
     """Forward pass for one body: velocity, acceleration and net force (``v_p`` is None at the
     root, ``a_p`` the parent's acceleration or the gravity acceleration a_grav)."""
     vJ = S @ qd
@@ -57,7 +57,7 @@ def rnea_forward(B, joint, Xup, S, I, v_p, a_p, q, qd, qdd, f_ext):
 
 
 @step
-def rnea_backward(B, Xup, S, f, armature, qdd, f_p):
+def rnea_backward(B: Backend, Xup, S, f, armature, qdd, f_p):
     """Backward pass for one body: its joint force and the parent's force with this body's
     added (``f_p`` None at the root)."""
     tau = S.T @ f                                                              # (13)

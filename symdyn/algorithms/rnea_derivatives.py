@@ -28,7 +28,7 @@ from ..spatial import (compose, cross_force, cross_motion, mcI, skew, xform_forc
                        xform_motion_inv)
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
-from ..types import Array, ExternalForces
+from ..types import Array, Backend, ExternalForces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -65,20 +65,20 @@ def check_joints(model) -> None:
                 "body coordinates; only the planar joint is supported among such joints")
 
 
-def crfbar_mul(B, f, M):
+def crfbar_mul(B: Backend, f, M):
     """(f xbar*) M for a force vector f and a 6xk matrix M of motion vectors, with 3x3 blocks."""
     n, g = skew(B, B.rows(f, 0, 3)), skew(B, B.rows(f, 3, 6))
     m0, m1 = B.rows(M, 0, 3), B.rows(M, 3, 6)
     return -B.vcat([n @ m0 + g @ m1, g @ m0])
 
 
-def ground_inertia(B, X0, m, c, Ic):
+def ground_inertia(B: Backend, X0, m, c, Ic):
     """X0^T I X0 for the rigid-body inertia (m, c, Ic) and X0 = (E, r) (ground -> body): mass m at
     c0 = r + E^T c with rotational inertia E^T Ic E (fewer operations than a 6x6 congruence)."""
     return mcI(B, m, X0.r + X0.E.T @ c, X0.E.T @ Ic @ X0.E)
 
 
-def twice_B(B, v, I, h):
+def twice_B(B: Backend, v, I, h):
     """2 B(v, I) of eq. (28) for a symmetric inertia I and h = I v, without 6x6 products:
     (v x*) I - I (v x) = X + X^T with X = (v x*) I, plus (I v) xbar* = [[-n x, -f x], [-f x, 0]]."""
     X = cross_force(B, v, I)
@@ -86,7 +86,7 @@ def twice_B(B, v, I, h):
     return X + X.T - B.vcat([B.hcat([n, f]), B.hcat([f, B.zeros(3, 3)])])
 
 
-def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
+def idsva(B: Backend, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     """Algorithm 1 of paper 003 on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body
     coordinates, None entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B.
     Returns ``(dtau_dq, dtau_dqd)``, with ``ground=True`` also the per-body ground transforms
@@ -95,7 +95,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     Lines 17-20 are products of body i's columns with the stacked blocks t1..t4 of its subtree
     nu(i). Numeric backends stack the whole subtree (a few large products, as in the paper);
     the others take one body j of nu(i) at a time (the same scalar operations), so that each
-    block is one step of the compiled recursive form (:mod:`symdyn.codegen.recursive`)."""
+    block is one step (:mod:`.steps`)."""
     check_joints(model)
     consts = model.constants(B)
     inertia = consts.inertia_params  # per body (m, c, Ic)
@@ -113,7 +113,7 @@ def idsva(B, model, qd, qdd, f_ext, Xup, S, *, ground: bool = False):
     return dtau_dq, dtau_dqd
 
 
-def idsva_backward_pass(B, model, S0, Sd, Psid, Psidd, IC, BC, fC):
+def idsva_backward_pass(B: Backend, model, S0, Sd, Psid, Psidd, IC, BC, fC):
     """Lines 11-23 of Algorithm 1 from the per-body ground-frame quantities of the forward pass
     (``IC``, ``BC``, ``fC``: each body's own I, 2 B and f; the lists are accumulated in place):
     ``(dtau_dq, dtau_dqd)``."""
@@ -157,7 +157,7 @@ def _segments(joint):
         else [(0, nvi)]
 
 
-def forward_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
+def forward_kinematics(B: Backend, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
     """The velocity part of lines 2-10 for body i (ground coordinates, ``X0_p``/``v_p`` None at
     the root): X0, S0, v, Sdot, Psidot, I, 2 B, h = I v, and for forward dynamics the
     velocity-product acceleration ``cb`` (a = a_p + S0 qdd + cb) and bias force
@@ -184,7 +184,7 @@ def forward_kinematics(B, joint, Xup, X0_p, S, v_p, m, c, Ic, qd, f_ext):
     return X0, S0, vl, Sd, Psid, I, BC, h, cb, pA
 
 
-def forward_accelerations(B, joint, S0, v_p, a_p, qd, qdd):
+def forward_accelerations(B: Backend, joint, S0, v_p, a_p, qd, qdd):
     """The acceleration part of lines 2-7 for body i: its acceleration a (line 4) and Psiddot
     (line 7), column segment by column segment."""
     vl = B.zeros(6) if v_p is None else v_p
@@ -200,7 +200,7 @@ def forward_accelerations(B, joint, S0, v_p, a_p, qd, qdd):
 
 
 @step
-def idsva_forward(B, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, f_ext):
+def idsva_forward(B: Backend, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, f_ext):
     """Lines 2-10 for body i, in ground coordinates (``X0_p``/``v_p`` None at the root, ``a_p``
     the parent's acceleration or a_grav): X0, S0, v, a, Sdot, Psidot, Psiddot, I, 2 B, f."""
     X0, S0, vl, Sd, Psid, I, BC, h, _, _ = forward_kinematics(B, joint, Xup, X0_p, S, v_p,
@@ -213,7 +213,7 @@ def idsva_forward(B, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, f_ext):
 
 
 @step
-def idsva_backward(B, IC, BC, fC, S0, Sd, Psid, Psidd):
+def idsva_backward(B: Backend, IC, BC, fC, S0, Sd, Psid, Psidd):
     """Lines 13-16 for body i: its blocks (t1, t2, t3, t4) of the subtree stacks."""
     t1 = IC @ S0                                                          # line 13
     t2 = BC @ S0 + IC @ (Sd + Psid)                                       # line 14
@@ -223,7 +223,7 @@ def idsva_backward(B, IC, BC, fC, S0, Sd, Psid, Psidd):
 
 
 @step
-def idsva_block(B, S0, Sd, Psid, Psidd, t1, t2, t3, t4):
+def idsva_block(B: Backend, S0, Sd, Psid, Psidd, t1, t2, t3, t4):
     """Lines 17-20 for the bodies j of nu(i) stacked in t1..t4: S_i^T t3, S_i^T t2 (row i) and
     t4^T Psidot_i + t1^T Psiddot_i, t4^T S_i + t1^T (Sdot_i + Psidot_i) (column i)."""
     St = S0.T
@@ -232,7 +232,7 @@ def idsva_block(B, S0, Sd, Psid, Psidd, t1, t2, t3, t4):
 
 
 @step
-def idsva_accumulate(B, IC_p, BC_p, fC_p, IC, BC, fC):
+def idsva_accumulate(B: Backend, IC_p, BC_p, fC_p, IC, BC, fC):
     """Lines 21-23: the composite I, 2 B and f of body i added to its parent's."""
     return IC_p + IC, BC_p + BC, fC_p + fC
 

@@ -19,9 +19,10 @@ from typing import Any
 from ..spatial import compose, cross_motion, inertia_congruence, xform_motion_inv
 from .common import joint_kinematics
 from .steps import step
+from ..types import Backend
 
 
-def root_transforms(B, model, Xup):
+def root_transforms(B: Backend, model, Xup):
     """X0[i]: compact transform from the coordinates of body i's tree root to body-i
     coordinates; ``None`` for the roots themselves (the identity)."""
     X0: list[Any] = [None] * model.N
@@ -35,12 +36,12 @@ compose_step = step(compose)
 
 
 @step
-def to_root(B, X0i, m):
+def to_root(B: Backend, X0i, m):
     """Motion vector(s) m from body-i to root coordinates (X0i None: already there)."""
     return m if X0i is None else xform_motion_inv(B, X0i, m)
 
 
-def root_kinematics(B, model, q, qd=None):
+def root_kinematics(B: Backend, model, q, qd=None):
     """``(S0, v0, Sdot0)`` in root coordinates: motion subspaces S0[i] (6 x n_i), body
     velocities v0[i] (5) and Phidot0[i] = (v0[i] x) S0[i] + Phiring_i (Alg. 1 line 4); the last
     two are ``None`` when ``qd`` is None. Also returns ``X0`` (see :func:`root_transforms`)."""
@@ -56,7 +57,7 @@ def root_kinematics(B, model, q, qd=None):
 
 
 @step
-def root_velocity(B, joint, X0, S0, v0_p, q, qd):
+def root_velocity(B: Backend, joint, X0, S0, v0_p, q, qd):
     """v0_i and Phidot0_i of one body in root coordinates (``v0_p`` None at the root)."""
     vJ = S0 @ qd
     v0 = vJ if v0_p is None else v0_p + vJ                                   # (5)
@@ -67,7 +68,7 @@ def root_velocity(B, joint, X0, S0, v0_p, q, qd):
     return v0, Sdot0
 
 
-def root_inertias(B, model, X0):
+def root_inertias(B: Backend, model, X0):
     """Body inertias in root coordinates, X0^T I X0 by their 10 parameters."""
     I = model.constants(B).I
     return [I[i] if X0[i] is None else inertia_congruence_step(B, X0[i], I[i])

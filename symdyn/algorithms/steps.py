@@ -1,23 +1,22 @@
-"""Per-body steps: the unit of the recursion-keeping compiled form.
+"""Per-body steps: the unit in which a backend may run an algorithm.
 
 An algorithm's loop bodies are written as *steps*: functions of the backend ``B`` and of native
-arrays (plus static data such as a joint or ``None``), marked with :func:`step`. Called with an
-ordinary backend a step is a plain function call, so the algorithm runs as before on NumPy,
-SymPy, SymEngine, CasADi and JAX. A *recording* backend (``B.recorder``, see
-:mod:`symdyn.codegen.recursive`) receives the call instead: it traces the step once per
-signature (joint kind, shapes, structure of the arguments) into a kernel and records the call as
-one instruction of a program, which a C loop then runs over a table of model constants. The
-compiled code then grows with the number of joint kinds, not with the number of bodies.
+arrays (plus static data such as a joint or ``None``), marked with :func:`step`. A call goes
+through the backend's hook ``B.call_step(fn, args)``: the backend modules call ``fn(B, *args)``;
+a backend may instead run each step as a unit of its own (trace it once per signature and record
+the call, so that compiled code grows with the number of joint kinds, not of bodies).
 
 Rules for a step: no side effects, results only through its return value (nested tuples of
-arrays, ``None`` allowed); everything an algorithm computes in a recording must happen inside a
-step (outside them it may only index lists, pass values on and assemble the result with
-``B.vcat``/``B.block``/``B.zeros``).
+arrays, ``None`` allowed); everything an algorithm computes should happen inside a step
+(outside them it indexes lists, passes values on and assembles the result with
+``B.vcat``/``B.block``/``B.zeros``/``B.assign``), so that every backend can run it.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
+
+from ..types import Backend
 
 F = TypeVar("F", bound=Callable)
 
@@ -25,10 +24,7 @@ F = TypeVar("F", bound=Callable)
 def step(fn: F) -> F:
     """Mark ``fn(B, *args)`` as a per-body step (see the module docstring)."""
     @functools.wraps(fn)
-    def call(B, *args):
-        recorder = getattr(B, "recorder", None)
-        if recorder is None:
-            return fn(B, *args)
-        return recorder.call(fn, args)
+    def call(B: Backend, *args: Any) -> Any:
+        return B.call_step(fn, args)
     call.__wrapped_step__ = fn  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]

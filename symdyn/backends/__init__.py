@@ -48,6 +48,15 @@ Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere),
                           except JAX: eager evaluation, so that constants first built inside a
                           jit trace are concrete arrays, not tracers, in the model's cache)
 
+Hooks (how an algorithm runs in this backend, :mod:`.protocol`)::
+
+    call_step(fn, args)   run the per-body step fn(B, *args) (symdyn.algorithms.steps)
+    model_constants(model) the model's ModelConstants in this backend's values (backend modules:
+                          built once per backend and cached in the model)
+
+The contract is the type :class:`~symdyn.backends.protocol.Backend`: algorithms annotate
+``B: Backend`` and the type checker checks their calls against it.
+
 Numerically safe helpers, all of ``x2 = x^2`` (a sum of squares: no square root of 0 is taken)::
 
     sin_over_x(x2)              sin(x)/x
@@ -91,27 +100,45 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
+from .protocol import Backend
 from .tensor import Tensor3
 
-__all__ = ["BACKENDS", "BackendError", "Tensor3", "get_backend", "kind_of", "resolve_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendError", "Tensor3", "get_backend", "kind_of",
+           "resolve_backend"]
 
 BACKENDS = ("numpy", "sympy", "casadi", "symengine", "jax")
-_loaded: dict[str, ModuleType] = {}
+_loaded: dict[str, Backend] = {}
+
+if TYPE_CHECKING:   # the type checker checks every backend module against the contract
+    from . import casadi_backend, jax_backend, numpy_backend, symengine_backend, sympy_backend
+    _numpy: Backend = numpy_backend
+    _sympy: Backend = sympy_backend
+    _symengine: Backend = symengine_backend
+    _casadi: Backend = casadi_backend
+    _jax: Backend = jax_backend
 
 
 class BackendError(TypeError):
     """Inputs whose types cannot be combined, or an unknown backend name."""
 
 
-def get_backend(name: str) -> ModuleType:
-    """The backend module called ``name`` (imported on first use)."""
+@overload
+def get_backend(name: Literal["sympy", "jax"]) -> ModuleType: ...  # with their own extras
+@overload
+def get_backend(name: str) -> Backend: ...
+
+
+def get_backend(name: str) -> Backend | ModuleType:
+    """The backend module called ``name`` (imported on first use). The type of the SymPy and
+    JAX backends is their module: besides the contract they offer ``evaluate`` (SymPy) and the
+    precision switches (JAX)."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name not in _loaded:
         try:
-            _loaded[name] = importlib.import_module(f"symdyn.backends.{name}_backend")
+            _loaded[name] = cast(Backend, importlib.import_module(f"symdyn.backends.{name}_backend"))
         except ImportError as exc:
             if exc.name not in ("jax", "jaxlib", "symengine"):
                 raise
@@ -156,18 +183,23 @@ def _kind_of_sequence(seq) -> str | None:
     return kinds.pop() if kinds else "numpy"
 
 
-def resolve_backend(*inputs: Any, backend: str | None = None, model=None) -> ModuleType:
+def resolve_backend(*inputs: Any, backend: str | Backend | None = None,
+                    model: Any = None) -> Backend:
     """Choose the backend for an algorithm call.
 
     SymPy, SymEngine and CasADi inputs cannot be mixed; numbers mix with any. A model whose
     parameters are SymPy symbols forces the SymPy backend (SymEngine when the inputs are SymEngine
-    symbols) and refuses an explicit numpy/casadi one.
+    symbols) and refuses an explicit numpy/casadi one. ``backend`` is a name or a backend: one of
+    the modules is checked as its name, any other :class:`Backend` is used as given (it checks
+    its inputs itself).
     """
     if backend is not None and not isinstance(backend, str):
-        if getattr(backend, "recorder", None) is None:
-            raise BackendError(f"backend must be a name ({', '.join(BACKENDS)}), got "
-                               f"{type(backend).__name__}")
-        return backend  # a recording backend (symdyn.codegen.recursive): it checks its inputs
+        if not isinstance(backend, Backend):
+            raise BackendError(f"backend must be a name ({', '.join(BACKENDS)}) or a Backend, "
+                               f"got {type(backend).__name__}")
+        if _loaded.get(backend.name) is not backend:
+            return backend
+        backend = backend.name
     kinds = set()
     for x in inputs:
         k = kind_of(x)

@@ -12,10 +12,12 @@ import casadi as ca
 import numpy as np
 
 from . import tensor as _tensor
+from ._plain import plain_hooks
 from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
 from .tensor import assign3, page, pages, set3  # noqa: F401
 
 name = "casadi"
+call_step, model_constants = plain_hooks(__name__)   # hooks: symdyn.backends.protocol
 numeric = False         # expressions, not values: values cannot be checked at entry
 graph = True            # builds an SX graph (``jacobian`` available)
 ndarray = ca.SX

@@ -23,14 +23,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import numpy_backend as _np
+from ._plain import plain_hooks
 from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
 
 name = "jax"
+call_step, model_constants = plain_hooks(__name__)   # hooks: symdyn.backends.protocol
 numeric = False         # tracers carry no values: algorithms must not branch on values
 graph = False           # no expression graph of symbols (differentiate with jax.jacfwd / grad)
 ndarray = jax.Array
 
 sin, cos, sqrt = jnp.sin, jnp.cos, jnp.sqrt
+sign = jnp.sign  # -1, 0 or 1 (friction_torque)
 
 _ALLOW_FLOAT32 = False
 

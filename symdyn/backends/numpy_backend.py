@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 
+from ._plain import plain_hooks
 from ._series import ONE_MINUS_COS_OVER_X2, SIN_OVER_X, THRESHOLD, X_MINUS_SIN_OVER_X3, horner
 
 name = "numpy"
+call_step, model_constants = plain_hooks(__name__)   # hooks: symdyn.backends.protocol
 numeric = True          # values are numbers: entries can be checked (unit quaternions, ...)
 graph = False           # builds no expression graph (no ``jacobian``)
 ndarray = np.ndarray

@@ -13,12 +13,14 @@ import numbers
 import symengine as se
 
 from . import tensor as _tensor
+from ._plain import plain_hooks
 from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
     assign, assign3, concrete, constant_scope, dot, empty_shape, exact_helpers, graph,
     inv_with, is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, set3, skew_of,
     solve, validated)
 
 name = "symengine"
+call_step, model_constants = plain_hooks(__name__)   # hooks: symdyn.backends.protocol
 ndarray = se.DenseMatrix
 
 sin, cos, sqrt = se.sin, se.cos, se.sqrt

@@ -9,11 +9,13 @@ from typing import Any, Callable
 import sympy as sp
 
 from . import tensor as _tensor
+from ._plain import plain_hooks
 from ._symbolic_common import (  # noqa: F401  (shared, re-exported)
     assign, assign3, cols, concrete, constant_scope, dot, empty_shape, exact_helpers, graph,
     inv_with, is_symbol, is_zero, numeric, page, pages, refuse_complex_or_scalar, rows, set3, skew_of, solve, validated)
 
 name = "sympy"
+call_step, model_constants = plain_hooks(__name__)   # hooks: symdyn.backends.protocol
 ndarray = sp.MatrixBase
 
 sin, cos, sqrt = sp.sin, sp.cos, sp.sqrt

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import casadi as ca
 import numpy as np
 
+from ...backends.protocol import Backend
 from ...spatial import Transform
 
 CONST_BIT = 1 << 40          # recording addresses >= CONST_BIT live in the constant table
@@ -105,17 +106,77 @@ def _cat(parts: Sequence[Ref], axis: int) -> Ref:
                np.concatenate([p.sign for p in parts], axis))
 
 
+def _backend_function(name: str) -> Callable:
+    """The backend function ``name`` as a step: called outside a step, it is recorded as a
+    kernel of its own."""
+    def fn(B, *args):
+        return getattr(B, name)(*args)
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+_RECORDED = {name: _backend_function(name) for name in (
+    "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "sign", "sin_over_x",
+    "one_minus_cos_over_x2", "x_minus_sin_over_x3")}
+
+
 class RecordingBackend:
-    """The backend namespace an algorithm sees while it is recorded: it accepts :class:`Ref`
-    inputs and offers only what algorithms do outside their steps (slicing and assembling)."""
+    """The backend an algorithm runs on while it is recorded (a
+    :class:`~symdyn.backends.protocol.Backend`): values are :class:`Ref` s; steps
+    (``call_step``) and the functions that compute (``inv``, ``sin``, ...) become kernels and
+    instructions, slicing and assembling rearrange references, and the model's constants are
+    table entries. Arithmetic operators on a :class:`Ref` outside a step are refused."""
 
     name = "recording"
     numeric = False
     graph = False
+    ndarray = Ref
 
     def __init__(self, recorder: "Recorder"):
-        self.recorder = recorder
+        self._recorder = recorder
 
+    # hooks
+    def call_step(self, fn: Callable, args: tuple) -> Any:
+        return self._recorder.call(fn, args)
+
+    def model_constants(self, model) -> Any:
+        return self._recorder.model_constants(model)
+
+    # functions that compute: one kernel each
+    def inv(self, A):
+        return self.call_step(_RECORDED["inv"], (A,))
+
+    def solve(self, A, b):
+        return self.call_step(_RECORDED["solve"], (A, b))
+
+    def dot(self, a, b):
+        return self.call_step(_RECORDED["dot"], (a, b))
+
+    def skew(self, w):
+        return self.call_step(_RECORDED["skew"], (w,))
+
+    def sin(self, x):
+        return self.call_step(_RECORDED["sin"], (self._ref(x),))
+
+    def cos(self, x):
+        return self.call_step(_RECORDED["cos"], (self._ref(x),))
+
+    def sqrt(self, x):
+        return self.call_step(_RECORDED["sqrt"], (self._ref(x),))
+
+    def sign(self, x):
+        return self.call_step(_RECORDED["sign"], (self._ref(x),))
+
+    def sin_over_x(self, x2):
+        return self.call_step(_RECORDED["sin_over_x"], (self._ref(x2),))
+
+    def one_minus_cos_over_x2(self, x2):
+        return self.call_step(_RECORDED["one_minus_cos_over_x2"], (self._ref(x2),))
+
+    def x_minus_sin_over_x3(self, x2):
+        return self.call_step(_RECORDED["x_minus_sin_over_x3"], (self._ref(x2),))
+
+    # values known while recording
     @staticmethod
     def concrete(x) -> bool:
         return False
@@ -124,13 +185,40 @@ class RecordingBackend:
     def constant_scope():
         return contextlib.nullcontext()
 
-    def to_vector(self, x, n: int, what: str) -> Ref:
+    @staticmethod
+    def is_zero(x) -> bool:
+        x = RecordingBackend._ref(x)
+        return bool(x.is_literal and not x.lit.any())
+
+    @staticmethod
+    def is_symbol(x) -> bool:
+        return False
+
+    @staticmethod
+    def to_numpy(x):
+        x = RecordingBackend._ref(x)
+        if not x.is_literal:
+            raise TypeError("a recorded value has no numbers until the program runs")
+        return x.lit.copy()
+
+    # inputs
+    @staticmethod
+    def to_vector(x, n: int, what: str) -> Ref:
         if not isinstance(x, Ref):
             x = Ref.literal(np.asarray(x, dtype=float).reshape(-1))
         if x.shape != (n, 1):
             raise ValueError(f"{what} must have length {n}, got shape {x.shape}")
         return x
 
+    @staticmethod
+    def to_matrix(x, shape: tuple[int, int], what: str) -> Ref:
+        if not isinstance(x, Ref):
+            x = Ref.literal(np.atleast_2d(np.asarray(x, dtype=float)))
+        if x.shape != tuple(shape):
+            raise ValueError(f"{what} must have shape {tuple(shape)}, got {x.shape}")
+        return x
+
+    # arrays: references rearranged
     @staticmethod
     def zeros(n: int, m: int | None = None) -> Ref:
         return Ref.literal(np.zeros((n, 1 if m is None else m)))
@@ -142,6 +230,14 @@ class RecordingBackend:
     @staticmethod
     def const(x) -> Ref:
         return Ref.literal(x)
+
+    @staticmethod
+    def matrix(rows) -> Ref:
+        return RecordingBackend.block([list(row) for row in rows])
+
+    @staticmethod
+    def vector(entries) -> Ref:
+        return RecordingBackend.vcat(list(entries))
 
     @staticmethod
     def rows(x: Ref, a: int, b: int) -> Ref:
@@ -173,6 +269,7 @@ class RecordingBackend:
         x.sign[r, c] = v.sign.reshape(shape)
         return x
 
+    # rank 3: a 3-D Ref
     @staticmethod
     def tensor3(n1: int, n2: int, n3: int) -> Ref:
         return Ref(np.full((n1, n2, n3), -1))
@@ -188,17 +285,25 @@ class RecordingBackend:
         return T
 
     @staticmethod
+    def set3(T: Ref, i: int, j: int, k: int, v) -> Ref:
+        return RecordingBackend.assign3(T, i, j, k, v)
+
+    @staticmethod
+    def page(T: Ref, k: int) -> Ref:
+        return Ref(T.addr[:, :, k], T.lit[:, :, k], T.sign[:, :, k])
+
+    @staticmethod
+    def pages(T: Ref) -> list:
+        return [RecordingBackend.page(T, k) for k in range(T.addr.shape[2])]
+
+    @staticmethod
     def _ref(x) -> Ref:
         if isinstance(x, Ref):
             return x
         if isinstance(x, (int, float, np.floating, np.integer)):
             return Ref.literal([[float(x)]])
-        raise TypeError(f"cannot record a {type(x).__name__} outside a step (algorithms compute "
-                        "only inside @step functions)")
-
-    def __getattr__(self, name: str):
-        raise AttributeError(f"the recording backend has no {name!r}: a recorded algorithm may "
-                             "compute only inside @step functions (symdyn.algorithms.steps)")
+        raise TypeError(f"cannot record a {type(x).__name__} (a recorded algorithm passes "
+                        "recorded values and numbers)")
 
 
 @dataclass
@@ -330,7 +435,7 @@ class Recorder:
         self.fuse = FUSE if fuse is None else fuse
         self.fuse_exact = fuse_exact
         self.fold = fold
-        self.backend = RecordingBackend(self)
+        self.backend: Backend = RecordingBackend(self)
         self.kernels: list[Kernel] = []
         self._by_key: dict[Any, int] = {}
         self.instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
