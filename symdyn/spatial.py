@@ -277,8 +277,8 @@ def inertia_congruence_sym(B, X: Transform, I):
     """:func:`inertia_congruence` computing each entry of the symmetric 3x3 block Ibar' once
     (six instead of nine; CasADi's CSE does not see that (i, j) and (j, i) are equal):
     ``Ibar'_ij = (E^T Ibar)_i. E_.j - P_ij - P_ji - m (S(r) S(r))_ij`` with ``P = S(r) S(E^T h)``.
-    Numeric backends take :func:`inertia_congruence` (two 3x3 products beat six row-column
-    products there: NumPy crba on serial:20 2.6 vs 3.0 ms); the choice follows ``B.numeric``."""
+    Numeric backends take :func:`inertia_congruence` (two vectorized 3x3 products beat six
+    row-column products there); the choice follows ``B.numeric``."""
     if B.numeric:
         return inertia_congruence(B, X, I)
     E, m = X.E, I[3, 3]

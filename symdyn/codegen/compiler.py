@@ -1,20 +1,14 @@
 """Compiler driver: find the C compiler, choose flags, run compiler jobs in parallel, link.
 
-Flags (``opt="auto"``), chosen by measurement (``experiments/bench_fastpath.py``,
-``reports/fastpath.md``): ``-O2`` for functions whose size (SX instructions plus output entries,
-each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og``
-above it, plus ``-march=native`` by default. gcc spends its time on straight-line CasADi code in
-register allocation and per-basic-block passes, which grow faster than linearly with function size
-at -O1/-O2 (Gamma of a 20-DoF chain, 81k instructions: -Og 7 s CPU, -O1 10 s, -O2 > 90 s; talos
-Coriolis matrix, 38k: -Og 2.9 s, -O2 27 s), while -Og code is at most ~25 % slower than -O2 code
-there. Splitting big functions into chunks was measured too (own emitter from CasADi's
-instruction list): it did not reduce compile time much and made the code slower, so functions
-are not split. The threshold was raised from 20k to 32k after measuring the functions between
-(gcc CPU -Og -> -O2 / time per call, 2-core AMD EPYC): talos coriolis_matrix (29.8k) 2 -> 9-13 s /
-8.8 -> 7.0 us, serial:20 rnea_derivatives (28.4k) 4.8 -> 11.7 s / 8.0 -> 6.2 us, biped:20
-rnea_derivatives (20.9k) 3.3 -> 4.9 s / 6.1 -> 5.2 us, binary:20 christoffel (20.3k) 1.7 ->
-7.6 s / 5.9 -> 5.1 us, biped:20 christoffel (30.8k) 2.2 -> 8.5 s / 7.3 -> 6.0 us: 12-22 % faster
-code for a few seconds more per build; Gamma of serial:20 (77k) stays -Og (the 30 s target).
+Flags (``opt="auto"``): ``-O2`` for functions whose size (SX instructions plus output entries,
+each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og`` above
+it, plus ``-march=native`` by default. gcc spends its time on straight-line code in register
+allocation and per-basic-block passes, which grow faster than linearly with function size at
+-O1/-O2, while -Og code is at most ~25 % slower there: the threshold buys faster mid-size
+functions for a few seconds of build and keeps the largest (Gamma of a 20-DoF chain) within the
+30 s build target. Functions are not split into chunks: it saved little build time and made the
+code slower. ``experiments/bench_fastpath.py --sections flags,split`` measures all of this
+(``reports/fastpath.md``).
 
 The compiler is ``cc=`` if given, else ``$CC``, else the first of cc, gcc, clang on ``PATH``;
 without one, :class:`BuildError` names what was looked for (only the compiled path needs a

@@ -34,36 +34,27 @@ For a generated function ``F`` (``<prefix>_<algorithm>``) the wrapper exports
   its buffer sizes from these (and from CasADi's ``F_sparsity_in/out``), never from the
   manifest, which is a file anyone can edit.
 
-How outputs are written (measured with a C driver over the generated functions; AMD EPYC, 2
-cores, 1 MiB L2 per core; reports/fastpath.md has the batch table):
+How outputs are written (the batch section of ``experiments/bench_fastpath.py`` measures each
+choice with a C driver; ``reports/fastpath.md`` has the table):
 
 * *in place*: ``F`` writes each state's outputs straight into ``out``, in its evaluation order
   (nv x nv matrices in the tree-sweep order of :mod:`symdyn.codegen.emit_order`, scattered over
   the state's block). Free while ``out`` sits in the caches; on a cold ``out`` every first
-  touch of a line is a read for ownership from memory, scattered so that no prefetcher helps
-  (g1 coriolis_matrix, 29.4 kB a state: 3.0 us computation, 4.8 us in place on a cold ``out``).
+  touch of a line is a read for ownership from memory, scattered so that no prefetcher helps.
 * *streamed*: ``F`` writes into a scratch block per thread (in L1), then the state's outputs go
   out in order through a line writer: every 64-byte line that lies wholly in the thread's range
   of states is written once with non-temporal stores, assembled across state boundaries when a
-  state's block does not start or end on a line (a state's block is rarely line-aligned: 9800
-  bytes for g1's M); only the two partial lines at the ends of a range, which a neighbouring
-  range shares, get ordinary stores. Copying each state's block with 16-byte streaming stores
-  instead (API version 3) left partial lines at every state boundary, each flushed as a partial
-  write: both streamed, g1 coriolis_matrix 3.77 -> 3.45 us a state, crba 0.97 -> 0.80, baxter
-  crba 0.46 -> 0.30 (computation alone 3.05 / 0.72 / 0.26); against what API 3 did (in place
-  below 8 MiB) see the batch section of reports/fastpath.md (g1 coriolis_matrix 3.91 -> 3.69,
-  talos 4.60 -> 4.26, baxter 1.59 -> 1.32, thread CPU time).
-* the automatic rule: outputs of more than 1 MiB per thread (the L2 of this machine) stream;
-  smaller ones, which a reused ``out`` keeps in cache, are written in place (warm ``out`` of
-  0.9 MB: 3.04-3.15 us in place vs 3.38 streamed for g1 coriolis_matrix; from 2.9 MB on,
-  streaming is as fast or faster and never pays the cold-cache penalty). The previous threshold
-  was 8 MiB.
+  state's block does not start or end on a line (a state's block is rarely line-aligned); only
+  the two partial lines at the ends of a range, which a neighbouring range shares, get ordinary
+  stores. Streaming whole lines avoids the partial-line flushes that per-state streaming stores
+  leave at every state boundary.
+* the automatic rule: outputs of more than 1 MiB per thread (a typical L2) stream; smaller ones,
+  which a reused ``out`` keeps in cache, are written in place (there in-place writes win, and
+  from a few MiB on streaming is as fast or faster and never pays the cold-cache penalty).
 * threads take chunks of states from a shared counter (chunks of about 256 KiB of outputs,
   at least 8 chunks a thread), so that a thread slowed by other jobs on a shared machine does
   less of the work instead of holding up the batch, and the caller does not wait for a helper
-  that the scheduler has not started yet: with joined threads (a first version of the chunks)
-  a 2-thread batch of baxter crba (1000 states, 0.3 ms of work) took 2 ms at a load of 5 on 2
-  cores, a scheduler time slice spent waiting for the second thread; detached, 0.32 ms.
+  thread that the scheduler has not started yet (helpers are detached, not joined).
 """
 from __future__ import annotations
 

@@ -3,11 +3,10 @@
 CasADi emits an SX function's instructions depth-first from its output entries, in output order.
 With the row-major layout of the compiled fast path that order jumps across the tree (M[0, :]
 needs the composite inertia of everything, M[1, :] the transports of every descendant, ...), so
-values stay alive for long and gcc spills them: talos' crba had ~3.7k stack accesses for ~5k
-arithmetic instructions. Emitting nv x nv matrices in the order of the backward sweep instead
-(body j from the leaves to the root, then its ancestors i: blocks (i, j) and (j, i)) follows
-the algorithms' own order and cut the spills (talos crba 1.28 -> 0.83 us, coriolis_matrix
-4.16 -> 3.66 us per evaluation, -O2; measured with a C driver, see reports/fastpath.md).
+values stay alive for long and gcc spills them to the stack. Emitting nv x nv matrices in the
+order of the backward sweep instead (body j from the leaves to the root, then its ancestors i:
+blocks (i, j) and (j, i)) follows the algorithms' own order and cuts the spills
+(the figures, from a C driver, are in the summary of reports/fastpath.md).
 
 The function is traced with each output permuted into that order; :func:`remap_output_writes`
 then rewrites the generated ``res[o][k]=...`` statements to the row-major positions, so the C

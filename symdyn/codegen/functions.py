@@ -321,14 +321,11 @@ FRAME_CANDIDATES = ("body", "root")
 # --- aba_derivatives method rule (method="auto" in generated code) -------------------------------
 # The eq. (5) routes of AUTO_METHODS are traced and the smallest graph is kept, AZA's weighted by
 # 1 / AZA_MAX_RATIO (each AZA step is a dependent 6-vector recursion: more time per instruction).
-# "ltdl" (M^-1 through the sparse LTDL factors, no ABA pass) has the smallest graph on every
-# branched tree and robot measured and the lowest time per instruction (2-core EPYC, -Og/-O2 as
-# chosen by size, vs DMM per call: ur5 1.55 / 1.86 us, panda 2.25 / 2.93, solo12 4.35 / 8.71,
-# serial_chain(20, seed=1) 12.8 / 29.5, g1 107k vs 185k instructions); "dmm" is no longer a
-# candidate (never the smallest nor the fastest measured). On long chains of simple geometry AZA
-# wins: paper004_chain(20) AZA 38.6k / ltdl 49.1k instructions (ratio 0.79: ltdl kept, 9.3 vs
-# 17.0 us), paper004_chain(30) 86k / 154k (0.56: AZA kept, 50.9 vs 62.2 us). The choice is
-# info["method"] and the manifest's "method".
+# "ltdl" (M^-1 through the sparse LTDL factors, no ABA pass) has the smallest graph on branched
+# trees and robots and the lowest time per instruction; "dmm" is not a candidate (never the
+# smallest nor the fastest). On long chains of simple geometry AZA's graph is small enough to win.
+# AZA_MAX_RATIO is where AZA's time per call matches LTDL's (experiments/derivatives_compiled.py,
+# DMM vs AZA crossover). The choice is info["method"] and the manifest's "method".
 AUTO_METHODS = ("ltdl", "aza")
 AZA_MAX_RATIO = 0.72
 

@@ -187,7 +187,7 @@ def _versions() -> dict:
 _SOURCE_DIGEST: list[str] = []
 # The symdyn sources that decide generated code (relative to the package; folders: every .py
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
-# elsewhere (symbolic/, constrained/, models.py, the CLIs) no longer invalidates the cache.
+# elsewhere (symbolic/, constrained/, models.py, the CLIs) does not invalidate the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
                    "types.py", "inertial.py", "reduce.py", "progress.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",

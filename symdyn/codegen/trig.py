@@ -3,8 +3,8 @@
 Every revolute, helical and planar joint costs one sin and one cos of its angle. gcc turns each
 pair into a call of glibc's ``sincos``, whose branches depend on the argument's range: with joint
 angles spread over [0, 2 pi) they mispredict, and the calls also split the straight-line code
-that the register allocator works on. Measured (batched, random states, 2-core
-AMD EPYC): talos rnea 1.61 -> 1.16 us/state, crba 2.17 -> 1.48; serial:20 crba 0.96 -> 0.64.
+that the register allocator works on (the figures, batched over random states, are in the
+summary of reports/fastpath.md).
 
 The replacement inlines the classic fdlibm/FreeBSD method: Cody-Waite reduction of x by pi/2 in
 three parts (exact products for |x| < 1e5), the kernels ``__kernel_sin``/``__kernel_cos`` on
