@@ -231,6 +231,33 @@ def test_spec_string_is_accepted_as_a_model(two_link):
         S.christoffel("nosuch:2")
 
 
+def test_generated_code_renames_names_it_cannot_use(tmp_path):
+    """Parameters named like a Python keyword or a math.h function are renamed in the generated
+    code, and a C function may not take a math.h name (flat results as structured ones)."""
+    q1, lam, gam = sp.symbols("q1 lambda gamma", real=True)
+    res = S.SymbolicResult("mass_matrix", "toy", (1, 1), {(0, 0): lam * sp.cos(q1) ** 2 + gam},
+                           [q1], [], [lam, gam], symmetric=True)
+    expected = 2.0 * np.cos(0.3) ** 2 + 3.0
+    ns: dict = {}
+    exec(S.to_python(res, "m"), ns)
+    assert np.isclose(ns["m"]([0.3], [2.0, 3.0])[0, 0], expected, rtol=1e-15)
+    src = S.to_c(res, "toy_m")
+    assert "const double s_gamma = p[1];" in src and "cos(q1)*cos(q1)" in src
+    with pytest.raises(ValueError, match="math.h"):
+        S.to_c(res, "sin")
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "m.c").write_text(src)
+    lib = tmp_path / "libm_toy.so"
+    subprocess.run([cc, "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", str(lib),
+                    str(tmp_path / "m.c"), "-lm"], check=True, capture_output=True)
+    out, dp = np.zeros(1), ctypes.POINTER(ctypes.c_double)
+    q, p = np.array([0.3]), np.array([2.0, 3.0])
+    ctypes.CDLL(str(lib)).toy_m(q.ctypes.data_as(dp), p.ctypes.data_as(dp), out.ctypes.data_as(dp))
+    assert np.isclose(out[0], expected, rtol=1e-15)
+
+
 @pytest.mark.parametrize("fn", [S.to_latex, S.to_python, S.to_c, S.lambdify,
                                 S.coriolis_from_christoffel])
 def test_exporters_need_a_symbolic_result(fn, two_link):
