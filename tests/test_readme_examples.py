@@ -81,6 +81,16 @@ _LOG_PATTERNS = {
     "a scratch path": r"/tmp/",
     "history": r"(?i)\b(formerly|used to be|no longer|was \d)",
 }
+# In the package's source, a run's figures: "a -> b us", CPUs, machine loads. Constants give a
+# one-line reason and name the experiment that measures them instead.
+_CODE_LOG_PATTERNS = {
+    **{k: v for k, v in _LOG_PATTERNS.items() if k != "a commit id"},
+    "a commit id": r"(?<![\w.])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w.+-])",
+    "a run's timings": r"\b\d+(\.\d+)? ?((->|vs\.?|against) ?\d+(\.\d+)? ?(us|ns|ms|s)\b|"
+                       r"(us|ns|ms) (a|per) (call|state|evaluation|entry))",
+    "a host": r"(?i)\b(amd epyc|intel\(r\)|\d-core|idle machine|at a load of|load \d)",
+    "an issue number": r"(?i)\bissue \d+",
+}
 
 
 @pytest.mark.parametrize("path", [README, GUIDE], ids=["README", "guide"])
@@ -91,3 +101,13 @@ def test_user_docs_read_as_a_guide_not_a_log(path):
     found = {what: re.findall(pat, text) for what, pat in _LOG_PATTERNS.items()}
     found = {k: v for k, v in found.items() if v}
     assert not found, f"{path.name} reads like a log: {found}"
+
+
+def test_package_source_reads_as_code_not_a_log():
+    hits = []
+    for path in sorted([*ROOT.joinpath("symdyn").rglob("*.py"), *ROOT.joinpath("symdyn").rglob("*.c")]):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for what, pat in _CODE_LOG_PATTERNS.items():
+                if re.search(pat, line):
+                    hits.append(f"{path.relative_to(ROOT)}:{n}: {what}: {line.strip()[:90]}")
+    assert not hits, "the package's source narrates runs:\n" + "\n".join(hits)

@@ -54,10 +54,9 @@ METHODS = ("auto", "dmm", "aza", "ltdl")
 
 # nv from which "auto" uses AZA instead of DMM, per backend (None: always DMM), as measured by
 #     python experiments/derivatives_numpy.py          -> reports/derivatives_numpy.md
-# NumPy: no crossover up to n = 400 (chain: DMM 22.5 ms vs AZA 44 ms for the eq. (5) step): DMM is one
-# BLAS product while AZA loops in Python over bodies on 6 x 3n blocks. CasADi SX: AZA has fewer
-# operations and evaluates faster from n = 20 on (n = 50: 0.20 M vs 0.57 M operations, 1.0 vs
-# 1.6 ms); SymPy/SymEngine expression sizes follow the same operation count.
+# NumPy: no crossover up to n = 400: DMM is one BLAS product while AZA loops in Python over bodies
+# on 6 x 3n blocks. CasADi SX: AZA has fewer operations and evaluates faster from n = 20 on;
+# SymPy/SymEngine expression sizes follow the same operation count.
 # "numeric" (B.numeric: NumPy): run time is BLAS vs Python loops; "graph" (SymPy, SymEngine, CasADi):
 # the cost is the operation count of the graph.
 AUTO_CROSSOVER: dict[str, int | None] = {"numeric": None, "graph": 20}
