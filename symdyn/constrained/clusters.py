@@ -209,8 +209,8 @@ class ClusterTree:
         return B.hcat([blocks[c] if c in blocks else B.zeros(6, self.tree.joints[c].nv)
                        for c in cl.bodies])
 
-    def _positions(self, B, qs, check: bool = True) -> _Positions:
-        tree, loop = self.tree, self.loop
+    def _positions(self, B, qs) -> _Positions:
+        tree = self.tree
         Xup, S = joint_kinematics(B, tree, qs)
         N = tree.N
         Xa, J = [None] * N, [None] * N
@@ -236,8 +236,8 @@ class ClusterTree:
             dep = [t for t in cl.speeds if t not in set(cl.independent)]
             Ki = B.hcat([B.cols(K, col[t], col[t] + 1) for t in cl.independent])
             Kd = B.hcat([B.cols(K, col[t], col[t] + 1) for t in dep])
-            if check and B.numeric:  # before solving: a clear error, not a LinAlgError
-                self._check(B, qs, cl, residual, Kd, dep)
+            if B.numeric:  # before solving: a clear error, not a LinAlgError
+                self._check(B, cl, residual, Kd, dep)
             D = -B.solve(Kd, Ki)
             pos_i = {t: n for n, t in enumerate(cl.independent)}
             pos_d = {t: n for n, t in enumerate(dep)}
@@ -252,15 +252,15 @@ class ClusterTree:
                 SK[b] = S[b] if G[k] is None else self._dense(B, cl, J[b]) @ G[k]
         return _Positions(qs, Xup, S, Xa, J, G, SK, Kds)
 
-    def _check(self, B, qs, cl, residual, Kd, dep):
+    def _check(self, B, cl, residual, Kd, dep):
         """NumPy: cluster cl's loops close at q, and its K_d is regular."""
         from .numeric import check_closed, check_regular
 
-        qv, loop = B.vcat(qs), self.loop
+        loop = self.loop
         r = [e if c in cl.closures else 0.0
              for c in range(len(loop.closures)) for e in residual.get(c, [0.0] * len(loop._rows[c]))]
-        check_closed(loop, qv, B.vector(r), "q")
-        check_regular(loop, qv, Kd, dependent=dep, independent=list(cl.independent))
+        check_closed(loop, B.vector(r), "q")
+        check_regular(loop, Kd, dependent=dep, independent=list(cl.independent))
 
     def _closure_term(self, B, cl, c, Xa, J, Jd=None, v=None):
         """:meth:`LoopModel.closure_term` of closure c of cluster cl, relative to the cluster's

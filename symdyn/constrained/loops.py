@@ -154,7 +154,7 @@ class LoopModel:
             from .numeric import check_closed
 
             B, (qs,) = entry(tree, ("q_ref", q_ref, "q"), backend="numpy")
-            check_closed(self, B.vcat(qs), self.constraint_residual(B.vcat(qs)), "q_ref")
+            check_closed(self, self.constraint_residual(B.vcat(qs)), "q_ref")
             self.q_ref = B.vcat(qs)
 
     # -- validation --------------------------------------------------------------------------
@@ -350,7 +350,7 @@ class LoopModel:
                 rows.append(B.rows(D, pos_d[t], pos_d[t] + 1))
         return B.vcat(rows)
 
-    def _G(self, B, qs, qds=None, qv=None):
+    def _G(self, B, qs, qds=None):
         rates = qds is not None
         terms = self._closure_terms(B, qs, qds)
         K = B.vcat([t[1] for t in terms])
@@ -358,8 +358,8 @@ class LoopModel:
         if B.numeric:
             from .numeric import check_closed, check_regular
 
-            check_closed(self, qv, B.vector([e for t in terms for e in t[0]]), "q")
-            check_regular(self, qv, Kd)
+            check_closed(self, B.vector([e for t in terms for e in t[0]]), "q")
+            check_regular(self, Kd)
         G = self._assemble(B, -B.solve(Kd, Ki))
         if not rates:
             return G, None, None
@@ -369,12 +369,12 @@ class LoopModel:
     def G(self, q, *, backend: str | None = None):
         """``G(q)`` (nv x ny): tree speeds from minimal speeds, ``qd = G y``."""
         B, (qs,) = self._entry(q, backend=backend)
-        return self._G(B, qs, qv=B.vcat(qs))[0]
+        return self._G(B, qs)[0]
 
     def Gdot(self, q, qd, *, backend: str | None = None):
         """``d/dt G(q(t))`` along the tree speeds ``qd`` (exact): ``Gdot_d = -K_d^-1 Kdot G``."""
         B, (qs, qds) = self._entry(q, qd, backend=backend)
-        G, Kdot, Kd = self._G(B, qs, qds, qv=B.vcat(qs))
+        G, Kdot, Kd = self._G(B, qs, qds)
         return self._Gdot(B, G, Kdot, Kd)
 
     def _Gdot(self, B, G, Kdot, Kd):
@@ -387,7 +387,7 @@ class LoopModel:
     def speeds(self, q, y, *, backend: str | None = None):
         """Tree speeds ``qd = G(q) y``."""
         B, (qs,) = self._entry(q, backend=backend, extra=(y,))
-        return self._G(B, qs, qv=B.vcat(qs))[0] @ B.to_vector(y, self.ny, "y")
+        return self._G(B, qs)[0] @ B.to_vector(y, self.ny, "y")
 
     # -- dynamics -----------------------------------------------------------------------------
     def dynamics(self, q, y, factorization: str = "christoffel", *,
@@ -397,7 +397,7 @@ class LoopModel:
         B, (qs,) = self._entry(q, backend=backend, extra=(y,))
         qv = B.vcat(qs)
         yv = B.to_vector(y, self.ny, "y")
-        G, _, _ = self._G(B, qs, qv=qv)
+        G, _, _ = self._G(B, qs)
         qd = G @ yv
         qds = [B.rows(qd, a, b) for a, b in self.tree.v_idx]
         terms = self._closure_terms(B, qs, qds)

@@ -14,8 +14,9 @@ from ..algorithms.kinematics import forward_kinematics
 from .loops import ClosureError, LoopModel, SingularConfigurationError
 
 
-def check_closed(loop: LoopModel, q, residual, what: str = "q") -> None:
-    """Raise :class:`ClosureError` if the closure residual at q exceeds ``loop.closure_tol``."""
+def check_closed(loop: LoopModel, residual, what: str = "q") -> None:
+    """Raise :class:`ClosureError` if the closure ``residual`` (at the configuration called
+    ``what`` in the message) exceeds ``loop.closure_tol``."""
     r = np.asarray(residual, float).reshape(-1)
     if not np.all(np.isfinite(r)):
         raise ClosureError(f"{what}: the closure residual is not finite")
@@ -33,7 +34,7 @@ def check_closed(loop: LoopModel, q, residual, what: str = "q") -> None:
                        "configuration with symdyn.constrained.numeric.solve_configuration(loop, q)")
 
 
-def check_regular(loop: LoopModel, q, Kd, dependent=None, independent=None) -> None:
+def check_regular(loop: LoopModel, Kd, dependent=None, independent=None) -> None:
     """Raise :class:`SingularConfigurationError` if ``K_d`` is (numerically) singular; the message
     names ``dependent``/``independent`` (default: the loop's, e.g. one cluster's for ClusterTree)."""
     Kd = np.asarray(Kd, float)
@@ -79,7 +80,7 @@ def solve_configuration(loop: LoopModel, q0=None, *, tol: float = 1e-12,
         if err <= tol:
             return q
         Kd = np.asarray(K, float)[:, loop.dependent]
-        check_regular(loop, q, Kd)
+        check_regular(loop, Kd)
         step = np.zeros(tree.nv)
         step[loop.dependent] = -np.linalg.solve(Kd, r)
         for _ in range(30):  # halving line search on max |r|

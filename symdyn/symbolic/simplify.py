@@ -282,17 +282,6 @@ def simplify_kinematic(expr, q: Sequence[sp.Symbol]) -> sp.Expr:
     return f if sp.count_ops(f) < sp.count_ops(e) else e
 
 
-def simplify_all(exprs: Iterable, q: Sequence[sp.Symbol], progress=None) -> list:
-    """simplify_kinematic over many expressions, calling ``progress(done, total)`` if given."""
-    exprs = list(exprs)
-    out = []
-    for k, e in enumerate(exprs):
-        out.append(simplify_kinematic(e, q))
-        if progress is not None:
-            progress(k + 1, len(exprs))
-    return out
-
-
 def operation_count(exprs: Iterable) -> int:
     """Total SymPy operation count (``count_ops``) of a collection of expressions."""
     return int(sum(sp.count_ops(e) for e in exprs))
