@@ -8,6 +8,7 @@ import importlib.util
 import math
 import pathlib
 import re
+import tokenize
 
 import casadi as ca
 import mpmath
@@ -16,7 +17,8 @@ import pytest
 import sympy as sp
 
 import symdyn as sd
-from symdyn.backends import BACKENDS, Tensor3, get_backend, kind_of
+from symdyn.backends import (BACKENDS, Backend, BackendError, Tensor3, get_backend, kind_of,
+                             resolve_backend)
 from symdyn.joints import Floating, Revolute, Spherical, _quat_exp, _se3_left_jacobian
 from symdyn.model import Body, Model
 from symdyn.models import serial_chain
@@ -37,7 +39,7 @@ FUNCTIONS = ("zeros", "eye", "matrix", "vector", "const", "rows", "cols", "vcat"
              "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "is_zero", "is_symbol",
              "tensor3", "set3", "page", "pages", "to_vector", "to_matrix", "to_numpy",
              "sin_over_x", "one_minus_cos_over_x2", "x_minus_sin_over_x3", "assign", "assign3",
-             "concrete", "constant_scope")
+             "concrete", "constant_scope", "sign", "call_step", "model_constants")
 
 
 @pytest.fixture(params=ALL)
@@ -438,3 +440,56 @@ def test_math_helper_module_is_pure():
     """symdyn.backends._series imports nothing but math (NumPy and CasADi share its series)."""
     src = (pathlib.Path(sd.__file__).parent / "backends" / "_series.py").read_text()
     assert re.findall(r"^(?:from|import) (\S+)", src, re.M) == ["__future__", "math"]
+
+
+# --- the hooks: how an algorithm runs in a backend -------------------------------------------------
+
+def test_hooks_of_the_backend_modules(B):
+    """``call_step(fn, args)`` is ``fn(B, *args)``; ``model_constants`` builds the constants once
+    per backend, cached in the model, and is what ``Model.constants`` returns."""
+    assert isinstance(B, Backend)
+    assert B.call_step(lambda B_, a, b: (B_, a, b), (1, None)) == (B, 1, None)
+    model = serial_chain(2, seed=1)
+    consts = B.model_constants(model)
+    assert consts is model.constants(B) is B.model_constants(model)
+    np.testing.assert_allclose(num(B, consts.I[1]), np.asarray(model.I[1], dtype=float))
+
+
+def test_resolve_backend_takes_a_backend_object():
+    """A backend module given as an object is checked as its name; another :class:`Backend` is
+    used as given; anything else is refused by name."""
+    from symdyn.codegen.recursive import Recorder
+
+    x = sp.Matrix(sp.symbols("x0:2"))
+    assert resolve_backend(x, backend=get_backend("sympy")) is get_backend("sympy")
+    with pytest.raises(BackendError, match="inputs are sympy"):
+        resolve_backend(x, backend=get_backend("numpy"))
+    recording = Recorder("t").backend
+    assert isinstance(recording, Backend) and resolve_backend(x, backend=recording) is recording
+    with pytest.raises(BackendError, match="backend must be a name .* or a Backend, got object"):
+        resolve_backend(x, backend=object())
+
+
+def _code_words(path: pathlib.Path, words: set[str]) -> list[str]:
+    """Names in ``path``'s code (not its prose) that are one of ``words``, and string literals
+    that are such a name (``getattr(B, "recorder")``)."""
+    found = []
+    with tokenize.open(path) as f:
+        for tok in tokenize.generate_tokens(f.readline):
+            text = tok.string.strip("\'\"") if tok.type == tokenize.STRING else tok.string
+            if tok.type in (tokenize.NAME, tokenize.STRING) and text in words:
+                found.append(f"{path.name}:{tok.start[0]}: {tok.line.strip()}")
+    return found
+
+
+def test_core_knows_nothing_of_compiled_forms():
+    """model.py and algorithms/ run on whatever backend they are given: no recorder, no codegen
+    in their code (algorithms/: not even in their prose); the compiled forms plug in through the
+    backend's hooks."""
+    root = pathlib.Path(sd.__file__).parent
+    algorithms = sorted((root / "algorithms").glob("*.py"))
+    bad = [f"{p.name}:{n}: {line.strip()}" for p in algorithms
+           for n, line in enumerate(p.read_text().splitlines(), 1)
+           if re.search(r"recorder|codegen|\.recursive\b", line)]
+    bad += _code_words(root / "model.py", {"recorder", "codegen", "recursive"})
+    assert not bad, "the core refers to the compiled forms:\n" + "\n".join(bad)

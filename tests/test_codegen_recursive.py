@@ -309,3 +309,32 @@ def test_tables_as_byte_strings(tmp_path, monkeypatch):
                                atol=1e-10)
     for a, b in zip(lib.coriolis_matrix(q, qd), sd.coriolis_matrix(model, q, qd)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-10)
+
+
+def test_recording_backend_records_the_backend_functions():
+    """The recording backend is a whole backend: its functions that compute (trigonometry, dot,
+    inv, ...) record one kernel each outside steps, and values known while recording answer
+    is_zero/to_numpy; the program equals the same calls on NumPy."""
+    model = MODELS["serial"]
+
+    def alg(m, q, backend):
+        B = backend
+        x0, x1 = B.rows(q, 0, 1), B.rows(q, 1, 2)
+        x = B.rows(q, 0, 3)
+        assert B.is_zero(B.zeros(2, 2)) and not B.is_zero(x)
+        np.testing.assert_array_equal(B.to_numpy(B.eye(2)), np.eye(2))
+        scalars = B.vector([B.sin(x0), B.cos(x1), B.sqrt(B.dot(x, x)), B.sign(x1),
+                            B.sin_over_x(B.dot(x, x)), 2.0])
+        return scalars, B.inv(B.matrix([[x0, 1.0], [0.0, x1]])), B.skew(x)
+
+    q = np.array([0.3, -1.2, 0.7, 0.1, 0.2, 0.4])[:model.nq]
+    prog = record(model, alg, [model.nq], name="t")
+    a, b, c = q[0], q[1], q[:3]
+    n2 = float(c @ c)
+    expect = [np.array([[np.sin(a)], [np.cos(b)], [np.sqrt(n2)], [np.sign(b)],
+                        [np.sin(np.sqrt(n2)) / np.sqrt(n2)], [2.0]]),
+              np.linalg.inv([[a, 1.0], [0.0, b]]),
+              np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])]
+    for out, r in zip(evaluate(prog, q), expect, strict=True):
+        np.testing.assert_allclose(out, r, rtol=1e-12, atol=1e-14)
+    assert prog.stats["n_kernels"] >= 7

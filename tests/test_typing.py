@@ -66,3 +66,41 @@ def test_public_api_is_annotated():
         if inspect.isfunction(member):
             check(f"Model.{name}", member)
     assert not missing, "unannotated public API: " + ", ".join(missing)
+
+
+# algorithm code calling the backend: a misspelt function and a call with an argument missing
+BAD_BACKEND_CALLS = '''
+from symdyn.types import Backend
+
+
+def stacked(B: Backend, x):
+    top = B.vcat([x, x])        # fine
+    B.vcatt([x, x])             # misspelt
+    return B.rows(top, 0)       # rows(x, a, b): b missing
+'''
+
+
+@pytest.mark.slow
+def test_mypy_checks_calls_against_the_backend_protocol(tmp_path):
+    """``B: Backend`` is checked: a misspelt backend function and a wrong arity are errors (a
+    plain module type would let both through)."""
+    api = pytest.importorskip("mypy.api")
+    if not (ROOT / "pyproject.toml").is_file():
+        pytest.skip("not run from the source checkout")
+    src = tmp_path / "bad_backend_calls.py"
+    src.write_text(BAD_BACKEND_CALLS)
+    lines = BAD_BACKEND_CALLS.splitlines()
+    misspelt = next(k for k, s in enumerate(lines, 1) if "vcatt" in s)
+    missing = next(k for k, s in enumerate(lines, 1) if "B.rows" in s)
+    cwd = os.getcwd()
+    try:
+        os.chdir(ROOT)   # symdyn resolved from the checkout, under its [tool.mypy] config
+        stdout, _, status = api.run([str(src), "--config-file", str(ROOT / "pyproject.toml"),
+                                     "--follow-imports", "silent", "--no-error-summary",
+                                     "--cache-dir", os.devnull])
+    finally:
+        os.chdir(cwd)
+    errors = [line for line in stdout.splitlines() if ": error:" in line]
+    assert status == 1 and len(errors) == 2, stdout
+    assert f':{misspelt}: error: "Backend" has no attribute "vcatt"' in errors[0], stdout
+    assert f":{missing}: error:" in errors[1] and '"rows"' in errors[1], stdout
