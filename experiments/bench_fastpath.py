@@ -200,7 +200,8 @@ def section_overhead(repeat: int) -> list[str]:
         if fc is not None:   # symdyn's single-call path: one float64 input, no outputs
             noop = ctypes.CDLL(str(so)).noop
             fn_addr = ctypes.cast(noop, ctypes.c_void_p).value
-            caller = fc.Caller(fn_addr, 1, 0, 0, 0, 0, (1,), (), lambda *a: None)
+            caller = fc.Function()
+            caller._attach(fn_addr, 1, 0, 0, 0, 0, (1,), (), lambda *a: None, True)
             x = np.zeros(1)
             cands.append(("symdyn fastcall extension (one float64 array, no outputs)",
                           lambda: caller(x)))
@@ -210,11 +211,11 @@ def section_overhead(repeat: int) -> list[str]:
     out += [f"| {n} | {statistics.median(t) * 1e6:.3f} |" for (n, _), t in zip(cands, times)]
     out += ["", "symdyn's single calls go through its fastcall extension (symdyn/codegen/"
             "fastcall.py: one CPython extension type compiled once per Python and NumPy, not "
-            "per build; it takes C-contiguous float64 arrays as they are and returns fresh "
-            "result arrays the C code wrote); any other call, and results over 64 KiB, take "
-            "the `ctypes.PyDLL` path (GIL kept), which converts inputs with `tobytes` and "
-            "returns pooled result buffers. `.batch` calls through `ctypes.CDLL` (GIL "
-            "released, so other Python threads run).", ""]
+            "per build, the base type of compiled functions; it takes C-contiguous float64 "
+            "arrays as they are and returns fresh result arrays the C code wrote); other calls "
+            "convert their inputs in Python first. Where the extension cannot be built, calls "
+            "go through `ctypes.PyDLL` (GIL kept), with inputs as `tobytes` copies. `.batch` "
+            "calls through `ctypes.CDLL` (GIL released, so other Python threads run).", ""]
     return out
 
 
@@ -463,8 +464,7 @@ def section_calls(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                   f"{ratio:.2f}, batch {tb * 1e6:.3g} us/state", file=sys.stderr, flush=True)
     out = ["## symdyn compiled vs Pinocchio (same process)", "",
            "Per call: `lib.<alg>(q, ...)` from Python (through the fastcall extension: the C code "
-           "reads the input arrays and writes fresh result arrays owned by the caller; results "
-           "over 64 KiB come from the function's result pool) vs the "
+           "reads the input arrays and writes fresh result arrays owned by the caller) vs the "
            "Pinocchio Python call. Batched: `lib.<alg>.batch(Q, ..., out=preallocated)` over "
            f"{batch} states, per state, 1 and 2 threads (without `out=`, fresh multi-MB result "
            "arrays add page-fault time comparable to the computation, e.g. +11 us/state for "
@@ -766,7 +766,7 @@ def section_batch(specs: list[str], algs: list[str], repeat: int, batch: int) ->
                    f"{us(mins[1] - mins[0])} |")
     out += ["", "### From Python: single calls vs `.batch` vs Pinocchio (us per state)", "",
             "Single call `lib.<alg>(q, ...)` (fastcall extension, ~0.3 us per call besides the C "
-            "code; results over 64 KiB: the result pool) and "
+            "code, fresh result arrays) and "
             f"Pinocchio's Python call (no batched API), each over {SINGLE_STATES} of the batch's "
             "states in turn; *single, kept*: a loop of single calls over the batch's "
             f"{batch} states that keeps every result, `lib.<alg>(*state_i, out=row_i)` into a "
@@ -1110,8 +1110,8 @@ starts of the measured sections); medians of 15 round-robin rounds.
   run times by less than 2 %; `-ffast-math` is not an option (isfinite checks, compensated
   sin/cos sums).
 * **Binding**: ctypes.PyDLL ~0.10 us a call, cffi's ABI mode 0.16, its API mode 0.08 but a
-  CPython extension per build; symdyn's own extension 0.03, one per Python and NumPy. **Batches need `out=`** (or the reused
-  result arrays of `.batch` without `out=`) for large outputs: fresh multi-MB arrays cost page
+  CPython extension per build; symdyn's own extension 0.03, one per Python and NumPy. **Batches need `out=`** for large
+  outputs: fresh multi-MB arrays cost page
   faults comparable to the computation.
 * **Noise**: ratios move by a few percent between runs and by much more when other jobs load
   the machine (the calls table's 2-thread column only halves the time where the other core was

@@ -99,7 +99,7 @@ class _Kernel:
             f = sjax.compile(self.model, self.algorithm, **self.options)
             return lambda *xs: tuple(np.asarray(x) for x in _leaves(f(*xs)))
         from symdyn.codegen import build
-        lib = build(self.model, [self.algorithm], reuse_results=False, **self.options)
+        lib = build(self.model, [self.algorithm], **self.options)
         f = _compiled_function(lib, self.algorithm)
         # one thread per block: Dask already runs blocks in parallel (workers, threads)
         return lambda *xs: _as_tuple(f.batch(*xs, threads=1))
@@ -166,7 +166,7 @@ def _state_sizes(engine: str, model, algorithm: str, options: dict):
         shapes = [tuple(x.shape) for x in _leaves(out)]      # traced, not compiled, here
         return kernel, names, sizes, shapes, isinstance(out, (tuple, list))
     from symdyn.codegen import build
-    lib = build(model, [algorithm], reuse_results=False, **options)
+    lib = build(model, [algorithm], **options)
     f = _compiled_function(lib, algorithm)
     names, sizes = f.input_names, tuple(s[0] for s in f.input_shapes)
     return kernel, names, sizes, list(f.output_shapes), len(f.output_shapes) > 1

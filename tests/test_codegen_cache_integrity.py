@@ -55,7 +55,7 @@ import warnings
 warnings.simplefilter("always")
 from symdyn.codegen import fastcall
 print("STATUS", fastcall.status())
-print("CALLER", hasattr(fastcall.module(), "Caller"))
+print("FUNCTION", hasattr(fastcall.module(), "Function"))
 """
 
 
@@ -79,7 +79,7 @@ def test_damaged_fastcall_extension_is_rebuilt(tmp_path, how):
     _damage(so, how)
     again = _run(FASTCALL, tmp_path)
     assert again.returncode == 0, _describe(again)
-    assert "STATUS on" in again.stdout and "CALLER True" in again.stdout, _describe(again)
+    assert "STATUS on" in again.stdout and "FUNCTION True" in again.stdout, _describe(again)
     assert "does not match its recorded SHA-256" in again.stderr, _describe(again)
     assert Path(str(so) + ".sha256").read_text().strip() == cg_cache.file_sha256(so)
     # and the next process loads the rebuilt file without a word

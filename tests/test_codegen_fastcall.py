@@ -1,7 +1,10 @@
-"""Single calls through the fastcall extension (symdyn/codegen/fastcall.py): the same results,
-errors and thread behaviour as the Python call path, which takes every call it does not."""
+"""Single calls of compiled functions (symdyn/codegen/loader.py): one call path, reaching C
+through the fastcall extension (symdyn/codegen/fastcall.py) or through ctypes where it is off,
+with the same results, errors and thread behaviour either way."""
 from __future__ import annotations
 
+import ast
+import inspect
 import threading
 
 import numpy as np
@@ -44,7 +47,7 @@ def _state(model, seed=0):
 def test_fast_path_is_used_and_equals_numpy(libs, fast):
     for name, (model, lib) in libs.items():
         q, qd, qdd = _state(model)
-        assert isinstance(type(lib.rnea).__dict__["__call__"], fast.module().Caller)
+        assert isinstance(lib.rnea, fast.module().Function)
         np.testing.assert_allclose(lib.rnea(q, qd, qdd), rnea(model, q, qd, qdd), atol=1e-10)
     model, lib = libs["fixed"]
     q, qd, _ = _state(model, 1)
@@ -126,18 +129,6 @@ def test_calls_from_other_threads(libs):
             np.testing.assert_allclose(r, ref, atol=1e-10)
 
 
-def test_big_results_keep_the_pooled_python_path(libs, fast, monkeypatch):
-    from symdyn.codegen import loader
-
-    model, lib = libs["fixed"]
-    assert isinstance(type(lib.crba).__dict__["__call__"], fast.module().Caller)
-    monkeypatch.setattr(loader, "_FAST_MAX_BYTES", 8 * model.nv ** 2 - 1)
-    f = lib.crba.copy()                                     # specialized again, now too big
-    assert not isinstance(type(f).__dict__["__call__"], fast.module().Caller)
-    q = _state(model, 7)[0]
-    np.testing.assert_allclose(f(q), crba(model, q), atol=1e-10)
-
-
 def test_switched_off_and_failing_builds_fall_back(monkeypatch, tmp_path):
     from symdyn.codegen import fastcall
 
@@ -151,3 +142,104 @@ def test_switched_off_and_failing_builds_fall_back(monkeypatch, tmp_path):
     monkeypatch.setattr(fastcall, "SOURCE", bad)
     assert fastcall.module() is None
     assert fastcall.status().startswith("off: compiling _fastcall.c failed")
+
+
+def test_loader_generates_no_python_source():
+    """Compiled functions are ordinary classes: the loader neither execs nor compiles code."""
+    from symdyn.codegen import fastcall, loader
+
+    for mod in (loader, fastcall):
+        tree = ast.parse(inspect.getsource(mod))
+        calls = {n.func.id for n in ast.walk(tree)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert not calls & {"exec", "eval", "compile"}, mod.__name__
+
+
+@pytest.fixture
+def ctypes_libs(libs, monkeypatch):
+    """The builds of ``libs`` loaded again with the extension switched off (ctypes)."""
+    from symdyn.codegen import fastcall, load
+
+    monkeypatch.setattr(fastcall, "_state", {"module": None, "status": "off: test"})
+    return {name: (model, load(lib.path)) for name, (model, lib) in libs.items()}
+
+
+def _outcome(call):
+    """(results, None) or (None, (exception type, message)) of ``call()``."""
+    try:
+        res = call()
+    except (TypeError, ValueError) as exc:
+        return None, (type(exc), str(exc))
+    return tuple(np.copy(r) for r in (res if isinstance(res, tuple) else (res,))), None
+
+
+def test_ctypes_and_extension_give_the_same_results_and_errors(libs, ctypes_libs):
+    from symdyn.codegen import CompiledFunction
+
+    for name, (model, lib) in libs.items():
+        plain = ctypes_libs[name][1]
+        assert type(plain.rnea) is CompiledFunction             # ctypes
+        assert isinstance(lib.rnea, CompiledFunction)           # the same class on the C base
+        assert type(lib.rnea) is not CompiledFunction
+        q, qd, qdd = _state(model, 20)
+        nan_qd = qd.copy()
+        nan_qd[0] = np.inf
+        bad_q = q.copy()
+        bad_q[-1] += 0.5                                       # off the unit sphere if floating
+        wide = np.zeros((model.nv, 3))
+        wide[:, 1] = qd
+        cases = [((q, qd, qdd), {}), ((list(q), tuple(qd), qdd.astype(np.float32)), {}),
+                 ((q, wide[:, 1], qdd), {}), ((q,), {"qdd": qdd, "qd": qd}),
+                 ((q, nan_qd, qdd), {}), ((q, nan_qd, qdd), {"nan": "propagate"}),
+                 ((bad_q, qd, qdd), {}), ((q, qd[:-1], qdd), {}), ((q, qd), {}),
+                 ((q, qd, qdd, qdd), {}), ((q, qd, qdd), {"qd": qd}),
+                 ((q, qd, qdd), {"tau": qd}), ((q, qd, qdd), {"nan": "ignore"}),
+                 ((q.astype(complex), qd, qdd), {}),
+                 ((q, qd, qdd), {"out": np.empty(model.nv, dtype=np.float32)}),
+                 ((q, qd, qdd), {"out": np.empty(model.nv + 1)})]
+        for args, kwargs in cases:
+            got = _outcome(lambda: lib.rnea(*args, **kwargs))
+            want = _outcome(lambda: plain.rnea(*args, **kwargs))
+            assert (got[1] is None) == (want[1] is None), (name, kwargs, got[1], want[1])
+            if got[1] is not None:
+                assert got[1] == want[1]
+            else:
+                for g, w in zip(got[0], want[0]):
+                    np.testing.assert_array_equal(g, w)
+        for f, g in ((lib.rnea, plain.rnea),):
+            out_f, out_g = np.empty(model.nv), np.empty(model.nv)
+            assert f(q, qd, qdd, out=out_f) is out_f and g(q, qd, qdd, out=out_g) is out_g
+            np.testing.assert_array_equal(out_f, out_g)
+            np.testing.assert_allclose(out_f, rnea(model, q, qd, qdd), atol=1e-10)
+    model, lib = libs["fixed"]
+    plain = ctypes_libs["fixed"][1]
+    q, qd, _ = _state(model, 21)
+    for a, b in zip(lib.coriolis_matrix(q, qd), plain.coriolis_matrix(q, qd)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(lib.crba.batch(np.array([q, q])),
+                                  plain.crba.batch(np.array([q, q])))
+
+
+def test_ctypes_path_results_are_fresh_and_threads_use_their_own_copies(ctypes_libs):
+    model, lib = ctypes_libs["fixed"]
+    q1, qd1, qdd1 = _state(model, 22)
+    r1 = lib.rnea(q1, qd1, qdd1)
+    keep = r1.copy()
+    r2 = lib.rnea(*_state(model, 23))
+    assert r1 is not r2 and not np.shares_memory(r1, r2)
+    np.testing.assert_array_equal(r1, keep)
+    results: dict = {}
+
+    def work(k):
+        f = lib.rnea if k % 2 else lib.rnea.copy()             # refused context, or a copy
+        results[k] = [f(*_state(model, 30 + k)) for _ in range(20)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, res in results.items():
+        ref = rnea(model, *_state(model, 30 + k))
+        for r in res:
+            np.testing.assert_allclose(r, ref, atol=1e-10)

@@ -1,5 +1,5 @@
 """Compiled fast path, robustness (issue 12): unit quaternions, threads, option validation, long
-names, corrupted manifests, missing compiler, batch result reuse, progress in logs, CLI errors.
+names, corrupted manifests, missing compiler, fresh results, progress in logs, CLI errors.
 
 Each silent-wrong-answer case here returned a finite wrong result (or raced) before its fix.
 """
@@ -136,10 +136,9 @@ def test_models_without_quaternions_have_no_check(cache_dir):
 # --- 2. threads ------------------------------------------------------------------------------------
 
 @requires_cc
-@pytest.mark.parametrize("reuse", [True, False])
-def test_threads_hammering_one_function(fmodel, cache_dir, reuse):
+def test_threads_hammering_one_function(fmodel, cache_dir):
     lib = build(fmodel, ["rnea", "coriolis_matrix"], opt="-O1", cache_dir=cache_dir,
-                progress=False, reuse_results=reuse)
+                progress=False)
     rng = np.random.default_rng(4)
     states = [_fstate(fmodel, rng) for _ in range(16)]
     ref_tau = [sd.rnea(fmodel, *s) for s in states]
@@ -188,22 +187,22 @@ def test_context_refuses_other_threads(flib, fmodel):
     that thread's call runs on its own copy."""
     f = flib.crba
     q = fmodel.random_q(9)
-    before = [b.copy() for b in f._out]
+    M = np.zeros((fmodel.nv, fmodel.nv))
     seen = {}
 
     def other():
-        seen["status"] = f._call(q.tobytes(), f._pctx)
+        seen["status"] = f._run((q,), (M,))
         seen["M"] = f(q)
         seen["copy"] = f._tls.fn
 
     th = threading.Thread(target=other)
     th.start()
     th.join()
-    assert seen["status"] == -3
-    assert all(np.array_equal(a, b) for a, b in zip(f._out, before))
-    assert seen["copy"] is not f and seen["copy"]._pctx.value != f._pctx.value
+    assert seen["status"] == -3 and not M.any()
+    assert seen["copy"] is not f and seen["copy"]._w.ctypes.data != f._w.ctypes.data
     np.testing.assert_allclose(seen["M"], sd.crba(fmodel, q), rtol=1e-12, atol=1e-12)
-    assert f._call(q.tobytes(), f._pctx) == 0
+    assert f._run((q,), (M,)) == 0
+    np.testing.assert_allclose(M, seen["M"], rtol=1e-12, atol=1e-12)
 
 
 @requires_cc
@@ -335,64 +334,33 @@ def test_no_compiler_named_in_the_error(monkeypatch, tmp_path):
         compiler_info("nope")
 
 
-# --- 7. / 10. result reuse -------------------------------------------------------------------------
+# --- 7. / 10. results -----------------------------------------------------------------------------
 
 @requires_cc
-@pytest.mark.parametrize("reuse", [True, False])
-def test_batch_results_reused_only_when_dropped(fmodel, cache_dir, reuse):
-    lib = build(fmodel, ["crba"], opt="-O1", cache_dir=cache_dir, progress=False,
-                reuse_results=reuse)
+def test_batch_and_single_results_are_fresh_arrays(fmodel, cache_dir):
+    lib = build(fmodel, ["crba", "coriolis_matrix"], opt="-O1", cache_dir=cache_dir,
+                progress=False)
     f = lib.crba
-    assert f.reuse_results is reuse
     rng = np.random.default_rng(7)
     Q1 = np.array([fmodel.random_q(rng) for _ in range(30)])
     Q2 = np.array([fmodel.random_q(rng) for _ in range(30)])
-    ref1, ref2 = f.batch(Q1, out=np.empty((30, fmodel.nv, fmodel.nv))), f.batch(Q2).copy()
+    ref1 = f.batch(Q1, out=np.empty((30, fmodel.nv, fmodel.nv)))
     a = f.batch(Q1)
-    addr = a.ctypes.data
-    b = f.batch(Q2)                        # a is held: b must be other memory
-    assert not np.shares_memory(a, b)
-    np.testing.assert_array_equal(a, ref1)
-    np.testing.assert_array_equal(b, ref2)
     view = a[3:5]
     del a
-    c = f.batch(Q2)                        # a's memory is still referenced through the view
-    np.testing.assert_array_equal(view, ref1[3:5])
-    del view, b
-    d = f.batch(Q1)
-    np.testing.assert_array_equal(d, ref1)
-    np.testing.assert_array_equal(c, ref2)
-    reused = d.ctypes.data == addr or c.ctypes.data == addr
-    if not reuse:
-        assert not f._bpool
-    else:
-        assert len(f._bpool) <= 2
-        del c, d
-        e = f.batch(Q1)
-        assert reused or any(e.ctypes.data == x[0][0].ctypes.data for x in f._bpool)
-        f.release()
-        assert not f._bpool
-
-
-@requires_cc
-@pytest.mark.parametrize("reuse", [True, False])
-def test_single_call_results_never_overwritten(fmodel, cache_dir, reuse):
-    lib = build(fmodel, ["coriolis_matrix"], opt="-O1", cache_dir=cache_dir, progress=False,
-                reuse_results=reuse)
-    f = lib.coriolis_matrix
-    assert bool(f._pool) is reuse
-    rng = np.random.default_rng(8)
+    b = f.batch(Q2)
+    np.testing.assert_array_equal(view, ref1[3:5])     # a dropped batch's memory stays its own
+    assert not np.shares_memory(view, b)
+    c = lib.coriolis_matrix
     states = [_fstate(fmodel, rng)[:2] for _ in range(5)]
     refs = [tuple(np.asarray(x) for x in sd.coriolis_matrix(fmodel, *s)) for s in states]
-    kept = [f(*s) for s in states]
+    kept = [c(*s) for s in states]
+    for _ in range(3):
+        for s, ref in zip(states, refs):
+            np.testing.assert_allclose(c(*s)[2], ref[2], rtol=1e-11, atol=1e-11)
     for got, ref in zip(kept, refs):
         for g, r in zip(got, ref):
             np.testing.assert_allclose(g, r, rtol=1e-11, atol=1e-11)
-    for _ in range(3):                      # dropped results may be reused; values stay right
-        for s, ref in zip(states, refs):
-            np.testing.assert_allclose(f(*s)[2], ref[2], rtol=1e-11, atol=1e-11)
-    for got, ref in zip(kept, refs):
-        np.testing.assert_allclose(got[2], ref[2], rtol=1e-11, atol=1e-11)
 
 
 # --- 8. progress in logs ---------------------------------------------------------------------------

@@ -1,13 +1,16 @@
-/* symdyn_fastcall: single calls of compiled functions without ctypes (see fastcall.py).
+/* symdyn_fastcall: the C side of compiled functions' single calls (see fastcall.py).
  *
- * A Caller wraps one generated entry point ``int F_call(void **ctx)`` (csource.py: ctx holds
- * the input pointers, the output pointers, then iw, w and the owner thread). Called with exactly
- * its inputs as C-contiguous float64 NumPy arrays of the right shapes and no keywords, it points
- * ctx at their data, allocates fresh output arrays for the C code to write into and returns them
- * (an array, or a tuple of arrays). Anything else - other argument types or shapes, keywords,
- * a nonzero status from C (NaN/inf, a bad quaternion, another thread's context) - goes to the
- * Python ``fallback`` with the same arguments, which converts, raises the named error or runs
- * the call on the thread's own copy. The GIL is held throughout, as with ctypes.PyDLL.
+ * ``Function`` is a base type for symdyn.codegen.loader.CompiledFunction. ``_attach`` binds an
+ * instance to one generated entry point ``int F_call(void **ctx)`` (csource.py: ctx holds the
+ * input pointers, the output pointers, then iw, w and the owner thread) and to the Python call
+ * (``CompiledFunction.__call__``).
+ *
+ * Calling the instance with exactly its inputs as C-contiguous float64 NumPy arrays of the
+ * right shapes and no keywords points ctx at their data, lets C write into fresh output arrays
+ * and returns them (an array, or a tuple of arrays). Any other call, and any nonzero status from
+ * C (NaN/inf, a bad quaternion, another thread's context; C wrote nothing then), goes to the
+ * Python call with the same arguments, which converts the inputs, handles keywords and raises
+ * the named errors; it runs C through ``_run(inputs, outputs)``. The GIL is held throughout.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,36 +26,66 @@ typedef int (*entry_fn)(void **ctx);
 
 typedef struct {
     PyObject_HEAD
-    vectorcallfunc vectorcall;
-    entry_fn fn;
+    entry_fn fn;                      /* NULL until _attach */
+    int direct;                       /* exact-array calls may skip the Python call */
     void **ctx;                       /* sz_arg + sz_res + 3 slots, owned */
     Py_ssize_t sz_arg, n_in, n_out;
     npy_intp in_size[MAX_IO];
+    npy_intp out_size[MAX_IO];
     int out_ndim[MAX_IO];
     npy_intp out_dims[MAX_IO][MAX_NDIM];
-    PyObject *fallback;
-} Caller;
+    PyObject *python_call;            /* CompiledFunction.__call__, called with self first */
+} Function;
 
-static PyObject *caller_fallback(Caller *self, PyObject *const *args, size_t nargsf,
-                                 PyObject *kwnames) {
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+static int is_input(PyObject *a, npy_intp size) {
+    PyArrayObject *x = (PyArrayObject *)a;
+    return PyArray_Check(a) && PyArray_TYPE(x) == NPY_DOUBLE && PyArray_SIZE(x) == size
+           && PyArray_ISCARRAY_RO(x) && !PyArray_ISBYTESWAPPED(x);
 }
 
-static PyObject *caller_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
-                                   PyObject *kwnames) {
-    Caller *self = (Caller *)obj;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), k;
+/* Point ctx at the inputs and outputs and run C; no Python code runs in between, so no other
+ * Python thread can change ctx before C reads it. */
+static int run(Function *self, PyObject *const *ins, PyObject *const *outs) {
+    Py_ssize_t k;
+    for (k = 0; k < self->n_in; k++) self->ctx[k] = PyArray_DATA((PyArrayObject *)ins[k]);
+    for (k = 0; k < self->n_out; k++)
+        self->ctx[self->sz_arg + k] = PyArray_DATA((PyArrayObject *)outs[k]);
+    int status = self->fn(self->ctx);
+    for (k = 0; k < self->n_in; k++) self->ctx[k] = NULL;
+    return status;
+}
+
+static PyObject *python_call(Function *self, PyObject *args, PyObject *kw) {
+    if (self->python_call == NULL) {
+        PyErr_SetString(PyExc_TypeError, "this compiled function is not attached");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args), k;
+    PyObject *with_self = PyTuple_New(n + 1);
+    if (with_self == NULL) return NULL;
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(with_self, 0, (PyObject *)self);
+    for (k = 0; k < n; k++) {
+        PyObject *a = PyTuple_GET_ITEM(args, k);
+        Py_INCREF(a);
+        PyTuple_SET_ITEM(with_self, k + 1, a);
+    }
+    PyObject *res = PyObject_Call(self->python_call, with_self, kw);
+    Py_DECREF(with_self);
+    return res;
+}
+
+static PyObject *function_call(PyObject *obj, PyObject *args, PyObject *kw) {
+    Function *self = (Function *)obj;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args), k;
     PyObject *outs[MAX_IO];
-    if (kwnames != NULL || nargs != self->n_in)
-        return caller_fallback(self, args, nargsf, kwnames);
+    if (!self->direct || (kw != NULL && PyDict_GET_SIZE(kw)) || nargs != self->n_in)
+        return python_call(self, args, kw);
     for (k = 0; k < nargs; k++) {
-        PyObject *a = args[k];
-        PyArrayObject *x = (PyArrayObject *)a;
-        if (!PyArray_CheckExact(a) || PyArray_TYPE(x) != NPY_DOUBLE || PyArray_NDIM(x) != 1
-            || PyArray_DIM(x, 0) != self->in_size[k]
-            || !PyArray_ISCARRAY_RO(x) || PyArray_ISBYTESWAPPED(x))
-            return caller_fallback(self, args, nargsf, kwnames);
-        self->ctx[k] = PyArray_DATA(x);
+        PyObject *a = PyTuple_GET_ITEM(args, k);
+        if (!PyArray_CheckExact(a) || PyArray_NDIM((PyArrayObject *)a) != 1
+            || !is_input(a, self->in_size[k]))
+            return python_call(self, args, kw);
     }
     for (k = 0; k < self->n_out; k++) {
         outs[k] = PyArray_SimpleNew(self->out_ndim[k], self->out_dims[k], NPY_DOUBLE);
@@ -60,13 +93,11 @@ static PyObject *caller_vectorcall(PyObject *obj, PyObject *const *args, size_t 
             while (k-- > 0) Py_DECREF(outs[k]);
             return NULL;
         }
-        self->ctx[self->sz_arg + k] = PyArray_DATA((PyArrayObject *)outs[k]);
     }
-    int status = self->fn(self->ctx);
-    for (k = 0; k < nargs; k++) self->ctx[k] = NULL;
+    int status = run(self, PySequence_Fast_ITEMS(args), outs);
     if (status != 0) {
         for (k = 0; k < self->n_out; k++) Py_DECREF(outs[k]);
-        return caller_fallback(self, args, nargsf, kwnames);
+        return python_call(self, args, kw);
     }
     if (self->n_out == 1) return outs[0];
     PyObject *t = PyTuple_New(self->n_out);
@@ -78,114 +109,172 @@ static PyObject *caller_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     return t;
 }
 
+static void release(PyObject **arrays, Py_ssize_t n) {
+    while (n-- > 0) Py_DECREF(arrays[n]);
+}
+
+/* _run(inputs, outputs) -> status: float64 input arrays of the function's sizes (any strides:
+ * C-contiguous copies are made where needed) and writeable C-contiguous float64 outputs;
+ * TypeError for anything else. */
+static PyObject *function_run(PyObject *obj, PyObject *const *args, Py_ssize_t nargs) {
+    Function *self = (Function *)obj;
+    PyObject *ins[MAX_IO], *outs[MAX_IO];
+    Py_ssize_t k;
+    int status;
+    if (self->fn == NULL) {
+        PyErr_SetString(PyExc_TypeError, "this compiled function is not attached");
+        return NULL;
+    }
+    if (nargs != 2 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])
+        || PyTuple_GET_SIZE(args[0]) != self->n_in || PyTuple_GET_SIZE(args[1]) != self->n_out) {
+        PyErr_SetString(PyExc_TypeError, "_run(inputs, outputs): two tuples of arrays");
+        return NULL;
+    }
+    for (k = 0; k < self->n_out; k++) {
+        outs[k] = PyTuple_GET_ITEM(args[1], k);
+        if (!is_input(outs[k], self->out_size[k])
+            || !PyArray_ISWRITEABLE((PyArrayObject *)outs[k])) {
+            PyErr_Format(PyExc_TypeError, "_run: output %zd is not a writeable C-contiguous "
+                         "float64 array of %zd entries", k, (Py_ssize_t)self->out_size[k]);
+            return NULL;
+        }
+    }
+    for (k = 0; k < self->n_in; k++) {
+        PyObject *a = PyTuple_GET_ITEM(args[0], k);
+        ins[k] = NULL;
+        if (is_input(a, self->in_size[k])) {
+            Py_INCREF(a);
+            ins[k] = a;
+        } else if (PyArray_Check(a) && PyArray_TYPE((PyArrayObject *)a) == NPY_DOUBLE) {
+            ins[k] = PyArray_FROM_OF(a, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_NOTSWAPPED);
+        }
+        if (ins[k] == NULL || !is_input(ins[k], self->in_size[k])) {
+            release(ins, ins[k] == NULL ? k : k + 1);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "_run: input %zd is not a float64 array of %zd "
+                         "entries", k, (Py_ssize_t)self->in_size[k]);
+            return NULL;
+        }
+    }
+    status = run(self, ins, outs);
+    release(ins, self->n_in);
+    return PyLong_FromLong(status);
+}
+
 static int size_list(PyObject *seq, const char *what, Py_ssize_t *n) {
     if (!PyTuple_Check(seq)) {
         PyErr_Format(PyExc_TypeError, "%s must be a tuple", what);
         return -1;
     }
     *n = PyTuple_GET_SIZE(seq);
-    if (*n < 0 || *n > MAX_IO) {
+    if (*n > MAX_IO) {
         PyErr_Format(PyExc_ValueError, "%s: at most %d entries", what, MAX_IO);
         return -1;
     }
     return 0;
 }
 
-/* Caller(fn_address, sz_arg, sz_res, iw_address, w_address, owner, in_sizes, out_shapes,
- *        fallback) */
-static PyObject *caller_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+/* _attach(fn_address, sz_arg, sz_res, iw_address, w_address, owner, in_sizes, out_shapes,
+ *         python_call, direct) */
+static PyObject *function_attach(PyObject *obj, PyObject *args) {
+    Function *self = (Function *)obj;
     unsigned long long fn, iw, w, owner;
     Py_ssize_t sz_arg, sz_res, n_in, n_out, k, d;
-    PyObject *in_sizes, *out_shapes, *fallback;
-    if (kw != NULL && PyDict_GET_SIZE(kw)) {
-        PyErr_SetString(PyExc_TypeError, "Caller() takes no keyword arguments");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "KnnKKKOOO", &fn, &sz_arg, &sz_res, &iw, &w, &owner, &in_sizes,
-                          &out_shapes, &fallback))
+    PyObject *in_sizes, *out_shapes, *call;
+    int direct;
+    if (!PyArg_ParseTuple(args, "KnnKKKOOOp", &fn, &sz_arg, &sz_res, &iw, &w, &owner, &in_sizes,
+                          &out_shapes, &call, &direct))
         return NULL;
     if (size_list(in_sizes, "in_sizes", &n_in) || size_list(out_shapes, "out_shapes", &n_out))
         return NULL;
-    if (fn == 0 || n_in > sz_arg || n_out > sz_res || !PyCallable_Check(fallback)) {
-        PyErr_SetString(PyExc_ValueError, "Caller: bad entry point, sizes or fallback");
+    if (fn == 0 || n_in > sz_arg || n_out > sz_res || !PyCallable_Check(call)) {
+        PyErr_SetString(PyExc_ValueError, "_attach: bad entry point, sizes or Python call");
         return NULL;
     }
-    Caller *self = (Caller *)type->tp_alloc(type, 0);
-    if (self == NULL) return NULL;
-    self->vectorcall = caller_vectorcall;
-    self->fn = (entry_fn)(uintptr_t)fn;
-    self->sz_arg = sz_arg;
-    self->n_in = n_in;
-    self->n_out = n_out;
-    self->ctx = (void **)PyMem_Calloc((size_t)(sz_arg + sz_res + 3), sizeof(void *));
-    if (self->ctx == NULL) {
-        Py_DECREF(self);
-        return PyErr_NoMemory();
-    }
-    self->ctx[sz_arg + sz_res] = (void *)(uintptr_t)iw;
-    self->ctx[sz_arg + sz_res + 1] = (void *)(uintptr_t)w;
-    self->ctx[sz_arg + sz_res + 2] = (void *)(uintptr_t)owner;
     for (k = 0; k < n_in; k++) {
         self->in_size[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(in_sizes, k));
-        if (self->in_size[k] < 0 && PyErr_Occurred()) goto fail;
+        if (self->in_size[k] < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "in_sizes: negative size");
+            return NULL;
+        }
     }
     for (k = 0; k < n_out; k++) {
         PyObject *s = PyTuple_GET_ITEM(out_shapes, k);
         if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) > MAX_NDIM) {
             PyErr_SetString(PyExc_ValueError, "out_shapes: tuples of at most 3 dimensions");
-            goto fail;
+            return NULL;
         }
         self->out_ndim[k] = (int)PyTuple_GET_SIZE(s);
+        self->out_size[k] = 1;
         for (d = 0; d < self->out_ndim[k]; d++) {
             self->out_dims[k][d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(s, d));
             if (self->out_dims[k][d] < 0) {
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_ValueError, "out_shapes: negative dimension");
-                goto fail;
+                return NULL;
             }
+            self->out_size[k] *= self->out_dims[k][d];
         }
     }
-    Py_INCREF(fallback);
-    self->fallback = fallback;
-    return (PyObject *)self;
-fail:
-    Py_DECREF(self);
-    return NULL;
+    void **ctx = (void **)PyMem_Calloc((size_t)(sz_arg + sz_res + 3), sizeof(void *));
+    if (ctx == NULL) return PyErr_NoMemory();
+    ctx[sz_arg + sz_res] = (void *)(uintptr_t)iw;
+    ctx[sz_arg + sz_res + 1] = (void *)(uintptr_t)w;
+    ctx[sz_arg + sz_res + 2] = (void *)(uintptr_t)owner;
+    PyMem_Free(self->ctx);
+    self->ctx = ctx;
+    self->fn = (entry_fn)(uintptr_t)fn;
+    self->direct = direct;
+    self->sz_arg = sz_arg;
+    self->n_in = n_in;
+    self->n_out = n_out;
+    Py_INCREF(call);
+    Py_XSETREF(self->python_call, call);
+    Py_RETURN_NONE;
 }
 
-static int caller_traverse(Caller *self, visitproc visit, void *arg) {
-    Py_VISIT(self->fallback);
+static PyObject *function_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    return type->tp_alloc(type, 0);   /* unattached: every call goes to the Python call */
+}
+
+static int function_traverse(Function *self, visitproc visit, void *arg) {
+    Py_VISIT(self->python_call);
     return 0;
 }
 
-static int caller_clear(Caller *self) {
-    Py_CLEAR(self->fallback);
+static int function_clear(Function *self) {
+    Py_CLEAR(self->python_call);
     return 0;
 }
 
-static void caller_dealloc(Caller *self) {
+static void function_dealloc(Function *self) {
     PyObject_GC_UnTrack(self);
-    caller_clear(self);
+    function_clear(self);
     PyMem_Free(self->ctx);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *caller_call(PyObject *self, PyObject *args, PyObject *kw) {
-    return PyVectorcall_Call(self, args, kw);
-}
+static PyMethodDef function_methods[] = {
+    {"_attach", (PyCFunction)function_attach, METH_VARARGS,
+     "_attach(fn_address, sz_arg, sz_res, iw_address, w_address, owner, in_sizes, out_shapes, "
+     "python_call, direct): bind to a generated F_call entry point."},
+    {"_run", (PyCFunction)(void (*)(void))function_run, METH_FASTCALL,
+     "_run(inputs, outputs) -> C status: evaluate into the given float64 arrays."},
+    {NULL, NULL, 0, NULL},
+};
 
-static PyTypeObject CallerType = {
+static PyTypeObject FunctionType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "symdyn_fastcall.Caller",
-    .tp_basicsize = sizeof(Caller),
-    .tp_dealloc = (destructor)caller_dealloc,
-    .tp_vectorcall_offset = offsetof(Caller, vectorcall),
-    .tp_call = caller_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A compiled function's single call (see symdyn/codegen/fastcall.py).",
-    .tp_traverse = (traverseproc)caller_traverse,
-    .tp_clear = (inquiry)caller_clear,
-    .tp_new = caller_new,
+    .tp_name = "symdyn_fastcall.Function",
+    .tp_basicsize = sizeof(Function),
+    .tp_dealloc = (destructor)function_dealloc,
+    .tp_call = function_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Base type of compiled functions' single calls (see symdyn/codegen/fastcall.py).",
+    .tp_traverse = (traverseproc)function_traverse,
+    .tp_clear = (inquiry)function_clear,
+    .tp_methods = function_methods,
+    .tp_new = function_new,
 };
 
 static struct PyModuleDef module = {
@@ -195,12 +284,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit_symdyn_fastcall(void) {
     import_array();
-    if (PyType_Ready(&CallerType) < 0) return NULL;
+    if (PyType_Ready(&FunctionType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&CallerType);
-    if (PyModule_AddObject(m, "Caller", (PyObject *)&CallerType) < 0) {
-        Py_DECREF(&CallerType);
+    Py_INCREF(&FunctionType);
+    if (PyModule_AddObject(m, "Function", (PyObject *)&FunctionType) < 0) {
+        Py_DECREF(&FunctionType);
         Py_DECREF(m);
         return NULL;
     }

@@ -48,7 +48,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
           cflags: Sequence[str] = (), native: bool = True, cse: bool = True,
           fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
           jobs: int | None = None, progress: bool | None | Callable = None,
-          reuse_results: bool = True, quaternions: str = "check", parameters: str | None = None,
+          quaternions: str = "check", parameters: str | None = None,
           form: str = "auto", **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
@@ -71,8 +71,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     ``"auto"`` (by function size, see the module docstring) or a gcc level such as ``"-O1"``;
     ``native`` adds ``-march=native`` (20-30 % faster code measured; the cache key records the
     CPU features, see :func:`native_target`); ``cflags`` are appended. ``progress``: see
-    :class:`~symdyn.progress.Progress` (periodic lines in a log). ``reuse_results`` and
-    ``quaternions`` (``"check"`` or ``"normalize"``): see :func:`symdyn.codegen.loader.load`.
+    :class:`~symdyn.progress.Progress` (periodic lines in a log). ``quaternions``
+    (``"check"`` or ``"normalize"``): see :func:`symdyn.codegen.loader.load`.
 
     Build-time options and several functions of one algorithm: frame functions need ``frame``
     (``build(model, {"frame_jacobian": {"frame": "panda_hand", "reference": "world"}})``); each
@@ -127,8 +127,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         manifest = make(directory)
         manifest["key"] = None
         _cache.write_manifest(directory, manifest)
-        return load(directory, cache_hit=False, reuse_results=reuse_results,
-                    quaternions=quaternions)
+        return load(directory, cache_hit=False, quaternions=quaternions)
 
     key_data = {
         "format": FORMAT, "api": API_VERSION, "versions": _versions(),
@@ -158,7 +157,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
             return None, reason
         try:
             lib = load(entry, cache_hit=True, verified=True, manifest=manifest,
-                       reuse_results=reuse_results, quaternions=quaternions)
+                       quaternions=quaternions)
         except _cache.InvalidBuild as exc:
             return None, str(exc)
         log.info("cache hit %s (%s)", entry, prefix)
@@ -181,8 +180,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         manifest = make(directory)
         manifest["key"] = None
         _cache.write_manifest(directory, manifest)
-        return load(directory, cache_hit=False, reuse_results=reuse_results,
-                    quaternions=quaternions)
+        return load(directory, cache_hit=False, quaternions=quaternions)
     with locked:
         lib, reason = lookup()            # another builder may have finished meanwhile
         if lib is not None:
@@ -205,4 +203,4 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
             if manifest is None:
                 raise BuildError(f"cache entry {entry} appeared during the build but is invalid "
                                  f"({reason})")
-    return load(entry, cache_hit=False, reuse_results=reuse_results, quaternions=quaternions)
+    return load(entry, cache_hit=False, quaternions=quaternions)

@@ -1,15 +1,17 @@
-"""Single calls through a small CPython extension instead of ctypes.
+"""The C side of compiled functions' single calls: a small CPython extension.
 
-A compiled function's single call through ``ctypes`` costs about 0.6-0.8 us on top of the C
-computation (converting each input with ``tobytes``, the ctypes call, the result pool's
-reference counts; measured in reports/fastpath.md), which is most of a call on models of
-10-20 bodies. ``_fastcall.c`` is a CPython extension type, ``Caller``, bound to one generated
-entry point ``F_call(void **ctx)``: called with exactly the function's inputs as C-contiguous
-float64 arrays of the right shapes, it points the context at their data, lets C write into
-fresh result arrays and returns them; any other call (keywords such as ``out=`` or ``nan=``,
-lists, other dtypes or shapes, non-contiguous arrays) and any nonzero status from C (NaN/inf,
-a bad quaternion, a call from a thread that does not own the context) goes to the Python call
-with the same arguments, so conversions, error messages and threads behave exactly as there.
+``_fastcall.c`` defines ``Function``, the base type that :class:`~symdyn.codegen.loader.
+CompiledFunction` derives from where the extension is available
+(:func:`symdyn.codegen.loader.function_class`). An instance is bound to one generated entry
+point ``F_call(void **ctx)``. Called with exactly the function's inputs as C-contiguous float64
+arrays of the right shapes, it points the context at their data, lets C write into fresh result
+arrays and returns them; any other call (keywords such as ``out=`` or ``nan=``, lists, other
+dtypes or shapes, non-contiguous arrays) and any nonzero status from C (NaN/inf, a bad
+quaternion, a call from a thread that does not own the context) goes to
+``CompiledFunction.__call__`` with the same arguments, which converts the inputs, raises the
+named errors or runs the call on the thread's own copy, and evaluates C through the
+extension's ``_run(inputs, outputs)``. What the extension saves against ``ctypes`` is measured
+in reports/fastpath.md.
 
 The extension is compiled once per Python, NumPy and compiler into the build cache
 (``cache_root()/fastcall``, ~1 s of gcc) on the first build in a process, and shared by every

@@ -1,22 +1,17 @@
 """Load a compiled build and call its C entry points with little overhead.
 
-Single calls whose inputs are C-contiguous float64 arrays of the right shapes, without keywords,
-go through a small CPython extension (:mod:`.fastcall`, compiled once per Python and NumPy into
-the build cache): it points the C context at the arrays' data and returns fresh result arrays
-the C code wrote (rnea of a 10-body chain: 0.56 us a call against 1.07 us through ctypes;
-results over 64 KiB keep the pooled path below). Every other call, and every call whose C
-status is not 0 (NaN/inf, a bad quaternion, another thread's context), goes through the Python
-path, which gives the messages, conversions and thread handling described here.
-
-The Python path calls through ``ctypes`` (measured against cffi in ``reports/fastpath.md``). A
-single call passes each input as ``x.tobytes()`` (a C-order float64 copy made in C, ~0.07 us;
-non-contiguous arrays included) to ``F_call_inputs``, which also gets a context array holding
-preallocated output and work buffers. Results are new arrays that belong to the caller: the C
-code writes into one of two result buffer sets that no Python object references any more
-(checked with CPython reference counts) and returns those arrays themselves, or, when both sets
-are still held by the caller, into internal buffers that are then copied (``out=`` copies into
-given float64 arrays instead). Inputs may be any real arrays or sequences of the right shape
-(converted to float64).
+A :class:`CompiledFunction` has one call path, :meth:`CompiledFunction.__call__`: it takes the
+inputs (positionally or by input name), converts them to C-contiguous float64 arrays of the
+right shapes (clear errors otherwise), lets C write into fresh result arrays and returns them,
+or copies them into the caller's ``out=`` arrays. C is reached through the fastcall extension
+(:mod:`.fastcall`, compiled once per Python and NumPy into the build cache) or, where it cannot
+be built (no compiler or headers, ``$SYMDYN_FASTCALL=0``), through ``ctypes``: the inputs'
+bytes go to ``F_call_inputs`` and the outputs, written into the function's own buffers, are
+copied into the fresh arrays. With the extension, compiled functions derive from its
+``Function`` type, whose C call takes the common case itself (exactly the inputs, as
+C-contiguous float64 arrays of the right shapes, no keywords) and hands every other call, and
+every nonzero C status, to ``__call__``. Per-call costs against Pinocchio:
+``reports/fastpath.md`` (``experiments/bench_fastpath.py``).
 
 NaN/inf in the inputs is detected in C before evaluation: the call raises ``ValueError`` naming
 the input (``nan="raise"``, default) or returns NaN outputs (``nan="propagate"``). The unit
@@ -26,34 +21,27 @@ state too), whatever ``nan`` says. ``build(..., quaternions="normalize")`` (or `
 normalizes them first instead, explicitly (zero or non-finite ones are still refused).
 
 Threads: a :class:`CompiledFunction` may be called from many Python threads at once. The thread
-that created it uses its buffers directly; its call context records that thread, and the C
-wrapper refuses (status -3, nothing read or written) a call through it from any other thread,
-which then runs on its own copy with its own context, work and result buffers, created on its
-first call and kept in a ``threading.local``. The owner's calls pay only a ``pthread_self()``
-comparison in C; the Python code before the C call only reads shared state. A call from another
-thread pays for the refused attempt (robot:panda crba: 1.3 us instead of 0.56); a worker thread
-with a hot loop should call ``f.copy()`` once and use that copy (it owns it: 0.56 us again).
+that created it uses its work buffers directly; its call context records that thread, and the
+C wrapper refuses (status -3, nothing read or written) a call through it from any other thread,
+which then runs on its own copy with its own context and work buffers, created on its first
+call and kept in a ``threading.local``. The owner's calls pay only a ``pthread_self()``
+comparison in C; another thread pays for the refused attempt on every call, so a worker thread
+with a hot loop should call ``f.copy()`` once and use that copy (it owns it).
 
 Batches: ``.batch(..., threads=n)`` splits one batch over C threads (the GIL is released there;
 threads take chunks of states as they go); ``threads=None``, the default, picks the number by
 the batch's estimated work (one thread per ~1 ms, at most the CPUs available, capped by
 ``$SYMDYN_NUM_THREADS`` or ``$OMP_NUM_THREADS``; :func:`auto_threads`). ``stream=`` chooses how
 outputs are written (whole cache lines with non-temporal stores, or in place; by default by
-their size); see :meth:`CompiledFunction.batch` and :mod:`symdyn.codegen.csource`.
-
-Result reuse (``load(..., reuse_results=True)``, the default, or ``build(...)`` with the same
-option): single calls return the output buffers themselves when no reference to them is left
-(see :func:`_specialize`), and ``.batch`` without ``out=`` reuses the arrays of an earlier batch
-of the same size that the caller has dropped (a fresh multi-MB array costs page faults
-comparable to the computation). ``reuse_results=False`` copies every result into a new array
-(the plain path; both give equal results and neither ever overwrites a result still referenced).
+their size); see :meth:`CompiledFunction.batch` and :mod:`symdyn.codegen.csource`. Results are
+fresh arrays unless ``out=`` is given; for large outputs pass ``out=`` and reuse it (fresh
+multi-MB arrays cost page faults comparable to the computation).
 """
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -66,14 +54,15 @@ from . import cache as _cache
 from .csource import API_VERSION
 
 _ndarray = np.ndarray
-_perf_counter = time.perf_counter
+_empty = np.empty
 _copyto = np.copyto
+_perf_counter = time.perf_counter
 _F64 = np.dtype(np.float64)
-_NAN_MODES = ("raise", "propagate")
+_RAISE = "raise"
+_NAN_MODES = (_RAISE, "propagate")
 QUATERNION_MODES = ("check", "normalize")
 _BAD_QUAT = -100          # C status of quaternion j: _BAD_QUAT - j (see csource)
 _OTHER_THREAD = -3        # C status: the context belongs to another thread (nothing done)
-_BATCH_POOL = 2           # dropped batch result sets kept per function for reuse
 
 
 class CompiledFunction:
@@ -81,29 +70,27 @@ class CompiledFunction:
 
     ``f.input_names``/``f.input_shapes``, ``f.output_names``/``f.output_shapes`` describe the
     signature (e.g. rnea: q (nq,), qd (nv,), qdd (nv,) -> tau (nv,)); ``f.stats`` holds SX sizes and
-    build timings. Results are new arrays owned by the caller (never overwritten by later calls
-    while referenced; see the module docstring) unless ``out=`` is given.
+    build timings. Results are fresh arrays owned by the caller unless ``out=`` is given.
+    Instances are made by :class:`CompiledModule` (:func:`load`, :func:`symdyn.codegen.build`).
     """
 
-    def __init__(self, meta: dict, single_lib, batch_lib, *, reuse_results: bool = True,
-                 quaternions=(), thread_id=None, quaternion_mode: str = "check"):
+    def __init__(self, meta: dict, single_lib, batch_lib, *, quaternions=(), thread_id=None,
+                 quaternion_mode: str = "check"):
         self.meta = meta
         self.algorithm = meta["algorithm"]
         self.key = meta.get("key", self.algorithm)      # "alg" or "alg:label" (module lookup)
         self.parameters = meta.get("parameters")        # None or "inertial" (input pi last)
         self.name = meta.get("name", meta["fname"])     # public name (may exceed 48 characters)
         self.symbol = meta["fname"]                     # C symbol (at most 48 characters)
-        self.reuse_results = bool(reuse_results)
         self.quaternions = tuple((int(d["offset"]), str(d["body"])) for d in quaternions)
         if quaternion_mode not in QUATERNION_MODES:
             raise ValueError(f"quaternions must be one of {QUATERNION_MODES}, got "
                              f"{quaternion_mode!r}")
         self.quaternion_mode = quaternion_mode
         self._qin = list(meta["input_names"]).index("q") if "q" in meta["input_names"] else -1
+        self._normalize = quaternion_mode == "normalize" and bool(self.quaternions)
         self._tls = threading.local()       # per-thread copies (shared with copies of self)
         self._thread_id = thread_id           # C: the owner value of the calling thread
-        self._bpool: list = []              # batch result sets: (arrays, baseline refcounts)
-        self._block = threading.Lock()
         self.input_names = tuple(meta["input_names"])
         self.output_names = tuple(meta["output_names"])
         # the sizes the C code reads and writes come from the library; the manifest only names
@@ -127,24 +114,26 @@ class CompiledFunction:
         if self._sz_arg < len(self.input_names) or self._sz_res < len(self.output_names):
             raise _cache.InvalidBuild(f"{self.name}: the library's work sizes are smaller than "
                                       "its number of inputs and outputs")
-        self._call = getattr(single_lib, f"{self.symbol}_call_inputs")
+        self._call_inputs = getattr(single_lib, f"{self.symbol}_call_inputs")
         # no argtypes: every argument is a bytes object (char*) or the c_void_p context, which
-        # ctypes passes as is; skipping the per-argument from_param conversion saves ~70 ns a call
-        self._call.argtypes = None
-        self._call.restype = ctypes.c_int
+        # ctypes passes as is, without a per-argument conversion
+        self._call_inputs.argtypes = None
+        self._call_inputs.restype = ctypes.c_int
         self._batch = getattr(batch_lib, f"{self.symbol}_batch_write")
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
                                 ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
         self._batch.restype = ctypes.c_int
         # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction measured on
-        # the generated functions (g1 coriolis_matrix: 25k instructions, 3.0-3.6 us), plus the
-        # outputs' bytes at ~10 GB/s; output entries alone where the size is not recorded.
-        # One-thread batches of 32 states or more then average in their measured time
+        # the generated functions, plus the outputs' bytes at ~10 GB/s; output entries alone
+        # where the size is not recorded. One-thread batches of 32 states or more then average
+        # in their measured time
         n_out = sum(int(np.prod(s)) for s in self.output_shapes)
         n_instr = meta.get("n_instructions")
         self._state_ns = (0.15 * float(n_instr) if n_instr else 1.0 * n_out) + 0.8 * n_out
         self._tune: dict[int, float] = {}   # threads=None: wall ns a state per thread count
         self._tune_calls = 0
+        self._n_in = len(self.input_names)
+        self._single = len(self.output_names) == 1
         self._allocate()
 
     def _check_sizes(self, meta: dict, sizes_in: list[int], sizes_out: list[int]) -> None:
@@ -166,39 +155,39 @@ class CompiledFunction:
                 raise bad(f"output {name} has {n} entries in the library, the manifest's shape "
                           f"{shape} {int(np.prod(shape))}")
 
-    def _context(self, outs):
-        """(ctypes context array, its address) with the output buffers ``outs``."""
-        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 3))()  # inputs set per call
-        for k, b in enumerate(outs):
+    def _allocate(self) -> None:
+        """Work buffers and a call context owned by the calling thread."""
+        self._owner = self._thread_id() if self._thread_id is not None else None
+        self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
+        self._w = np.zeros(max(1, self._sz_w))
+        self._bind()
+
+    def _bind(self) -> None:
+        """The ctypes call context: output buffers, then iw, w and the owner thread (csource)."""
+        self._buffers = tuple(np.zeros(s) for s in self.output_shapes)
+        ctx = (ctypes.c_void_p * (self._sz_arg + self._sz_res + 3))()  # inputs: arguments
+        for k, b in enumerate(self._buffers):
             ctx[self._sz_arg + k] = b.ctypes.data
         ctx[self._sz_arg + self._sz_res] = self._iw.ctypes.data
         ctx[self._sz_arg + self._sz_res + 1] = self._w.ctypes.data
         ctx[self._sz_arg + self._sz_res + 2] = self._owner   # only this thread may use ctx
-        return ctx, ctypes.c_void_p(ctypes.addressof(ctx))
+        self._ctx, self._pctx = ctx, ctypes.c_void_p(ctypes.addressof(ctx))
 
-    def _allocate(self) -> None:
-        self._owner = self._thread_id() if self._thread_id is not None else None
-        self._iw = np.zeros(max(1, self._sz_iw), dtype=np.int64)
-        self._w = np.zeros(max(1, self._sz_w))
-        self._out = [np.zeros(s) for s in self.output_shapes]
-        self._ctx, self._pctx = self._context(self._out)
-        # result pool: output buffers handed to the caller as the results themselves, reused
-        # once nothing references them any more (see _specialize)
-        self._pool = []
-        if _POOL and self.reuse_results and hasattr(sys, "getrefcount"):
-            for _ in range(_POOL):
-                outs = tuple(np.zeros(s) for s in self.output_shapes)
-                self._pool.append((outs, *self._context(outs)))
-        self._n_in = len(self.input_names)
-        self._single = len(self._out) == 1
-        self.__class__ = _specialize(self)
+    def _run(self, ins: tuple, outs: tuple) -> int:
+        """Evaluate C on the float64 inputs ``ins`` (any strides) into the C-contiguous float64
+        arrays ``outs`` (through ctypes; the extension's ``Function`` has its own); the C
+        status."""
+        status = self._call_inputs(*[x.tobytes() for x in ins], self._pctx)
+        if not status:
+            for o, b in zip(outs, self._buffers):
+                _copyto(o, b)
+        return status
 
     def copy(self) -> "CompiledFunction":
         """The same function with its own buffers, owned by the calling thread (calls from other
         threads make per-thread copies by themselves; see the module docstring)."""
-        new = object.__new__(type(self))
+        new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new._bpool, new._block = [], threading.Lock()
         new._allocate()
         return new
 
@@ -230,52 +219,60 @@ class CompiledFunction:
         return f"<compiled {self.name}({ins}) -> ({outs})>"
 
     # -- single call -------------------------------------------------------------------------------
-    def __call__(self, *args, out=None, nan: str = "raise"):
-        """Evaluate at one state; returns an array (one output) or a tuple of arrays.
+    def __call__(self, *args, out=None, nan: str = "raise", **inputs):
+        """Evaluate at one state: ``f(q, qd, qdd)``, inputs also by name (``f(q, qdd=a,
+        qd=v)``); any real arrays or sequences of the input shapes (converted to float64).
 
-        (Each instance gets a specialized equivalent of this method, see :func:`_specialize`.)
+        Returns the output array, or a tuple of them (``output_names``), fresh and owned by
+        the caller; with ``out`` (an array, or a tuple of arrays: float64, the output shapes)
+        the results are copied there and ``out`` is returned. ``nan``: ``"raise"`` (default:
+        ``ValueError`` naming the input holding NaN or inf) or ``"propagate"`` (NaN outputs).
         """
-        if len(args) != self._n_in:
-            raise TypeError(f"{self.name}() takes {self._n_in} inputs "
-                            f"({', '.join(self.input_names)}), got {len(args)}")
-        self._check_nan(nan)
-        if self.quaternion_mode == "normalize" and self.quaternions:
-            normalized = list(args)
-            normalized[self._qin] = self._normalize_q(args[self._qin])
-            args = tuple(normalized)
-        status = self._call(*self._input_bytes(args), self._pctx)
-        if status == _OTHER_THREAD:
-            return self._threaded(args, out, nan)
+        if inputs or len(args) != self._n_in:
+            args = self._arguments(args, inputs)
+        if nan is not _RAISE and nan != "propagate":
+            self._check_nan(nan)
+        ins = args
+        for x, shape in zip(args, self.input_shapes):
+            if x.__class__ is not _ndarray or x.dtype is not _F64 or x.shape != shape:
+                ins = tuple([self._input(k, x) for k, x in enumerate(args)])
+                break
+        if self._normalize:
+            ins = ins[:self._qin] + (self._normalize_q(ins[self._qin]),) + ins[self._qin + 1:]
+        outs = tuple([_empty(s) for s in self.output_shapes])
+        status = self._run(ins, outs)
         if status:
-            self._status(status, nan, self._out, args)
-        if out is None:
-            if self._single:
-                return self._out[0].copy()
-            return tuple(b.copy() for b in self._out)
-        return self._write_out(out)
+            if status == _OTHER_THREAD:    # nothing done: use this thread's own copy
+                return self._threaded(args, out, nan)
+            self._status(status, nan, outs, ins)
+        if out is not None:
+            return self._write_out(out, outs)
+        return outs[0] if self._single else outs
 
-    def _normalize_q(self, q) -> np.ndarray:
-        """A float64 copy of q whose quaternions have unit norm (``quaternions="normalize"``);
-        a zero or non-finite quaternion is left as it is, for the C checks to report."""
-        q = self._convert(self._qin, q).copy()
-        for off, _ in self.quaternions:
-            e = q[off:off + 4]
-            n = float(np.sqrt(e @ e))
-            if n > 0.0 and np.isfinite(n):
-                e /= n
-        return q
+    def _arguments(self, args: tuple, named: dict) -> tuple:
+        """The inputs in order from positional and named arguments (Python's messages)."""
+        names = self.input_names
+        if len(args) > len(names):
+            raise TypeError(f"{self.name}() takes {len(names)} positional arguments "
+                            f"({', '.join(names)}) but {len(args)} were given")
+        values = dict(zip(names, args))
+        for name, x in named.items():
+            if name not in names:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument {name!r}")
+            if name in values:
+                raise TypeError(f"{self.name}() got multiple values for argument {name!r}")
+            values[name] = x
+        missing = [repr(n) for n in names if n not in values]
+        if missing:
+            raise TypeError(f"{self.name}() missing {len(missing)} required positional "
+                            f"argument{'s' if len(missing) > 1 else ''}: "
+                            f"{' and '.join(missing)}")
+        return tuple(values[n] for n in names)
 
-    def _input_bytes(self, args) -> list:
-        """Validated C-order float64 bytes of each input (clear errors otherwise)."""
-        out = []
-        for k, x in enumerate(args):
-            if isinstance(x, _ndarray) and x.dtype is _F64 and x.shape == self.input_shapes[k]:
-                out.append(x.tobytes())
-            else:
-                out.append(self._convert(k, x).tobytes())
-        return out
-
-    def _convert(self, k: int, x) -> np.ndarray:
+    def _input(self, k: int, x) -> np.ndarray:
+        """Input ``k`` as a native float64 array of its shape (``_run`` reads any strides)."""
+        if isinstance(x, _ndarray) and x.dtype == _F64 and x.shape == self.input_shapes[k]:
+            return x
         name, shape = self.input_names[k], self.input_shapes[k]
         try:
             a = np.asarray(x)
@@ -289,29 +286,45 @@ class CompiledFunction:
             raise ValueError(f"{self.name}: input {name} must have shape {shape}, got {a.shape}")
         return a.astype(np.float64)
 
-    def _status(self, status: int, nan: str, bufs, args=()) -> None:
+    def _normalize_q(self, q: np.ndarray) -> np.ndarray:
+        """A copy of q whose quaternions have unit norm (``quaternions="normalize"``); a zero or
+        non-finite quaternion is left as it is, for the C checks to report."""
+        q = q.copy()
+        for off, _ in self.quaternions:
+            e = q[off:off + 4]
+            n = float(np.sqrt(e @ e))
+            if n > 0.0 and np.isfinite(n):
+                e /= n
+        return q
+
+    def _status(self, status: int, nan: str, outs: tuple, ins: tuple) -> None:
+        """Raise the error a nonzero C status stands for, or fill ``outs`` with NaN for NaN/inf
+        inputs under ``nan="propagate"``."""
         if status <= _BAD_QUAT:
-            raise self._quaternion_error(_BAD_QUAT - status, args[self._qin])
+            raise self._quaternion_error(_BAD_QUAT - status, ins[self._qin])
         if status > 0:
             if nan == "propagate":
-                for b in bufs:
-                    b.fill(np.nan)
+                for o in outs:
+                    o.fill(np.nan)
                 return
-            if nan not in _NAN_MODES:
-                raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
             raise ValueError(f"{self.name}: input {self.input_names[status - 1]} contains NaN "
                              f"or inf (pass nan='propagate' to get NaN outputs instead)")
         raise RuntimeError(f"{self.name}: the compiled function failed (status {status})")
 
-    def _write_out(self, out):
+    def _write_out(self, out, results: tuple):
         outs = (out,) if self._single else out
-        if not isinstance(outs, (tuple, list)) or len(outs) != len(self._out):
+        if not isinstance(outs, (tuple, list)) or len(outs) != len(results):
             raise TypeError(f"{self.name}: out must be "
                             + ("an array" if self._single else
-                               f"a tuple of {len(self._out)} arrays ({', '.join(self.output_names)})"))
-        for k, o in enumerate(outs):
-            self._check_out(k, o, self.output_shapes[k], contiguous=False)
-            _copyto(o, self._out[k])
+                               f"a tuple of {len(results)} arrays ({', '.join(self.output_names)})"))
+        for k, (o, r) in enumerate(zip(outs, results)):
+            if o.__class__ is not _ndarray or o.dtype is not _F64 or o.shape != r.shape:
+                self._check_out(k, o, self.output_shapes[k], contiguous=False)
+            try:
+                _copyto(o, r)
+            except ValueError:                   # read-only: named by _check_out
+                self._check_out(k, o, self.output_shapes[k], contiguous=False)
+                raise
         return out
 
     def _check_out(self, k, o, shape, contiguous: bool) -> None:
@@ -355,11 +368,8 @@ class CompiledFunction:
         outputs exceed 1 MiB per thread. Results do not depend on it (see
         :mod:`symdyn.codegen.csource` for the measurements).
 
-        Without ``out`` (and with result reuse, the default) the arrays of an earlier batch of
-        the same size are reused once the caller holds none of them (fresh multi-MB results
-        cost page faults comparable to the computation: serial:20 coriolis_matrix, 20k states,
-        5.9 -> 4.3 us/state, as fast as ``out=``); up to two such sets stay allocated per
-        function until :meth:`release`.
+        Without ``out`` the results are fresh arrays; for large batches pass ``out=`` and reuse
+        it (fresh multi-MB arrays cost page faults comparable to the computation).
         """
         if nan not in _NAN_MODES:
             raise ValueError(f"nan must be one of {_NAN_MODES}, got {nan!r}")
@@ -394,18 +404,15 @@ class CompiledFunction:
                 n = np.sqrt(np.einsum("ij,ij->i", e, e))
                 ok = (n > 0.0) & np.isfinite(n)
                 e[ok] /= n[ok, None]
-        entry = None
         outs: list[Any] | None
         if out is None:
-            entry = self._batch_outputs(cast(int, nstates))  # set from the first input above
-            outs = list(entry[0]) if entry is not None else [np.empty((nstates, *s))
-                                                            for s in self.output_shapes]
+            outs = [np.empty((nstates, *s)) for s in self.output_shapes]
         else:
             outs = [out] if self._single else list(out) if isinstance(out, (tuple, list)) else None
-            if outs is None or len(outs) != len(self._out):
+            if outs is None or len(outs) != len(self.output_shapes):
                 raise TypeError(f"{self.name}.batch: out must be "
                                 + ("an array" if self._single else
-                                   f"a tuple of {len(self._out)} arrays"))
+                                   f"a tuple of {len(self.output_shapes)} arrays"))
             for k, o in enumerate(outs):
                 self._check_out(k, o, (nstates, *self.output_shapes[k]), contiguous=True)
         pin = (ctypes.c_void_p * self._n_in)(*[a.ctypes.data for a in ins])
@@ -417,23 +424,18 @@ class CompiledFunction:
             if threads > 1:
                 threads = self._tuned(threads)
         assert threads is not None and nstates is not None   # set above (mypy)
-        try:
-            t0 = _perf_counter()
-            status = self._batch(pin, pout, nstates, int(threads),
-                                 -1 if stream is None else int(bool(stream)), bad)
-            if nstates >= 32 and status == 0:
-                # measured wall ns a state: one thread's refine the work estimate; automatic
-                # choices record theirs per thread count (benign races between Python threads)
-                ns = (_perf_counter() - t0) * 1e9 / nstates
-                if threads == 1:
-                    self._state_ns = 0.5 * (self._state_ns + ns)
-                if auto:
-                    old = self._tune.get(int(threads))
-                    self._tune[int(threads)] = ns if old is None else 0.5 * (old + ns)
-        finally:
-            if entry is not None:
-                with self._block:
-                    self._bpool.append(entry)
+        t0 = _perf_counter()
+        status = self._batch(pin, pout, nstates, int(threads),
+                             -1 if stream is None else int(bool(stream)), bad)
+        if nstates >= 32 and status == 0:
+            # measured wall ns a state: one thread's refine the work estimate; automatic
+            # choices record theirs per thread count (benign races between Python threads)
+            ns = (_perf_counter() - t0) * 1e9 / nstates
+            if threads == 1:
+                self._state_ns = 0.5 * (self._state_ns + ns)
+            if auto:
+                old = self._tune.get(int(threads))
+                self._tune[int(threads)] = ns if old is None else 0.5 * (old + ns)
         if status == 2:
             q = ins[self._qin][bad[1]]
             # the quaternion C rejected: the first one off by more than the tolerance (the one
@@ -467,32 +469,6 @@ class CompiledFunction:
         if self._tune_calls % 16 == 0:
             return threads if best == 1 else 1
         return best
-
-    def _batch_outputs(self, nstates: int):
-        """A set of batch output arrays (arrays, baseline refcounts) taken out of the pool: one the
-        caller has dropped (CPython reference counts back at the pool's own), else a new one;
-        ``None`` without result reuse. The caller puts it back after the C call."""
-        if not self.reuse_results or not hasattr(sys, "getrefcount") or nstates == 0:
-            return None
-        with self._block:
-            for k, entry in enumerate(self._bpool):
-                if entry[0][0].shape[0] == nstates and _refcounts(entry[0]) == entry[1]:
-                    return self._bpool.pop(k)
-            # no free set of this size: drop a free set of another size, keep at most _BATCH_POOL
-            for k, entry in enumerate(self._bpool):
-                if _refcounts(entry[0]) == entry[1]:
-                    del self._bpool[k]
-                    break
-            if len(self._bpool) >= _BATCH_POOL:
-                return None
-        arrays = tuple(np.empty((nstates, *s)) for s in self.output_shapes)
-        return arrays, _refcounts(arrays)
-
-    def release(self) -> None:
-        """Drop the batch result sets kept for reuse (their memory is freed once the caller holds
-        none of their arrays)."""
-        with self._block:
-            self._bpool.clear()
 
 
 def _casadi_nnz(sparsity) -> int:
@@ -540,12 +516,6 @@ def library_sizes(lib, symbol: str) -> tuple[list[int], list[int]]:
     return sizes[0], sizes[1]
 
 
-# results up to this size (bytes, all outputs) are fresh arrays from the fastcall extension;
-# above it single calls keep the result pool (a fresh array of more than glibc's 128 KiB
-# mmap threshold costs page faults on every call)
-_FAST_MAX_BYTES = 64 * 1024
-_POOL = 2   # result buffers per function that single calls return without copying
-
 # threads=None: one thread per this much estimated work (ns). Starting and joining a POSIX thread
 # costs ~20-60 us on an idle machine, but on a loaded one a thread can wait a scheduler time
 # slice (ms) before it runs or while it holds a chunk, which made 2 threads slower than 1 for
@@ -577,107 +547,34 @@ def auto_threads(work_ns: float) -> int:
             break
     return int(max(1, min(cap, work_ns // AUTO_THREAD_NS)))
 
-def _refcounts(arrays) -> tuple:
-    return tuple(sys.getrefcount(a) for a in arrays)
+@functools.lru_cache(maxsize=None)
+def _extension_class(base: type) -> type:
+    """:class:`CompiledFunction` on the fastcall extension's ``Function`` type (``base``): its
+    C call takes exact-array calls itself and hands every other call to
+    ``CompiledFunction.__call__``, and its ``_run`` replaces the ctypes one."""
+
+    class ExtensionFunction(base, CompiledFunction):  # type: ignore[valid-type, misc]
+        __doc__ = CompiledFunction.__doc__
+
+        def _bind(self) -> None:
+            entry = getattr(self._single_lib, f"{self.symbol}_call")
+            self._attach(ctypes.cast(entry, ctypes.c_void_p).value, self._sz_arg, self._sz_res,
+                         self._iw.ctypes.data, self._w.ctypes.data, self._owner or 0,
+                         tuple(s[0] for s in self.input_shapes), self.output_shapes,
+                         CompiledFunction.__call__, not self._normalize)
+
+    ExtensionFunction.__name__ = ExtensionFunction.__qualname__ = "CompiledFunction"
+    return ExtensionFunction
 
 
-_CALL_TEMPLATE = """
-def {fname}(self, {params}, *, out=None, nan="raise"):
-    if nan is not _RAISE and nan != "propagate":
-        self._check_nan(nan)
-{pre}    if out is not None:
-        ctx, res = _ctx, None
-{pool_select}    else:
-        ctx, res = _ctx, None
-    try:
-        if {checks}:
-            status = _call({fast_args}, ctx)
-        else:
-            raise AttributeError
-    except AttributeError:
-        status = _call(*self._input_bytes(({params},)), ctx)
-    if status:
-        if status == -3:   # another thread's context (nothing done): use this thread's own
-            return self._threaded(({params},), out, nan)
-        self._status(status, nan, _out if res is None else res, ({params},))
-    if res is not None:
-        return {pool_result}
-    if out is None:
-        return {copy_result}
-    return self._write_out(out)
-
-def _baseline():
-    return ({baseline})
-"""
-
-
-def _specialize(fn: CompiledFunction) -> type:
-    """A subclass of CompiledFunction whose ``__call__`` is unrolled for ``fn``'s inputs, with its
-    output buffers and C entry point bound as constants (~0.5 us less per call than the generic
-    method). Input names come from the algorithm registry (q, qd, qdd, tau), never from users.
-    A call from a thread other than ``fn``'s owner is refused by C (status -3, nothing written)
-    and goes to that thread's own copy (module docstring); ``nan`` is validated on every call
-    (an identity test when it is the default).
-
-    Results without ``out=``: copying the outputs cost 0.2-0.25 us per array (0.75 us for the
-    three 20 x 20 matrices of coriolis_matrix), so the C code writes straight into one of
-    ``_POOL`` result buffer sets that are then returned themselves; a set is used again only
-    when no reference to any of its arrays is left (CPython reference counts, ``sys.getrefcount``
-    equal to the pool's own), so a result the caller keeps is never overwritten. When every set
-    is still referenced, the outputs are copied from the internal buffers as before."""
-    names = fn.input_names
-    n_out = len(fn._out)
-    ns = {"_call": fn._call, "_ctx": fn._pctx, "_F64": _F64, "_out": fn._out,
-          "_rc": sys.getrefcount, "_RAISE": "raise"}
-    for k, s in enumerate(fn.input_shapes):
-        ns[f"_s{k}"] = s
-    ns.update({f"_o{k}": o for k, o in enumerate(fn._out)})
-    select, base = [], []
-    for p, entry in enumerate(fn._pool):
-        ns[f"_c{p}"], ns[f"_r{p}"] = entry[2], entry[0]
-        # no local name may stay bound to a pool array: it would count in the baselines below
-        ns.update({f"_a{p}{k}": entry[0][k] for k in range(n_out)})
-        base += [f"_rc(_a{p}{k})" for k in range(n_out)]
-        free = " and ".join(f"_rc(_a{p}{k}) == _b{p}{k}" for k in range(n_out))
-        select.append(f"    elif {free}:\n        ctx, res = _c{p}, _r{p}\n")
-    checks = [f"{n}.dtype is _F64 and {n}.shape == _s{k}" for k, n in enumerate(names)]
-    src = _CALL_TEMPLATE.format(
-        fname=fn.algorithm, params=", ".join(names), checks=" and ".join(checks),
-        fast_args=", ".join(f"{n}.tobytes()" for n in names), pool_select="".join(select),
-        pool_result=("res[0]" if fn._single else
-                     "(" + ", ".join(f"res[{k}]" for k in range(n_out)) + ",)"),
-        copy_result=("_o0.copy()" if fn._single else
-                     "(" + ", ".join(f"_o{k}.copy()" for k in range(n_out)) + ",)"),
-        baseline=", ".join(base) + ("," if base else ""),
-        pre=("    q = self._normalize_q(q)\n" if fn.quaternion_mode == "normalize"
-             and fn.quaternions and "q" in names else ""))
-    exec(compile(src, f"<symdyn compiled {fn.name}>", "exec"), ns)
-    slots = [(p, k) for p in range(len(fn._pool)) for k in range(n_out)]
-    ns.update({f"_b{p}{k}": rc for (p, k), rc in zip(slots, ns["_baseline"]())})
-    call = ns[fn.algorithm]
-    call.__doc__ = CompiledFunction.__call__.__doc__
-    return type("CompiledFunction", (CompiledFunction,), {"__call__": _fast_caller(fn, call),
-                                                          "__module__": __name__})
-
-
-def _fast_caller(fn: CompiledFunction, call):
-    """``call`` (the Python method), or a :mod:`.fastcall` ``Caller`` of ``fn``'s C entry point
-    that falls back to it for every call it does not take itself. A class attribute that is not
-    a descriptor is called without ``self``: the Caller is bound to ``fn`` itself."""
-    if fn.quaternion_mode == "normalize" and fn.quaternions:
-        return call                          # inputs are rewritten before the C call
-    if 8 * sum(int(np.prod(s)) for s in fn.output_shapes) > _FAST_MAX_BYTES:
-        return call                          # big results: the pool spares their page faults
+def function_class() -> type:
+    """The class of compiled functions in this process: on the fastcall extension where it is
+    available (:func:`symdyn.codegen.fastcall.status`), else :class:`CompiledFunction` itself
+    (through ctypes)."""
     from . import fastcall
 
     mod = fastcall.module()
-    if mod is None:
-        return call
-    entry = getattr(fn._single_lib, f"{fn.symbol}_call")
-    address = ctypes.cast(entry, ctypes.c_void_p).value
-    return mod.Caller(address, fn._sz_arg, fn._sz_res, fn._iw.ctypes.data, fn._w.ctypes.data,
-                      fn._owner or 0, tuple(s[0] for s in fn.input_shapes),
-                      tuple(fn.output_shapes), functools.partial(call, fn))
+    return CompiledFunction if mod is None else _extension_class(mod.Function)
 
 
 class FunctionGroup(Mapping):
@@ -724,7 +621,7 @@ class CompiledModule:
     """
 
     def __init__(self, directory: Path, manifest: dict, cache_hit: bool,
-                 reuse_results: bool = True, quaternions: str = "check"):
+                 quaternions: str = "check"):
         self.path = Path(directory)
         self.manifest = manifest
         self.prefix = manifest["prefix"]
@@ -741,11 +638,11 @@ class CompiledModule:
         thread_id.restype = ctypes.c_void_p
         thread_id.argtypes = []
         self.functions = {}
+        cls = function_class()
         groups: dict[str, dict] = {}
         for fd in manifest["functions"]:
-            f = CompiledFunction(fd, single, batch, reuse_results=reuse_results,
-                                 quaternions=manifest.get("quaternions", ()),
-                                 thread_id=thread_id, quaternion_mode=quaternions)
+            f = cls(fd, single, batch, quaternions=manifest.get("quaternions", ()),
+                    thread_id=thread_id, quaternion_mode=quaternions)
             self.functions[f.key] = f
             if f.key == f.algorithm:
                 setattr(self, f.algorithm, f)
@@ -774,13 +671,9 @@ class CompiledModule:
 
 
 def load(directory, *, cache_hit: bool = False, verified: bool = False,
-         reuse_results: bool = True, quaternions: str = "check",
-         manifest: dict | None = None) -> CompiledModule:
+         quaternions: str = "check", manifest: dict | None = None) -> CompiledModule:
     """Load a build directory written by :func:`symdyn.codegen.build` (or ``symdyn codegen
-    --compile``), after checking its manifest checksums. ``reuse_results`` (default True) lets
-    single calls and ``.batch`` return buffers that the caller has dropped instead of fresh
-    copies (never one still referenced; see the module docstring); False copies every result.
-    ``quaternions``: ``"check"`` (default) refuses a q whose unit quaternions (floating and
+    --compile``), after checking its manifest checksums. ``quaternions``: ``"check"`` (default) refuses a q whose unit quaternions (floating and
     spherical joints) are off by more than 1e-6, like :func:`symdyn.rnea`; ``"normalize"``
     divides each by its norm first (on a copy of q; costs a few microseconds a call), and still
     refuses zero or non-finite ones.
@@ -802,5 +695,4 @@ def load(directory, *, cache_hit: bool = False, verified: bool = False,
     if not manifest.get("library"):
         raise ValueError(f"{directory} holds sources only; compile them first (symdyn codegen "
                          "--compile, or symdyn.codegen.build)")
-    return CompiledModule(directory, manifest, cache_hit, reuse_results=reuse_results,
-                          quaternions=quaternions)
+    return CompiledModule(directory, manifest, cache_hit, quaternions=quaternions)
