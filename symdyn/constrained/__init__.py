@@ -18,7 +18,8 @@
   the only module here that imports CasADi).
 """
 from .clusters import Cluster, ClusterTree
-from .loops import ClosureError, LoopClosure, LoopModel, SingularConfigurationError
+from .errors import ClosureError, SingularConfigurationError
+from .loops import LoopClosure, LoopModel
 from .maximal import (body_twist_factorization, coriolis_maximal, jacobian_derivatives,
                       maximal_coordinates)
 from .mechanisms import (branched_loops, five_bar_leg, four_bar, loop_chain, parallel_ankle,

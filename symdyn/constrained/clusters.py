@@ -51,7 +51,8 @@ from ..algorithms.coriolis import (Sweep, algorithm1, check_factorization, compo
 from ..algorithms.common import joint_kinematics
 from ..algorithms.rnea import gravity_vector
 from ..spatial import compose, cross_motion, xform_motion
-from .loops import ClosureError, LoopModel
+from .errors import ClosureError
+from .loops import LoopModel, speed_rows
 
 
 @dataclass(frozen=True)
@@ -238,13 +239,7 @@ class ClusterTree:
             Kd = B.hcat([B.cols(K, col[t], col[t] + 1) for t in dep])
             if B.numeric:  # before solving: a clear error, not a LinAlgError
                 self._check(B, cl, residual, Kd, dep)
-            D = -B.solve(Kd, Ki)
-            pos_i = {t: n for n, t in enumerate(cl.independent)}
-            pos_d = {t: n for n, t in enumerate(dep)}
-            ni = len(cl.independent)
-            G[k] = B.vcat([B.matrix([[1 if s == pos_i[t] else 0 for s in range(ni)]])
-                           if t in pos_i else B.rows(D, pos_d[t], pos_d[t] + 1)
-                           for t in cl.speeds])
+            G[k] = speed_rows(B, cl.speeds, cl.independent, dep, -B.solve(Kd, Ki), unit=True)
             Kds[k] = (Kd, dep)
         SK = [None] * N
         for k, cl in enumerate(self.clusters):
@@ -310,9 +305,7 @@ class ClusterTree:
         """``(Gdot_K, {b: body b's rows of Sdot_K = Jdot_K G_K + J_K Gdot_K})`` from the Jacobian
         rates ``Jd`` and the dependent rows ``Dd`` of Gdot_K."""
         cl, (_, dep) = self.clusters[k], P.Kd[k]
-        pos_d = {t: n for n, t in enumerate(dep)}
-        Gd = B.vcat([B.rows(Dd, pos_d[t], pos_d[t] + 1) if t in pos_d else B.zeros(1, len(cl.y))
-                     for t in cl.speeds])
+        Gd = speed_rows(B, cl.speeds, cl.independent, dep, Dd, unit=False)
         return Gd, {b: self._dense(B, cl, Jd[b]) @ P.G[k] + self._dense(B, cl, P.J[b]) @ Gd
                     for b in cl.bodies}
 

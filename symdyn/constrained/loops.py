@@ -52,18 +52,11 @@ from ..algorithms.common import entry, joint_kinematics
 from ..algorithms.coriolis import coriolis_matrix
 from ..algorithms.rnea import gravity_vector
 from ..spatial import Transform, compose, cross_motion, inverse, xform_motion
-from .maximal import _jacobians
+from .errors import ClosureError, SingularConfigurationError
+from .maximal import jacobian_blocks
 
 _AXIS = {"x": 0, "y": 1, "z": 2}
 KINDS = ("revolute", "spherical", "planar", "fixed")
-
-
-class ClosureError(ValueError):
-    """A loop closure that is ill-specified, or a configuration that does not close the loop."""
-
-
-class SingularConfigurationError(ValueError):
-    """The dependent-speed Jacobian K_d is singular at this configuration: G(q) does not exist."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +238,7 @@ class LoopModel:
         X0: list[Any] = [None] * tree.N
         for k, p in enumerate(tree.parents):
             X0[k] = Xup[k] if p < 0 else compose(B, Xup[k], X0[p])
-        d = _jacobians(B, tree, qs, qds, Xup, S) if (jacobian or qds is not None) else None
+        d = jacobian_blocks(B, tree, qs, qds, Xup, S) if (jacobian or qds is not None) else None
         out = []
         for c, (pred, succ, _, _) in enumerate(self._frames):
             if d is None:
@@ -338,18 +331,6 @@ class LoopModel:
         Kd = B.hcat([B.cols(K, t, t + 1) for t in self.dependent])
         return Ki, Kd
 
-    def _assemble(self, B, D):
-        """nv x ny matrix with rows I (independent) and D (dependent), in tree speed order."""
-        pos_i = {t: n for n, t in enumerate(self.independent)}
-        pos_d = {t: n for n, t in enumerate(self.dependent)}
-        rows = []
-        for t in range(self.tree.nv):
-            if t in pos_i:
-                rows.append(B.matrix([[1 if s == pos_i[t] else 0 for s in range(self.ny)]]))
-            else:
-                rows.append(B.rows(D, pos_d[t], pos_d[t] + 1))
-        return B.vcat(rows)
-
     def _G(self, B, qs, qds=None):
         rates = qds is not None
         terms = self._closure_terms(B, qs, qds)
@@ -360,7 +341,8 @@ class LoopModel:
 
             check_closed(self, B.vector([e for t in terms for e in t[0]]), "q")
             check_regular(self, Kd)
-        G = self._assemble(B, -B.solve(Kd, Ki))
+        G = speed_rows(B, range(self.tree.nv), self.independent, self.dependent,
+                       -B.solve(Kd, Ki), unit=True)
         if not rates:
             return G, None, None
         Kdot = B.vcat([t[2] for t in terms])
@@ -378,11 +360,8 @@ class LoopModel:
         return self._Gdot(B, G, Kdot, Kd)
 
     def _Gdot(self, B, G, Kdot, Kd):
-        D = -B.solve(Kd, Kdot @ G)
-        rows, pos_d = [], {t: n for n, t in enumerate(self.dependent)}
-        for t in range(self.tree.nv):
-            rows.append(B.zeros(1, self.ny) if t not in pos_d else B.rows(D, pos_d[t], pos_d[t] + 1))
-        return B.vcat(rows)
+        return speed_rows(B, range(self.tree.nv), self.independent, self.dependent,
+                          -B.solve(Kd, Kdot @ G), unit=False)
 
     def speeds(self, q, y, *, backend: str | None = None):
         """Tree speeds ``qd = G(q) y``."""
@@ -447,6 +426,18 @@ class LoopModel:
         d = self.dynamics(q, y, backend=backend)
         B = _backend_of(d.M, backend)
         return d.M @ B.to_vector(ydot, self.ny, "ydot") + d.C @ B.to_vector(y, self.ny, "y") + d.g
+
+
+def speed_rows(B, speeds, independent, dependent, D, unit: bool):
+    """One row per tree speed t of ``speeds``: for a dependent t its row of ``D`` (rows in
+    ``dependent`` order), for an independent t the unit row of its position in ``independent``
+    (``unit``: ``G = [I; D]``) or a zero row (``Gdot = [0; D]``)."""
+    pos_i = {t: n for n, t in enumerate(independent)}
+    pos_d = {t: n for n, t in enumerate(dependent)}
+    ni = len(independent)
+    return B.vcat([B.rows(D, pos_d[t], pos_d[t] + 1) if t in pos_d
+                   else B.matrix([[1 if s == pos_i[t] else 0 for s in range(ni)]]) if unit
+                   else B.zeros(1, ni) for t in speeds])
 
 
 def _backend_of(x, backend):

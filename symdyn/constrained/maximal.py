@@ -79,8 +79,10 @@ class JacobianDerivatives(NamedTuple):
     Jring: list | None
 
 
-def _jacobians(B, model, q, qd, Xup=None, S=None):
-    """JacobianDerivatives; with ``qd=None`` only J (v, Jdot, Jring are None)."""
+def jacobian_blocks(B, model, q, qd, Xup=None, S=None) -> JacobianDerivatives:
+    """:func:`jacobian_derivatives` on backend ``B``'s per-joint segments ``q``/``qd`` (optional
+    precomputed ``Xup``/``S`` of :func:`~symdyn.algorithms.common.joint_kinematics`); with
+    ``qd=None`` only J (v, Jdot, Jring are None)."""
     if Xup is None:
         Xup, S = joint_kinematics(B, model, q)
     N = model.N
@@ -126,7 +128,7 @@ def jacobian_derivatives(model, q, qd, *, backend: str | None = None) -> Jacobia
     floating ones); ``Jring[k]`` is ``d/dt J_k(q(t))`` for ``q(t) = q (+) qd t`` at t = 0.
     """
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    return _jacobians(B, model, q, qd)
+    return jacobian_blocks(B, model, q, qd)
 
 
 class MaximalCoordinates(NamedTuple):
@@ -146,7 +148,7 @@ def maximal_coordinates(model, q, qd, factorization: str = "christoffel", *,
     _check(factorization)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     I = model.constants(B).I
-    d = _jacobians(B, model, q, qd)
+    d = jacobian_blocks(B, model, q, qd)
     N = model.N
     Z = B.zeros(6, 6)
     Mmax = B.block([[I[k] if k == l else Z for l in range(N)] for k in range(N)])
@@ -169,7 +171,7 @@ def coriolis_maximal(model, q, qd, factorization: str = "christoffel", form: str
     _check(factorization, form)
     B, (q, qd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
     I = model.constants(B).I
-    d = _jacobians(B, model, q, qd)
+    d = jacobian_blocks(B, model, q, qd)
     nv = model.nv
     M, Mdot, C = B.zeros(nv, nv), B.zeros(nv, nv), B.zeros(nv, nv)
     for k in range(model.N):

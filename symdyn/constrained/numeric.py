@@ -5,13 +5,16 @@ Numeric only (imports NumPy); the symbolic-capable kinematics and dynamics live 
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 
 from ..algorithms.configuration import integrate
 from ..algorithms.kinematics import forward_kinematics
-from .loops import ClosureError, LoopModel, SingularConfigurationError
+from .errors import ClosureError, SingularConfigurationError
+
+if TYPE_CHECKING:
+    from .loops import LoopModel
 
 
 def check_closed(loop: LoopModel, residual, what: str = "q") -> None:

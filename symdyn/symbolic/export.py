@@ -131,7 +131,7 @@ def _tex_escape(s: str) -> str:
     return re.sub(r"([_&%$#{}])", r"\\\1", s)
 
 
-def _flat_index(shape, key) -> int:
+def flat_index(shape: tuple, key: tuple) -> int:
     """Row-major position of ``key`` in an array of ``shape``."""
     idx = 0
     for d, k in zip(shape, key):
@@ -212,7 +212,7 @@ def _c_source(res, fname: str, comment: str, inputs: dict, temps, entries: dict,
     lines.append(f"  memset(out, 0, {size} * sizeof(double));")
     for key in sorted(entries):
         c = code(entries[key])
-        lines += [f"  out[{_flat_index(res.shape, k)}] = {c};" for k in _mirror_keys(res, key)]
+        lines += [f"  out[{flat_index(res.shape, k)}] = {c};" for k in _mirror_keys(res, key)]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -39,7 +39,7 @@ from typing import Any
 import sympy as sp
 
 from ..progress import Progress, make_progress
-from .export import _flat_index
+from .export import flat_index
 
 #: algorithm name -> (codegen algorithm, output name, inputs of the closed form)
 _KINDS = {
@@ -539,7 +539,7 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
         sym_jk = False
         shape = (nv, 10 * model.N)
         keys = [(i, p) for i in range(shape[0]) for p in range(shape[1])]
-    flat = [_flat_index(shape, key) for key in keys]
+    flat = [flat_index(shape, key) for key in keys]
     sel = ca.vertcat(*[out[i] for i in flat]) if flat else ca.SX(0, 1)
     syms, pi = _symbols(model, in_names, bool(parameters))
     base_inputs = sx_in[:len(in_names)]
