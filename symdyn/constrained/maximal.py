@@ -79,7 +79,7 @@ class JacobianDerivatives(NamedTuple):
     Jring: list | None
 
 
-def jacobian_blocks(B, model, q, qd, Xup=None, S=None) -> JacobianDerivatives:
+def jacobian_blocks(B, model, q, qd, Xup=None, S=None):
     """:func:`jacobian_derivatives` on backend ``B``'s per-joint segments ``q``/``qd`` (optional
     precomputed ``Xup``/``S`` of :func:`~symdyn.algorithms.common.joint_kinematics`); with
     ``qd=None`` only J (v, Jdot, Jring are None)."""
