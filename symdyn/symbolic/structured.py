@@ -40,6 +40,7 @@ import sympy as sp
 
 from ..progress import Progress, make_progress
 from .export import flat_index
+from .simplify import operation_count
 
 #: algorithm name -> (codegen algorithm, output name, inputs of the closed form)
 _KINDS = {
@@ -49,10 +50,6 @@ _KINDS = {
     "joint_torque_regressor": ("joint_torque_regressor", "Y", ("q", "qd", "qdd")),
 }
 
-
-
-def _count_ops(e) -> int:
-    return int(sp.count_ops(e))
 
 
 _OPS_MEMO: dict = {}
@@ -120,8 +117,7 @@ class StructuredResult:
 
     @property
     def operations(self) -> int:
-        return sum(_count_ops(e) for _, e in self.definitions) + \
-            sum(_count_ops(e) for e in self.entries.values())
+        return operation_count([e for _, e in self.definitions] + list(self.entries.values()))
 
     @property
     def n_definitions(self) -> int:
