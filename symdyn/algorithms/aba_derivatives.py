@@ -43,7 +43,7 @@ from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_fa
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
 from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, check_joints,
                                forward_accelerations, forward_kinematics, idsva,
-                               idsva_accumulate, idsva_backward)
+                               idsva_backward)
 from .steps import step
 from ..types import Array, Backend, ExternalForces
 
@@ -221,12 +221,13 @@ def eq5_aza(B: Backend, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     t, W, Q, P = per_body(N, 4)
     for i in reversed(range(N)):                                          # lines 11-16, 21-23
         p = parents[i]
-        t[i] = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i])
+        t[i], parent = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i],
+                                      None if p < 0 else (IC[p], BC[p], fC[p]))
         W[i], Q[i], P_p = aza_subtree(B, V[i], t[i][0], t[i][3], P[i],
                                       None if p < 0 else P[p], p >= 0)
         if p >= 0:
             P[p] = P_p
-            IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
+            IC[p], BC[p], fC[p] = parent
     C = len(idx)
     w: list[list] = [[None] * N for _ in range(C)]
     pA: list[list] = [[None] * N for _ in range(C)]

@@ -122,7 +122,11 @@ def idsva_backward_pass(B: Backend, model, S0, Sd, Psid, Psidd, IC, BC, fC):
     dtau_dq, dtau_dqd = B.zeros(nv, nv), B.zeros(nv, nv)
     for i in reversed(range(N)):
         a0, a1 = model.v_idx[i]
-        t[i] = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i])  # 13-16
+        p = parents[i]
+        t[i], parent = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i],
+                                      None if p < 0 else (IC[p], BC[p], fC[p]))  # 13-16, 21-23
+        if p >= 0:
+            IC[p], BC[p], fC[p] = parent
         groups = [model.subtree[i]] if B.numeric else [(j,) for j in model.subtree[i]]
         for g in groups:                                                  # nu(i), i first
             tg = t[g[0]] if len(g) == 1 else [B.hcat([t[j][k] for j in g]) for k in range(4)]
@@ -143,9 +147,6 @@ def idsva_backward_pass(B: Backend, model, S0, Sd, Psid, Psidd, IC, BC, fC):
                     for c in range(r + 1, own):
                         dtau_dq = B.assign(dtau_dq, a0 + r, a0 + c, Uq[r, c])
                         dtau_dqd = B.assign(dtau_dqd, a0 + r, a0 + c, Uqd[r, c])
-        p = parents[i]
-        if p >= 0:                                                        # lines 21-23
-            IC[p], BC[p], fC[p] = idsva_accumulate(B, IC[p], BC[p], fC[p], IC[i], BC[i], fC[i])
     return dtau_dq, dtau_dqd
 
 
@@ -213,13 +214,18 @@ def idsva_forward(B: Backend, joint, Xup, X0_p, S, v_p, a_p, m, c, Ic, qd, qdd, 
 
 
 @step
-def idsva_backward(B: Backend, IC, BC, fC, S0, Sd, Psid, Psidd):
-    """Lines 13-16 for body i: its blocks (t1, t2, t3, t4) of the subtree stacks."""
+def idsva_backward(B: Backend, IC, BC, fC, S0, Sd, Psid, Psidd, parent):
+    """Lines 13-16 for body i: its blocks (t1, t2, t3, t4) of the subtree stacks; and lines
+    21-23: ``parent`` = the composite (I, 2 B, f) of i's parent so far (None at a root) with
+    i's added (None at a root)."""
     t1 = IC @ S0                                                          # line 13
     t2 = BC @ S0 + IC @ (Sd + Psid)                                       # line 14
     t3 = BC @ Psid + IC @ Psidd + crfbar_mul(B, fC, S0)                   # line 15
     t4 = BC.T @ S0                                                        # line 16
-    return t1, t2, t3, t4
+    if parent is None:
+        return (t1, t2, t3, t4), None
+    IC_p, BC_p, fC_p = parent
+    return (t1, t2, t3, t4), (IC_p + IC, BC_p + BC, fC_p + fC)          # lines 21-23
 
 
 @step
@@ -229,12 +235,6 @@ def idsva_block(B: Backend, S0, Sd, Psid, Psidd, t1, t2, t3, t4):
     St = S0.T
     return (St @ t3, St @ t2, t4.T @ Psid + t1.T @ Psidd,
             t4.T @ S0 + t1.T @ (Sd + Psid))
-
-
-@step
-def idsva_accumulate(B: Backend, IC_p, BC_p, fC_p, IC, BC, fC):
-    """Lines 21-23: the composite I, 2 B and f of body i added to its parent's."""
-    return IC_p + IC, BC_p + BC, fC_p + fC
 
 
 def _runs(cols):
