@@ -104,7 +104,7 @@ def _run(args) -> int:
             raise ValueError("--structured needs numeric model parameters: use --parameters "
                              "inertial for symbolic inertial parameters, or drop --structured")
         if structured:
-            from . import structured as st
+            from ..symbolic import structured as st
 
             kind = {"christoffel": "christoffel", "coriolis": "coriolis_matrix",
                     "mass-matrix": "mass_matrix"}[args.kind]

@@ -11,41 +11,25 @@ the papers; ``Gamma[i, j, k]`` (0-based indices) with ``C*[i, j] = sum_k Gamma[i
 ``model`` is a :class:`symdyn.Model` (from the builders of :mod:`symdyn.models`,
 :func:`symdyn.load_urdf`, ...) or a model spec string such as ``"planar:3:symbolic"``, which is
 built by :func:`symdyn.io.specs.from_spec` exactly as the ``symdyn`` command does; anything else
-is a TypeError. ``progress=True`` prints progress on stderr (see :mod:`symdyn.symbolic.progress`:
+is a TypeError. ``progress=True`` prints progress on stderr (see :mod:`symdyn.progress`:
 a status line on a terminal, periodic whole lines in a log).
 """
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import sympy as sp
 
 from ..progress import Progress, make_progress
+from .results import SymbolicResult, as_model, symmetric_jk
 from .simplify import operation_count, simplify_kinematic
 
 try:  # optional fast core
     import symengine as _se
 except ImportError:  # pragma: no cover - depends on the environment
     _se = None
-
-
-def as_model(model, what: str = "model"):
-    """``model`` itself if it is a :class:`symdyn.Model`, the model built from a spec string
-    (:func:`symdyn.io.specs.from_spec`), else a TypeError that says what is expected."""
-    from ..model import Model
-
-    if isinstance(model, Model):
-        return model
-    if isinstance(model, str):
-        from ..io.specs import from_spec
-
-        return from_spec(model)
-    raise TypeError(f"{what}: expected a symdyn Model (from symdyn.models builders, "
-                    f"symdyn.load_urdf, ...) or a model spec string such as 'planar:2' "
-                    f"(symdyn.io.specs.from_spec), got {type(model).__name__}")
 
 
 def coordinates(model) -> tuple[list[sp.Symbol], list[sp.Symbol]]:
@@ -56,72 +40,7 @@ def coordinates(model) -> tuple[list[sp.Symbol], list[sp.Symbol]]:
     return q, qd
 
 
-@dataclass
-class SymbolicResult:
-    """Nonzero unique entries of a symbolic quantity.
-
-    ``kind`` is 'mass_matrix', 'coriolis_matrix' or 'christoffel'; ``entries`` maps 0-based index
-    tuples to SymPy expressions. Symmetry used: M[i, j] = M[j, i] (i <= j stored); for Gamma,
-    when ``symmetric_jk`` only j <= k is stored and Gamma[i, k, j] = Gamma[i, j, k].
-    """
-
-    kind: str
-    model_name: str
-    shape: tuple
-    entries: dict
-    q: list
-    qd: list
-    params: list
-    symmetric: bool = False          # mass matrix symmetry
-    symmetric_jk: bool = False       # Christoffel symmetry in (j, k)
-    seconds: dict = field(default_factory=dict)
-    ops_raw: int | None = None       # operation count before simplification (measure=True)
-
-    def __post_init__(self):
-        # entries are SymPy objects (numbers given as Python ints/floats are sympified), so that
-        # .free_symbols, printing and operation counts work on every entry
-        self.entries = {tuple(k): sp.sympify(e) for k, e in self.entries.items()}
-
-    def full(self):
-        """The full quantity as a SymPy Matrix (M, C) or a rank-3 Array (Gamma); every element,
-        the zeros included, is a SymPy object."""
-        if len(self.shape) == 2:
-            out = sp.zeros(*self.shape)
-            for (i, j), e in self.entries.items():
-                out[i, j] = e
-                if self.symmetric:
-                    out[j, i] = e
-            return out
-        size = 1
-        for d in self.shape:
-            size *= d
-        out = sp.MutableDenseNDimArray([sp.S.Zero] * size, self.shape)
-        for (i, j, k), e in self.entries.items():
-            out[i, j, k] = e
-            if self.symmetric_jk:
-                out[i, k, j] = e
-        return out
-
-    @property
-    def operations(self) -> int:
-        return operation_count(self.entries.values())
-
-    def cse(self, optimizations="basic"):
-        """Common-subexpression elimination over all entries: (replacements, {index: expr})."""
-        keys = list(self.entries)
-        repl, reduced = sp.cse([self.entries[k] for k in keys], optimizations=optimizations)
-        return repl, dict(zip(keys, reduced))
-
-    def cse_operations(self) -> int:
-        repl, reduced = self.cse()
-        return operation_count([e for _, e in repl]) + operation_count(reduced.values())
-
-    def __repr__(self) -> str:
-        return (f"<SymbolicResult {self.kind} of {self.model_name!r}: shape {self.shape}, "
-                f"{len(self.entries)} nonzero unique entries, {self.operations} ops>")
-
-
-def _engine_inputs(model, q, engine):
+def _engine_inputs(q, engine):
     if engine == "symengine":
         if _se is None:
             raise ImportError("engine='symengine' needs the symengine package (pip install symengine)")
@@ -131,7 +50,7 @@ def _engine_inputs(model, q, engine):
     raise ValueError(f"unknown engine {engine!r}; use 'symengine' or 'sympy'")
 
 
-def _default_engine(model) -> str:
+def _default_engine() -> str:
     return "symengine" if _se is not None else "sympy"
 
 
@@ -150,7 +69,7 @@ def _converter(model, q, qd):
 def _start(kind: str, model, progress, engine: str | None, detail: str = ""):
     """Validated model, its engine and the Progress (or None) of one symbolic computation."""
     model = as_model(model, kind)
-    eng = engine or _default_engine(model)
+    eng = engine or _default_engine()
     prog = make_progress(progress, f"{kind} of {model.name}")
     return model, eng, prog, f"{eng}{', ' + detail if detail else ''}, nv = {model.nv}"
 
@@ -203,7 +122,7 @@ def mass_matrix(model, simplify: bool = True, engine: str | None = None,
     q, qd = coordinates(model)
     t0 = time.perf_counter()
     with _building(prog, detail):
-        M = crba(model, _engine_inputs(model, q, eng))
+        M = crba(model, _engine_inputs(q, eng))
         conv = _converter(model, q, qd)
         raw = {(i, j): conv(M[i, j]) for i in range(model.nv) for j in range(i, model.nv)}
     seconds = {"algorithm": time.perf_counter() - t0}
@@ -226,17 +145,12 @@ def coriolis_matrix(model, simplify: bool = True, engine: str | None = None,
     q, qd = coordinates(model)
     t0 = time.perf_counter()
     with _building(prog, detail):
-        _, _, C = alg1(model, _engine_inputs(model, q, eng), _engine_inputs(model, qd, eng))
+        _, _, C = alg1(model, _engine_inputs(q, eng), _engine_inputs(qd, eng))
         conv = _converter(model, q, qd)
         raw = {(i, j): conv(C[i, j]) for i in range(model.nv) for j in range(model.nv)}
     seconds = {"algorithm": time.perf_counter() - t0}
     return _finish("coriolis_matrix", model, (model.nv, model.nv), raw, q, qd, simplify,
                    prog, seconds, measure)
-
-
-def _symmetric_jk(model) -> bool:
-    """Gamma is symmetric in (j, k) for generalized coordinates of 1-DoF joints with constant S."""
-    return all(j.nv == 1 and j.S_constant for j in model.joints)
 
 
 def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine: str | None = None,
@@ -269,8 +183,8 @@ def christoffel(model, simplify: bool = True, method: str = "algorithm2", engine
     q, qd = coordinates(model)
     t0 = time.perf_counter()
     with _building(prog, detail):
-        Gamma = fn(model, _engine_inputs(model, q, eng))
-        sym = _symmetric_jk(model)
+        Gamma = fn(model, _engine_inputs(q, eng))
+        sym = symmetric_jk(model)
         n = model.nv
         conv = _converter(model, q, qd)
         raw = {}

@@ -17,7 +17,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
-from .core import SymbolicResult
+from .results import SymbolicResult
 
 if TYPE_CHECKING:
     from .structured import StructuredResult
@@ -100,10 +100,8 @@ def _latex_index(key) -> str:
 
 
 def _structured(res: object) -> StructuredResult | None:
-    """``res`` if it is a StructuredResult, else None."""
-    from .structured import StructuredResult
-
-    return res if isinstance(res, StructuredResult) else None
+    """``res`` if it is a StructuredResult (a result with ``definitions``), else None."""
+    return res if hasattr(res, "definitions") and hasattr(res, "entries") else None  # type: ignore[return-value]
 
 
 def _check(res, fn: str) -> SymbolicResult:

@@ -444,7 +444,7 @@ def _symbols(model, names, params: bool):
 
 
 def _model(model, what):
-    from .core import as_model
+    from .results import as_model
 
     model = as_model(model, what)
     if model.is_symbolic:
@@ -517,9 +517,9 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     keys: list[tuple[int, ...]]
     shape: tuple[int, ...]
     if kind == "christoffel":
-        from .core import _symmetric_jk
+        from .results import symmetric_jk
 
-        sym_jk = _symmetric_jk(model)
+        sym_jk = symmetric_jk(model)
         keys = [(i, j, k) for i in range(nv) for j in range(nv) for k in range(nv)
                 if not sym_jk or j <= k]
         shape = (nv, nv, nv)
