@@ -55,7 +55,6 @@ from .csource import API_VERSION
 
 _ndarray = np.ndarray
 _empty = np.empty
-_copyto = np.copyto
 _perf_counter = time.perf_counter
 _F64 = np.dtype(np.float64)
 _RAISE = "raise"
@@ -180,7 +179,7 @@ class CompiledFunction:
         status = self._call_inputs(*[x.tobytes() for x in ins], self._pctx)
         if not status:
             for o, b in zip(outs, self._buffers):
-                _copyto(o, b)
+                o[...] = b
         return status
 
     def copy(self) -> "CompiledFunction":
@@ -239,7 +238,7 @@ class CompiledFunction:
                 break
         if self._normalize:
             ins = ins[:self._qin] + (self._normalize_q(ins[self._qin]),) + ins[self._qin + 1:]
-        outs = tuple([_empty(s) for s in self.output_shapes])
+        outs = tuple(map(_empty, self.output_shapes))
         status = self._run(ins, outs)
         if status:
             if status == _OTHER_THREAD:    # nothing done: use this thread's own copy
@@ -321,7 +320,7 @@ class CompiledFunction:
             if o.__class__ is not _ndarray or o.dtype is not _F64 or o.shape != r.shape:
                 self._check_out(k, o, self.output_shapes[k], contiguous=False)
             try:
-                _copyto(o, r)
+                o[...] = r
             except ValueError:                   # read-only: named by _check_out
                 self._check_out(k, o, self.output_shapes[k], contiguous=False)
                 raise
