@@ -966,7 +966,7 @@ PARAMETER_ALGS = ("rnea", "crba", "aba", "coriolis_matrix")
 def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
     """Compiled functions with the inertial parameters as an input (parameters="inertial") vs the
     same functions with the model's inertias compiled in: SX size, per call and batched."""
-    from symdyn.inertial import inertial_parameters
+    from symdyn.identification.parameters import inertial_parameters
 
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []

@@ -153,7 +153,7 @@ def main() -> int:
     # regressor form on ur5
     log("regressor forms (ur5)")
     from symdyn.algorithms.regressors import joint_torque_regressor
-    from symdyn.inertial import inertial_parameters
+    from symdyn.identification.parameters import inertial_parameters
 
     ur5 = sd.load_robot("ur5")
     pi0 = inertial_parameters(ur5)

@@ -63,8 +63,8 @@ __all__ += ["from_pinocchio", "to_pinocchio", "from_mujoco", "load_mjcf"]
 # Regressors and inertial parameters
 from .algorithms import (joint_torque_regressor, kinetic_energy_regressor,  # noqa: E402
                          potential_energy_regressor, slotine_li_regressor)
-from .identification import BaseParameters, base_parameters  # noqa: E402
-from .inertial import inertial_parameters, with_inertial_parameters  # noqa: E402
+from .identification import (BaseParameters, base_parameters,  # noqa: E402
+                             inertial_parameters, with_inertial_parameters)
 
 __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_energy_regressor",
             "slotine_li_regressor", "BaseParameters", "base_parameters", "inertial_parameters",

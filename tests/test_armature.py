@@ -18,7 +18,7 @@ import symdyn as sd
 from symdyn.algorithms.coriolis import coriolis_product, coriolis_transpose_product
 from symdyn.algorithms.regressors import (joint_torque_regressor, kinetic_energy_regressor,
                                           potential_energy_regressor, slotine_li_regressor)
-from symdyn.inertial import inertial_parameters, parameter_names, with_inertial_parameters
+from symdyn.identification.parameters import inertial_parameters, parameter_names, with_inertial_parameters
 from symdyn.models import planar_chain
 
 from conftest import MODELS, SYMPY_MODELS, assert_close, requires_cc, run
@@ -279,7 +279,7 @@ def test_planar_hinge_energy_closed_form():
 
 def test_model_methods_pass_the_armature_flag():
     """Model.inertial_parameters / Model.with_inertial_parameters take armature= like the
-    functions of symdyn.inertial."""
+    functions of symdyn.identification.parameters."""
     model = sd.models.serial_chain(3, seed=2).replace(armature=[0.1, 0.2, 0.3])
     pi = sd.inertial_parameters(model, armature=True)
     np.testing.assert_array_equal(pi, inertial_parameters(model, armature=True))

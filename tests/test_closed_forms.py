@@ -17,7 +17,7 @@ from symdyn import symbolic as S
 from symdyn.algorithms.regressors import joint_torque_regressor
 from symdyn.cli import main
 from symdyn.models import planar_chain
-from symdyn.inertial import inertial_parameters, with_inertial_parameters
+from symdyn.identification.parameters import inertial_parameters, with_inertial_parameters
 from symdyn.symbolic import structured as st
 
 PANDA_LOCK = ["panda_finger_joint1", "panda_finger_joint2"]

@@ -18,7 +18,7 @@ import pytest
 from symdyn.codegen import (ALGORITHMS, FunctionGroup, algorithm_options, available_algorithms,
                             build, casadi_function, load, required_options)
 from symdyn.codegen.generate import normalize_algorithms
-from symdyn.inertial import inertial_parameters, parameters_from_inertia, with_inertial_parameters
+from symdyn.identification.parameters import inertial_parameters, parameters_from_inertia, with_inertial_parameters
 from symdyn.model import Frame
 from symdyn.models import random_tree
 from symdyn.spatial import Transform

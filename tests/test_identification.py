@@ -1,4 +1,4 @@
-"""Base parameters (symdyn.identification) on NumPy alone (issue 46).
+"""Base parameters (symdyn.identification) on NumPy alone.
 
 Checks: no SciPy import; ``rank`` equals ``numpy.linalg.matrix_rank`` of an independently sampled
 stack of regressors with the same relative tolerance (on a fixed arm, a humanoid with columns
@@ -18,7 +18,7 @@ import pytest
 import symdyn as sd
 from symdyn.algorithms.regressors import joint_torque_regressor
 from symdyn.identification import base_parameters
-from symdyn.inertial import inertial_parameters
+from symdyn.identification.parameters import inertial_parameters
 from symdyn.models import planar_chain
 
 TOL = 1e-8

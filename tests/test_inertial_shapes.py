@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 import symdyn as sd
-from symdyn.inertial import inertial_parameters, with_inertial_parameters
+from symdyn.identification.parameters import inertial_parameters, with_inertial_parameters
 from symdyn.models import serial_chain
 
 MODEL = serial_chain(2, seed=3)

@@ -20,7 +20,7 @@ from symdyn.algorithms.regressors import (body_regressor, joint_torque_regressor
                                           kinetic_energy_regressor, potential_energy_regressor,
                                           slotine_li_regressor)
 from symdyn.identification import base_parameters
-from symdyn.inertial import (inertia_from_parameters, inertial_parameters, parameters_from_inertia,
+from symdyn.identification.parameters import (inertia_from_parameters, inertial_parameters, parameters_from_inertia,
                              with_inertial_parameters)
 from symdyn.model import ModelError
 from symdyn.models import planar_chain, serial_chain
@@ -324,7 +324,7 @@ def test_base_parameters_reproduce_regressor(name):
 
 
 def test_public_api():
-    """Model methods delegate to symdyn.inertial; the regressors are exported at the top level."""
+    """Model methods delegate to symdyn.identification.parameters; the regressors are exported at the top level."""
     model = MODELS["branched"]
     pi = sd.inertial_parameters(model)
     assert rel(pi, inertial_parameters(model)) == 0

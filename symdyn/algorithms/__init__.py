@@ -30,7 +30,7 @@ __all__ = ["aba", "aba_derivatives", "body_jacobians", "christoffel", "integrate
            "frame_classical_acceleration", "frame_jacobian", "frame_jacobian_time_variation",
            "frame_placement", "frame_velocity", "joint_frames", "friction_torque"]
 
-# Regressors: linear in the inertial parameters of symdyn.inertial
+# Regressors: linear in the inertial parameters of symdyn.identification.parameters
 from .regressors import (joint_torque_regressor, kinetic_energy_regressor,  # noqa: E402
                          potential_energy_regressor, slotine_li_regressor)
 

@@ -1,6 +1,6 @@
 """Dynamics regressors: the dynamics written linear in the inertial parameters.
 
-Inertial parameters (:mod:`symdyn.inertial`): 10 per body, in Pinocchio's order
+Inertial parameters (:mod:`symdyn.identification.parameters`): 10 per body, in Pinocchio's order
 (``pinocchio.Inertia.toDynamicParameters``)::
 
     pi_i = [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]
@@ -38,7 +38,7 @@ default the regressors cover the rigid-body part only: ``Y @ pi`` is the quantit
 ``model.replace(armature=0)``. With ``armature=True`` they append nv columns, one per speed, and
 ``Y @ [pi; model.armature]`` is the quantity of ``model`` itself: ``diag(qdd)`` for the joint
 torque regressor, ``diag(qr_dd)`` for Slotine-Li, ``qd_k^2 / 2`` for the kinetic energy (the
-potential energy does not depend on the armature). ``symdyn.inertial.inertial_parameters(model,
+potential energy does not depend on the armature). ``symdyn.inertial_parameters(model,
 armature=True)`` gives that vector.
 
 Every function here is written once over the backends (NumPy, SymPy, SymEngine, CasADi) and
@@ -138,7 +138,7 @@ def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
     """The joint torque regressor Y (nv x 10N) with
     ``rnea(model.replace(armature=0), q, qd, qdd) == Y @ pi``.
 
-    ``pi`` are the inertial parameters of :func:`symdyn.inertial.inertial_parameters` (10 per
+    ``pi`` are the inertial parameters of :func:`symdyn.inertial_parameters` (10 per
     body, Pinocchio's order, inertia about the body origin); gravity comes from
     ``model.gravity`` and is included. Columns ``10 i .. 10 i + 9`` belong to body ``i``. The
     identity holds with ``rnea(model, ...)`` itself when ``model.armature`` is zero; otherwise

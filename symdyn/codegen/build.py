@@ -82,7 +82,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     ``lib["frame_jacobian:panda_hand"](q)`` or ``lib.frame_jacobian["panda_hand"](q)``.
 
     ``parameters="inertial"``: the functions whose result depends on the inertias take the 10 N
-    inertial parameters ``pi`` (Pinocchio's order, :func:`symdyn.inertial.inertial_parameters`)
+    inertial parameters ``pi`` (Pinocchio's order, :func:`symdyn.inertial_parameters`)
     as a last input, e.g. ``lib.rnea(q, qd, qdd, pi)``; frames and regressors keep their inputs
     (:mod:`symdyn.codegen.parameters` lists the functions and the caveats).
     """

@@ -382,7 +382,7 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
     most ``AZA_MAX_RATIO`` times DMM's (the choice is ``info["method"]``).
 
     ``parameters="inertial"``: the function takes the 10 N inertial parameters ``pi`` (Pinocchio's
-    order, :func:`symdyn.inertial.inertial_parameters`) as a last input instead of the model's
+    order, :func:`symdyn.inertial_parameters`) as a last input instead of the model's
     inertias, for the algorithms whose result depends on them (``AlgorithmSpec.inertial``; see
     :mod:`symdyn.codegen.parameters`); the others keep their inputs (``info["parameters"]`` says
     which applied). Frame functions need ``frame=`` (a frame or joint name, or a body index).

@@ -189,7 +189,7 @@ _SOURCE_DIGEST: list[str] = []
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) does not invalidate the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
-                   "types.py", "inertial.py", "reduce.py", "progress.py",
+                   "types.py", "identification", "reduce.py", "progress.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
                                                   "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
@@ -345,7 +345,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         if n in names:
             example_inputs[n] = rng.uniform(-1, 1, model.nv)
     if "pi" in names:
-        from ..inertial import inertial_parameters
+        from ..identification.parameters import inertial_parameters
 
         example_inputs["pi"] = inertial_parameters(model)
     (directory / "main.c").write_text(example_main(prefix, functions, example_inputs,

@@ -2,7 +2,7 @@
 
 ``build(model, ["rnea", "crba", "aba"], parameters="inertial")`` gives functions with a last
 input ``pi``: the 10 N inertial parameters in Pinocchio's order
-(:func:`symdyn.inertial.inertial_parameters`: per body ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz,
+(:func:`symdyn.inertial_parameters`: per body ``[m, m c, I_xx, I_xy, I_yy, I_xz, I_yz,
 I_zz]``, inertia about the body origin), so that ``lib.rnea(q, qd, qdd, pi2)`` equals
 ``symdyn.rnea(with_inertial_parameters(model, pi2), q, qd, qdd)`` and an adaptive controller or an
 identification loop runs compiled without rebuilding for every estimate.
@@ -23,7 +23,7 @@ rnea_derivatives, aba_derivatives), the centre-of-mass and centroidal functions 
 Frames and the regressors do not depend on the inertias and keep their inputs in such a build
 (``f.input_names`` tells).
 
-Unlike :func:`~symdyn.inertial.with_inertial_parameters`, the compiled function does not check
+Unlike :func:`symdyn.with_inertial_parameters`, the compiled function does not check
 that ``pi`` is physically consistent (positive mass, positive-definite inertia with the triangle
 inequalities): aba of an inconsistent ``pi`` may divide by zero. A body mass of exactly 0 gives
 ``c = 0`` and ``Ic = Ibar`` (``m c`` must then be zero), as for the model's massless bodies. SX

@@ -482,7 +482,7 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     'joint_torque_regressor') of a numeric ``model`` (a Model or a spec string).
 
     ``parameters="inertial"``: the 10 N inertial parameters (Pinocchio's order,
-    :func:`symdyn.inertial.inertial_parameters`) are symbols ``pi1 ... pi{10N}`` and every entry is
+    :func:`symdyn.inertial_parameters`) are symbols ``pi1 ... pi{10N}`` and every entry is
     an explicit linear combination ``sum_p Y_p(q, ...) pi_p`` whose coefficients are written in
     terms of the (parameter-free) definitions.
 

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
-from .algorithms.regressors import joint_torque_regressor
-from .inertial import parameter_names
+from ..algorithms.regressors import joint_torque_regressor
+from .parameters import parameter_names
 
 if TYPE_CHECKING:
-    from .model import Model
+    from ..model import Model
 
 __all__ = ["BaseParameters", "base_parameters"]
 
@@ -159,13 +159,13 @@ def base_parameters(model: Model, n_samples: int | None = None, seed: Any = 0, t
     ``tol`` (0 < tol < 1): singular values of the stack at most ``tol`` times the largest count as
     zero, so ``rank == numpy.linalg.matrix_rank(W, tol=tol * s_0)``. ``armature=True`` adds the
     model's nv armature entries as parameters (``pi = [inertial_parameters(model);
-    model.armature]``, :func:`symdyn.inertial.inertial_parameters` with ``armature=True``);
+    model.armature]``, :func:`symdyn.inertial_parameters` with ``armature=True``);
     by default only the rigid-body part is identified (the regressor of
     ``rnea(model.replace(armature=0), ...)``). Entries of ``K_d`` that contribute less than
     ``1e-10`` of a dependent column (round-off) are set to zero. See :class:`BaseParameters` and
     the module docstring for the method.
     """
-    from .model import Model
+    from ..model import Model
 
     if not isinstance(model, Model):
         raise TypeError(f"expected a symdyn Model, got {type(model).__name__}")

@@ -26,8 +26,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .algorithms.regressors import PARAMETER_NAMES
-from .model import Model, ModelError, UnsupportedParameterError, is_sympy
+from ..algorithms.regressors import PARAMETER_NAMES
+from ..model import Model, ModelError, UnsupportedParameterError, is_sympy
 
 __all__ = ["PARAMETER_NAMES", "inertia_from_parameters", "inertial_parameters",
            "parameter_names", "parameters_from_inertia", "parameters_from_spatial",
