@@ -50,7 +50,12 @@ def test_fast_path_is_used_and_equals_numpy(libs, fast):
         assert isinstance(lib.rnea, fast.module().Function)
         np.testing.assert_allclose(lib.rnea(q, qd, qdd), rnea(model, q, qd, qdd), atol=1e-10)
     model, lib = libs["fixed"]
-    q, qd, _ = _state(model, 1)
+    q, qd, qdd = _state(model, 1)
+    np.testing.assert_array_equal(lib.rnea(q, qdd=qdd, qd=qd), lib.rnea(q, qd, qdd))
+    np.testing.assert_array_equal(lib.rnea(qdd=qdd, q=q, qd=qd), lib.rnea(q, qd, qdd))
+    own = lib.crba.copy()
+    assert isinstance(own, fast.module().Function) and own._w is not lib.crba._w
+    np.testing.assert_array_equal(own(q), lib.crba(q))
     np.testing.assert_allclose(lib.crba(q), crba(model, q), atol=1e-10)
     M, Mdot, C = lib.coriolis_matrix(q, qd)
     assert M.shape == Mdot.shape == C.shape == (model.nv, model.nv)

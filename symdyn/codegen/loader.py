@@ -455,9 +455,9 @@ class CompiledFunction:
     def _tuned(self, threads: int) -> int:
         """``threads`` (> 1, from the work estimate) or 1, whichever ran faster per state in
         this function's earlier automatic batches: on a machine whose other cores are busy, a
-        helper thread that the scheduler preempts holds up the batch (g1 coriolis_matrix, 1000
-        states, load 5.6 on 2 cores: 9.5 us a state on 2 threads, 3.5 on one). Each is tried
-        once, then the slower one again every 16th call, in case the load changed."""
+        helper thread that the scheduler preempts holds up the batch (measurements in
+        reports/fastpath.md). Each is tried once, then the slower one again every 16th call, in
+        case the load changed."""
         seen = self._tune
         self._tune_calls += 1
         if threads not in seen:
@@ -515,10 +515,9 @@ def library_sizes(lib, symbol: str) -> tuple[list[int], list[int]]:
     return sizes[0], sizes[1]
 
 
-# threads=None: one thread per this much estimated work (ns). Starting and joining a POSIX thread
-# costs ~20-60 us on an idle machine, but on a loaded one a thread can wait a scheduler time
-# slice (ms) before it runs or while it holds a chunk, which made 2 threads slower than 1 for
-# batches of ~1 ms (g1 crba, 1000 states, load 2.8 on 2 cores: 1.3 vs 0.84 us a state)
+# threads=None: one thread per this much estimated work (ns). Starting a POSIX thread costs tens of
+# microseconds, and on a busy machine a thread can wait a scheduler time slice (ms) before it
+# runs or while it holds a chunk, which makes 2 threads slower than 1 for batches of ~1 ms
 AUTO_THREAD_NS = 1e6
 
 
