@@ -41,9 +41,8 @@ from .aba import aba_pass
 from .common import entry, external_forces, joint_kinematics, per_body
 from .ltdl import (ancestor_lists, dof_parents, ground_dynamics, inverse_from_factors, ltdl,
                    ltdl_solve, minv_apply, unit_lower_inverse, z_matrix)
-from .rnea_derivatives import (_SEQUENTIAL_COLUMNS, check_joints,
-                               forward_accelerations, forward_kinematics, idsva,
-                               idsva_backward)
+from .rnea_derivatives import (SEQUENTIAL_COLUMNS, check_joints, forward_accelerations,
+                               forward_kinematics, idsva, idsva_backward)
 from .steps import step
 from ..types import Array, Backend, ExternalForces
 
@@ -234,7 +233,7 @@ def eq5_aza(B: Backend, model, qd, Xup, V, S0, Sd, Psid, Psidd, IC, BC, fC):
     Z: list = [None] * C
     splits: list = [None] * C
     for k, p in enumerate(parents):                                       # chunk k at body k
-        seq = model.joints[k].type in _SEQUENTIAL_COLUMNS
+        seq = model.joints[k].type in SEQUENTIAL_COLUMNS
         w[k][k], Z[k], pa = aza_start(B, V[k], W[k], Q[k], S0[k], Sd[k], Psid[k], Psidd[k],
                                       t[k], k in free, seq, p >= 0)
         if p >= 0:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..spatial import compose, cross_force, cross_motion, xform_force_T, xform_motion_inv
 from .common import per_body
-from .rnea_derivatives import _SEQUENTIAL_COLUMNS, ground_inertia
+from .rnea_derivatives import SEQUENTIAL_COLUMNS, ground_inertia
 from ..types import Backend
 
 
@@ -66,7 +66,7 @@ def ground_dynamics(B: Backend, model, qd, f_ext, Xup, S):
         vl, al = (zero, a_grav) if p < 0 else (v[p], a[p])
         nvi = model.joints[i].nv
         segs = [(c, c + 1) for c in range(nvi)] \
-            if model.joints[i].type in _SEQUENTIAL_COLUMNS else [(0, nvi)]
+            if model.joints[i].type in SEQUENTIAL_COLUMNS else [(0, nvi)]
         for c0, c1 in segs:  # one segment, or one per column of a planar joint (as IDSVA)
             Sk = B.cols(S0[i], c0, c1)
             vJ = Sk @ B.rows(qd[i], c0, c1)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..model import Model
 
 # joints whose columns are applied one after the other (product of exponentials in column order)
-_SEQUENTIAL_COLUMNS = ("planar",)
+SEQUENTIAL_COLUMNS = ("planar",)
 
 
 def rnea_derivatives(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = None, *,
@@ -59,7 +59,7 @@ def rnea_derivatives(model: Model, q: Array, qd: Array, qdd: Array, f_ext: Exter
 def check_joints(model) -> None:
     """Refuse joints whose motion subspace varies in body coordinates, except the planar joint."""
     for i, j in enumerate(model.joints):
-        if not j.S_constant and j.type not in _SEQUENTIAL_COLUMNS:
+        if not j.S_constant and j.type not in SEQUENTIAL_COLUMNS:
             raise ValueError(
                 f"IDSVA: joint {j!r} of body {model.names[i]!r} has a motion subspace that varies in "
                 "body coordinates; only the planar joint is supported among such joints")
@@ -142,7 +142,7 @@ def idsva_backward_pass(B: Backend, model, S0, Sd, Psid, Psidd, IC, BC, fC):
                     rs, cs = slice(a0, a1), slice(cols[u0], cols[u0] + s1 - u0)
                     dtau_dq = B.assign(dtau_dq, rs, cs, B.cols(Uq, u0, s1))    # line 17
                     dtau_dqd = B.assign(dtau_dqd, rs, cs, B.cols(Uqd, u0, s1))  # line 18
-            if own and model.joints[i].type in _SEQUENTIAL_COLUMNS:  # earlier column = ancestor
+            if own and model.joints[i].type in SEQUENTIAL_COLUMNS:  # earlier column = ancestor
                 for r in range(own):
                     for c in range(r + 1, own):
                         dtau_dq = B.assign(dtau_dq, a0 + r, a0 + c, Uq[r, c])
@@ -154,7 +154,7 @@ def _segments(joint):
     """Column ranges of a joint applied one after the other: one, or one per column of a
     planar joint (virtual bodies, see the module docstring)."""
     nvi = joint.nv
-    return [(c0, c0 + 1) for c0 in range(nvi)] if joint.type in _SEQUENTIAL_COLUMNS \
+    return [(c0, c0 + 1) for c0 in range(nvi)] if joint.type in SEQUENTIAL_COLUMNS \
         else [(0, nvi)]
 
 
