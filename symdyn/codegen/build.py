@@ -29,7 +29,7 @@ from . import recursive
 from .compiler import (AUTO_O2_MAX_SIZE, AUTO_POLICY, OPT_LEVELS, BuildError, check_opt,
                        choose_opt, compile_library, compiler_info, native_target)
 from .csource import API_VERSION
-from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, _jsonable, _source_digest, _versions,
+from .generate import (CODEGEN_SOURCES, FORMAT, PASSES, jsonable_options, versions,
                        codegen_source_files, function_symbol, generate_sources,
                        normalize_algorithms, split_key)
 from .names import c_identifier
@@ -130,9 +130,9 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         return load(directory, cache_hit=False, quaternions=quaternions)
 
     key_data = {
-        "format": FORMAT, "api": API_VERSION, "versions": _versions(),
+        "format": FORMAT, "api": API_VERSION, "versions": versions(),
         "model": _cache.model_fingerprint(model),
-        "algorithms": [(k, _jsonable(o)) for k, o in algs], "prefix": prefix,
+        "algorithms": [(k, jsonable_options(o)) for k, o in algs], "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
         "fast_trig": bool(fast_trig),
         "native": native_target(cc_path)[1] if native else None,

@@ -175,12 +175,13 @@ def normalize_algorithms(algorithms, options: Mapping[str, Any]) -> list[tuple[s
 
 # --- source generation ------------------------------------------------------------------------------
 
-def _versions() -> dict:
+def versions() -> dict:
+    """The versions that make a build: symdyn, the digest of its code-generating sources, CasADi."""
     import casadi
 
     from .. import __version__
 
-    return {"symdyn": __version__, "symdyn_source": _source_digest(),
+    return {"symdyn": __version__, "symdyn_source": source_digest(),
             "casadi": casadi.__version__}  # type: ignore[attr-defined]  # not in casadi's stubs
 
 
@@ -206,7 +207,7 @@ def codegen_source_files() -> list[Path]:
     return sorted(files)
 
 
-def _source_digest() -> str:
+def source_digest() -> str:
     """SHA-256 of the symdyn sources that generate code (:data:`CODEGEN_SOURCES`): a cache entry
     built by other code (an edited algorithm, a development checkout between releases) is never
     reused."""
@@ -262,7 +263,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     prog = make_progress(progress, f"codegen {prefix}")
-    versions = _versions()
+    vers = versions()
     functions = []
     symbols: dict[str, str] = {}
     for key, opts in algs:
@@ -319,7 +320,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         t_gen = time.perf_counter() - t0
         functions.append({
             "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
-            "options": _jsonable(opts), "frame": info.get("frame"), "method": info.get("method"),
+            "options": jsonable_options(opts), "frame": info.get("frame"), "method": info.get("method"),
             "parameters": info.get("parameters"), "source": f"{fname}.c", "header": f"{fname}.h",
             "input_names": list(info["input_names"]), "input_sizes": list(info["input_sizes"]),
             "output_names": list(spec.output_names),
@@ -333,7 +334,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             functions[-1]["derivatives"] = _generate_derivatives(
                 f, info["orders"], fname, directory, derivatives, cse, prog, key)
     quaternions = quaternion_slices(model)
-    header, body = api_sources(prefix, functions, model, versions["symdyn"], quaternions)
+    header, body = api_sources(prefix, functions, model, vers["symdyn"], quaternions)
     (directory / f"{prefix}_api.h").write_text(header)
     (directory / f"{prefix}_api.c").write_text(body)
     rng = np.random.default_rng(0)
@@ -349,11 +350,11 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
 
         example_inputs["pi"] = inertial_parameters(model)
     (directory / "main.c").write_text(example_main(prefix, functions, example_inputs,
-                                                   versions["symdyn"]))
+                                                   vers["symdyn"]))
     sources = library_sources(prefix, functions)
     (directory / "Makefile").write_text(makefile(prefix, sources, f"lib{prefix}.so"))
     return {
-        "format": FORMAT, "api_version": API_VERSION, "prefix": prefix, "versions": versions,
+        "format": FORMAT, "api_version": API_VERSION, "prefix": prefix, "versions": vers,
         "model": {"name": model.name, "nq": model.nq, "nv": model.nv, "N": model.N,
                   "fingerprint": _cache.model_fingerprint(model)},
         "functions": functions, "cse": bool(cse), "fast_trig": bool(fast_trig), "library": None,
@@ -419,14 +420,7 @@ def _generate_derivatives(f, orders, fname: str, directory: Path, level: int, cs
 
 def _recursive_options(alg: str, opts: dict) -> dict:
     from . import recursive
-
-    opts = dict(opts)
-    if "frame" in algorithm_options(alg) and opts.get("frame", "auto") == "auto":
-        opts["frame"] = recursive.RECURSIVE_FRAME
-    if "method" in recursive.RECURSIVE_OPTIONS.get(alg, {}) and \
-            opts.get("method", "auto") == "auto":
-        opts["method"] = recursive.RECURSIVE_OPTIONS[alg]["method"][-1]   # aba_derivatives: aza
-    return opts
+    return recursive.recorded_options(alg, opts)
 
 
 def _record(model, key, alg, opts, fname, prog, cse):
@@ -470,7 +464,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         shapes.append([shape[0]] if rank == 1 else list(shape))
     return {
         "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
-        "options": _jsonable(opts), "frame": opts.get("frame"), "method": opts.get("method"),
+        "options": jsonable_options(opts), "frame": opts.get("frame"), "method": opts.get("method"),
         "parameters": None, "source": f"{fname}.c", "header": f"{fname}.h",
         "input_names": list(spec.input_names), "input_sizes": sizes,
         "output_names": list(spec.output_names), "output_shapes": shapes,
@@ -482,7 +476,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
     }
 
 
-def _jsonable(options: dict) -> dict:
+def jsonable_options(options: dict) -> dict:
     """Options as JSON for the manifest and the cache key: a :class:`~symdyn.model.Frame` becomes
     ``{"body", "E", "r"}`` with every digit of its transform (a repr would round NumPy arrays, and
     two frames differing beyond that would share a cache entry)."""
