@@ -89,10 +89,11 @@ def _compiled_vs_pinocchio(spec: str, algs, repeat: int, out: dict, key: str) ->
 
 def _jax_vs_c(repeat: int, out: dict) -> None:
     try:
-        import jax  # noqa: F401
+        import jax
         import symdyn.jax as sjax
     except ImportError:
         return
+    jax.config.update("jax_enable_x64", True)
     import numpy as np
     from symdyn.codegen import build
 

@@ -19,7 +19,7 @@ read-only) and assigning an attribute raises ``AttributeError``. Variants come f
 :meth:`Model.replace` (``name``, ``gravity``, ``Xtree``, ``inertias``, ``joints``,
 ``joint_names`` and the actuation data ``limits``, ``armature``, ``damping``, ``friction``,
 ``mimic``), :meth:`Model.subs` (numbers for a symbolic model's symbols) and
-:meth:`Model.reduced` (locked joints, :mod:`symdyn.reduce`); all validate the result with the
+:meth:`reduced_model` (locked joints, :mod:`symdyn.reduce`); all validate the result with the
 same checks as the constructor. Per-backend constants come from
 :meth:`Model.constants` as a :class:`ModelConstants` named tuple, computed once per backend.
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ..progress import Progress, make_progress
 
-AUTO_O2_MAX_SIZE = 32000
+AUTO_O2_MAX_SIZE = 32000   # -O2 up to here, -Og above (see the module docstring; reports/fastpath.md)
 AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
 OPT_LEVELS = ("auto", "-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
 DEFAULT_COMPILERS = ("cc", "gcc", "clang")

@@ -166,7 +166,7 @@ def load_robot(name: str, floating_base: bool | None = None, lock: Any = None,
 
     ``floating_base=None`` uses the robot's default (True for legged robots, humanoids and drones).
     ``lock``: joints to lock (names, locked at 0 / neutral, or a dict name -> value), as
-    :meth:`Model.reduced <symdyn.model.Model.reduced>`; e.g. the Panda arm without its fingers:
+    :func:`symdyn.reduced_model`; e.g. the Panda arm without its fingers:
     ``load_robot("panda", lock=["panda_finger_joint1", "panda_finger_joint2"])``.
     Further keyword arguments go to :func:`symdyn.io.urdf.load_urdf` (``gravity``, ``check_inertias``,
     ``max_bodies``, ``armature``, ``mimic``).

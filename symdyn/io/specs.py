@@ -37,10 +37,10 @@ SPEC_HELP = """model specs (options after the numbers, separated by ':'):
   robot:NAME[:lock=LOCKS]             a robot from example-robot-data (symdyn.io.robots.load_robot)
   PATH.urdf[:floating][:lock=LOCKS]   a URDF file (symdyn.io.urdf.load_urdf)
 any spec may end with :lock=LOCKS (e.g. serial:4:lock=link2_joint=0.5).
-LOCKS: joints locked with Model.reduced, NAME[=VALUE],... (default value 0 / neutral), e.g.
+LOCKS: joints locked with reduced_model, NAME[=VALUE],... (default value 0 / neutral), e.g.
   robot:panda:lock=panda_finger_joint1,panda_finger_joint2   (the Panda arm without fingers)"""
 
-LOCK_HELP = ("lock joints (Model.reduced): NAME[=VALUE],... with VALUE a number (default: 0, or "
+LOCK_HELP = ("lock joints (reduced_model): NAME[=VALUE],... with VALUE a number (default: 0, or "
              "the neutral configuration), e.g. panda_finger_joint1,panda_finger_joint2")
 
 _SPEC_KINDS = ("serial", "binary", "branched", "biped", "quadruped", "planar", "paper004",
@@ -100,7 +100,7 @@ def parse_lock(text: str, where: str = "--lock") -> dict:
             except ValueError:
                 raise SpecError(f"{where}: the value of joint {name!r} must be a number, got "
                                 f"{val!r} (multi-coordinate joints lock at their neutral "
-                                "configuration; give values from Python with Model.reduced)") from None
+                                "configuration; give values from Python with reduced_model)") from None
             if val.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
                 raise SpecError(f"{where}: the value of joint {name!r} must be finite, got {val!r}")
         else:
@@ -144,7 +144,7 @@ def from_spec(spec: str, lock=None) -> Model:
 
     ``lock`` (names, a dict name -> value or a ``NAME[=VALUE],...`` string) and a trailing
     ``:lock=NAME[=VALUE],...`` option (any spec, last) lock joints with
-    :meth:`Model.reduced <symdyn.model.Model.reduced>`; both may be given (they are merged; a
+    :func:`symdyn.reduced_model`; both may be given (they are merged; a
     joint in both is an error).
     """
     if not isinstance(spec, str) or not spec.strip():

@@ -364,7 +364,7 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
     missing joint is skipped with a ``UserWarning`` and its joint loads as an independent joint)
     or ``"error"`` (refuse any ``<mimic>``).
     ``lock``: joints to lock after loading (names or a dict name -> value), as
-    :meth:`Model.reduced <symdyn.model.Model.reduced>`.
+    :func:`symdyn.reduced_model`.
 
     Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem;
     values that overflow floating point name their link or joint) and ``FileNotFoundError`` for a

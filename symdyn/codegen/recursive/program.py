@@ -37,10 +37,12 @@ def encode(base: int, offset: int) -> int:
 def decode(a: int) -> tuple[int, int]:
     """``(base, offset)`` of a program address (see :func:`encode`)."""
     return a >> OFFSET_BITS, a & OFFSET_MASK
-# calls fused into one (Recorder._fuse_runs). Measured on serial_chain(N, seed=1), per call
-# relative to no fusion: coriolis_matrix N = 80: 2: 0.93, 4: 0.81, 8: 0.69, 16: 0.70;
-# rnea_derivatives N = 80: 0.68 / 0.54 / 0.50; N = 160: 16 beats 8 by 10 %; crba N = 40: 8 beats
-# 16; christoffel (body frame, chained) unchanged.
+
+
+# At most this many independent consecutive calls of one kernel are fused into one call
+# (Recorder._fuse_runs): 8 takes most of the gain on the ancestor loops of coriolis_matrix and
+# rnea_derivatives, 16 is no faster on chains of 40-160 bodies and doubles the variants' code
+# (experiments/scaling.py times the recursive form against N; reports/scaling.md).
 FUSE = 8
 # fuse_exact (record(..., fuse_exact=True)): a kernel gets its fused variant (one, of ``fuse``
 # calls) only where it has at least this many such runs; rarer runs stay single calls (a
