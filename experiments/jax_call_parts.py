@@ -1,11 +1,11 @@
 """Where the time of one ``symdyn.jax.compile`` call on a small batch goes (prints, no report).
 
 Two tables for one robot, algorithm and batch size, measured on one core with
-``symdyn.jax.synchronous_dispatch()`` in interleaved rounds (medians, us a call):
+``symdyn.jax.process.synchronous_dispatch()`` in interleaved rounds (medians, us a call):
 
 1. The call's parts: the batch function under a bare ``jax.jit``; on the graph route, the same
    without writing the results (it returns the rows the results are gathered from, their table:
-   the difference is the time of :func:`symdyn.codegen.jax_lowering._gathered`'s gather and
+   the difference is the time of :func:`symdyn.jax.lowering._gathered`'s gather and
    transposition into the ``(batch, ...)`` results), and the table with as many bytes of
    results written without a transposition (each entry the table's first row at its state plus
    the entry's index, in the results' order: what writing the results' bytes costs in the
@@ -15,14 +15,14 @@ Two tables for one robot, algorithm and batch size, measured on one core with
 2. Host work between two calls of the bare jit: writing 4 / 64 / 256 KB, a NumPy sum of a
    3-element array, ``np.isfinite`` of it. One call's code and buffers fill about a core's L2
    cache on the larger cells, so whatever the host touches between calls is fetched again in
-   the next one (the "Small batches on a CPU" paragraph of ``symdyn.jax``).
+   the next one.
 
 Below the first table: the thread switches of one default call (all the process's threads,
-from ``/proc``; XLA hands part of a call's kernels to a worker thread, see there).
+from ``/proc``; XLA hands part of a call's kernels to a worker thread).
 
 ``--loop S`` instead calls the default ``compile`` for ``S`` seconds and prints its time a call,
 for a sampling profiler to attach to (the split of a call between XLA's compiled kernels, its
-runtime, the scheduler, the C library and Python quoted in ``symdyn.jax``)::
+runtime, the scheduler, the C library and Python)::
 
     python experiments/jax_call_parts.py g1 crba 100
     python experiments/jax_call_parts.py panda christoffel 100
@@ -50,9 +50,10 @@ def main() -> None:
                    help="only call the default compile for S seconds (for a profiler)")
     args = p.parse_args()
     os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:1])   # before JAX starts
-    import symdyn.jax as sjax
-    sjax.synchronous_dispatch()
+    from symdyn.jax.process import synchronous_dispatch
+    synchronous_dispatch()
     import jax
+    import symdyn.jax as sjax
     jax.config.update("jax_enable_x64", True)
     import symdyn as sd
     from _common import interleaved, median
@@ -113,7 +114,7 @@ def main() -> None:
 def table_only(model, algorithm: str, Xj, options: dict, untransposed: bool = False):
     """The graph route's batch function under a bare ``jax.jit``, returning the table of rows its
     results would be gathered from instead of the results (traced here, with
-    ``jax_lowering._gathered`` replaced for the trace; ``options``: ``jax.jit``'s keywords).
+    ``symdyn.jax.lowering._gathered`` replaced for the trace; ``options``: ``jax.jit``'s keywords).
     ``untransposed``: also arrays of the results' shapes, entry ``e`` of state ``b`` the table's
     ``[0, b]`` plus ``e``, written in the results' order by a vectorized loop: the results' bytes
     without their gather and transposition."""
@@ -121,7 +122,7 @@ def table_only(model, algorithm: str, Xj, options: dict, untransposed: bool = Fa
     import jax.numpy as jnp
 
     import symdyn.jax as sjax
-    from symdyn.codegen import jax_lowering
+    from symdyn.jax import lowering as jax_lowering
 
     def table(low, held, at, rows, row, B, dtype, sizes, shapes):
         arrays = sorted({at[v][0] for *_, v in low.outputs_at if v in at})

@@ -5,11 +5,12 @@
   with the same structure (1-D vectors, nv x nv matrices, an (nv, nv, nv) Christoffel array).
 * Under jit + vmap (symdyn.jax.compile) the batched results equal NumPy state by state.
 * Autodiff against the analytical algorithms: jax.jacfwd of rnea equals IDSVA (rnea_derivatives)
-  in the tangent space (through model.integrate(q, dq) at dq = 0 for quaternion joints: the safe
+  in the tangent space (through sd.integrate(model, q, dq) at dq = 0 for quaternion joints: the safe
   helpers' gradients at 0); jacfwd of crba gives Gamma_k + Gamma_k^T; grad of the kinetic energy
   in qd is M qd.
 * Errors: mixing JAX with SymPy/CasADi inputs, float32 without opting in, NaN and non-unit
-  quaternions in concrete inputs and batches, bad shapes.
+  quaternions in concrete inputs and batches, bad shapes, bad out= sets.
+* The process-wide helpers of symdyn.jax.process are opt-in: the library never applies them.
 """
 from __future__ import annotations
 
@@ -348,11 +349,17 @@ def test_compiled_checks_values_in_the_call_and_shapes_once_per_shape():
         f.check = False                       # fixed at compile time
 
 
-def test_synchronous_dispatch_before_jax_starts_only():
+def test_synchronous_dispatch_is_opt_in_only():
+    """Importing symdyn.jax and compiling leave JAX's dispatch as it is; the opt-in helper of
+    symdyn.jax.process sets JAX's public option (before JAX starts), and sync=False sets it
+    back."""
     import subprocess
     import sys
-    code = ("import symdyn.jax as s, jax\n"
-            "s.synchronous_dispatch()\n"
+    code = ("import jax, symdyn.jax as s\n"
+            "default = jax.config.values['jax_cpu_enable_async_dispatch']\n"
+            "from symdyn.jax.process import synchronous_dispatch\n"
+            "assert jax.config.values['jax_cpu_enable_async_dispatch'] == default\n"
+            "synchronous_dispatch()\n"
             "assert jax.config.values['jax_cpu_enable_async_dispatch'] is False\n"
             "jax.config.update('jax_enable_x64', True)\n"
             "import numpy as np, symdyn as sd\n"
@@ -360,12 +367,8 @@ def test_synchronous_dispatch_before_jax_starts_only():
             "f = s.compile(m, 'crba')\n"
             "Q = np.zeros((4, 3))\n"
             "assert np.allclose(np.asarray(f(Q)), sd.crba(m, Q[0]))\n"
-            "try:\n"
-            "    s.synchronous_dispatch(False)\n"
-            "except RuntimeError as e:\n"
-            "    assert 'before JAX creates its backends' in str(e), e\n"
-            "else:\n"
-            "    raise SystemExit('no error once JAX has started')\n"
+            "synchronous_dispatch(False)\n"
+            "assert jax.config.values['jax_cpu_enable_async_dispatch'] is True\n"
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
@@ -375,9 +378,9 @@ def test_synchronous_dispatch_before_jax_starts_only():
 # --- autodiff against the analytical algorithms -----------------------------------------------
 
 def _tangent_jacobians(model, q, qd, qdd):
-    """jacfwd of rnea in (dq, qd) at dq = 0, q (+) dq through model.integrate (all trees)."""
+    """jacfwd of rnea in (dq, qd) at dq = 0, q (+) dq through sd.integrate (all trees)."""
     def tau(dq, v):
-        return sd.rnea(model, model.integrate(jnp.asarray(q), dq), v, jnp.asarray(qdd))
+        return sd.rnea(model, sd.integrate(model, jnp.asarray(q), dq), v, jnp.asarray(qdd))
     return jax.jacfwd(tau, argnums=(0, 1))(jnp.zeros(model.nv), jnp.asarray(qd))
 
 
@@ -513,79 +516,59 @@ def _mapped_bytes() -> int:
 
 
 def test_retain_freed_memory_serves_large_blocks_from_the_heap():
-    """retain_freed_memory: a 40 MB block comes from malloc's heap, not a mapping of its own
-    (XLA's per-call buffers are then reused); retain=False restores glibc's 128 KiB threshold,
+    """symdyn.jax.process.retain_freed_memory: a 40 MB block comes from malloc's heap, not a
+    mapping of its own (XLA's per-call buffers are then reused); retain=False restores glibc's 128 KiB threshold,
     and the same block is mapped again."""
     libc_name = ctypes.util.find_library("c")
     if not libc_name or not hasattr(ctypes.CDLL(libc_name), "mallinfo2"):
         pytest.skip("needs glibc >= 2.33 (mallinfo2)")
+    from symdyn.jax.process import retain_freed_memory
     n = 5_000_000                                       # 40 MB of float64
     try:
-        assert sjax.retain_freed_memory() is True
+        assert retain_freed_memory() is True
         before = _mapped_bytes()
         block = np.ones(n)
         assert _mapped_bytes() - before < n * 8 // 2
         del block
     finally:
-        assert sjax.retain_freed_memory(False) is True
+        assert retain_freed_memory(False) is True
     before = _mapped_bytes()
     block = np.ones(n)
     assert _mapped_bytes() - before >= n * 8
     del block
     with pytest.raises(ValueError, match="threshold"):
-        sjax.retain_freed_memory(threshold=0)
+        retain_freed_memory(threshold=0)
 
 
-def test_large_results_reuse_dropped_ones_never_held_ones(monkeypatch):
-    """reuse_results (CPU): a batch's results are written into an earlier result set of the same
-    size once the caller has dropped all of its arrays (the same memory), never into one the
-    caller still holds (an array, a tuple, or a NumPy view of a dropped array); the values are
-    those of a fresh call (to rounding); reuse_results=False and results under REUSE_MIN take
-    fresh memory."""
-    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+@pytest.mark.parametrize("route", ["graph", "trace"])
+def test_out_writes_into_earlier_results(route):
+    """f(*xs, out=earlier): the batch's results in the memory of earlier results (donated: the
+    given arrays are deleted), with a fresh call's values (to rounding); one executable call
+    after call; out= that is not a set of live JAX arrays of the results' shapes is refused by
+    name."""
     model = TREES["floating"]
-    f = sjax.compile(model, "coriolis_matrix")
-    plain = sjax.compile(model, "coriolis_matrix", reuse_results=False)
+    f = sjax.compile(model, "coriolis_matrix", route=route)
     rng = np.random.default_rng(5)
     batches = [(np.stack([model.random_q(rng) for _ in range(6)]),
-                rng.uniform(-1, 1, (6, model.nv))) for _ in range(5)]
-    want = [[np.asarray(a) for a in plain(*b)] for b in batches]
-
-    def same(got, k):          # (another executable than plain's: it may round differently)
-        for g, w in zip(got, want[k]):
-            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-14, atol=1e-14)
+                rng.uniform(-1, 1, (6, model.nv))) for _ in range(4)]
 
     def memory(res):
         return [a.unsafe_buffer_pointer() for a in res]
-
-    held = f(*batches[0])                          # held as a tuple
-    first = memory(held)
-    M, Mdot, C = f(*batches[1])                    # held as arrays
-    second = memory((M, Mdot, C))
-    third = f(*batches[2])                         # pool full (REUSE_POOL sets): fresh memory
-    assert not set(memory(third)) & set(first + second)
-    same(held, 0), same((M, Mdot, C), 1), same(third, 2)
-    del held, third
-    again = f(*batches[3])                         # the first set, dropped: its memory
-    assert memory(again) == first
-    same(again, 3), same((M, Mdot, C), 1)
-    view = np.asarray(M)                           # a NumPy view keeps the second set's memory
-    del M, Mdot, C
-    last = f(*batches[4])
-    assert memory(last) != second
-    same(last, 4)
-    np.testing.assert_array_equal(view, want[1][0])
-    # one executable whether the set is new or reused, for inputs committed to a device too
-    for inputs in ([jax.device_put(x, jax.devices("cpu")[0]) for x in batches[0]], batches[0]):
-        h = sjax.compile(model, "coriolis_matrix")
-        for _ in range(3):
-            same(h(*inputs), 0)
-        assert h._reusing._cache_size() == 1
-    # without reuse, and under REUSE_MIN: no pool, every result its own memory
-    assert memory(plain(*batches[0])) and not plain._pool
-    monkeypatch.setattr(sjax, "REUSE_MIN", 10 ** 12)
-    g = sjax.compile(model, "coriolis_matrix")
-    g(*batches[0])
-    assert not g._pool
-    f.release()
-    assert not f._pool
+    out = f(*batches[0])
+    first = memory(out)
+    for b in batches[1:]:
+        given, out = out, f(*b, out=out)
+        assert all(a.is_deleted() for a in given) and memory(out) == first
+        for g, w in zip(out, f(*b)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-14, atol=1e-14)
+    assert f._into._cache_size() == 1
+    with pytest.raises(ValueError, match="donated to an earlier call"):
+        f(*batches[0], out=given)
+    with pytest.raises(TypeError, match="expected JAX arrays"):
+        f(*batches[0], out=[np.asarray(a) for a in out])
+    with pytest.raises(ValueError, match="shapes and dtypes"):
+        f(*(x[:5] for x in batches[0]), out=out)
+    with pytest.raises(ValueError, match="expected 3 arrays"):
+        f(*batches[0], out=out[:2])
+    with pytest.raises(TypeError, match="out= is for calls from Python"):
+        jax.jit(lambda q, qd: f(q, qd, out=out))(*batches[0])

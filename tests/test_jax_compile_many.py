@@ -1,21 +1,17 @@
 """symdyn.jax.compile_many and Compiled.warm_up: compiling ahead of the first call.
 
-* warm_up(B) compiles what a call with a NumPy batch of B states runs (the checked call, with
-  or without result reuse): that call then compiles nothing of its own (JAX's compile log), while
-  the same call on a function not warmed up does.
-* The results' shapes a batch needs (result reuse) come from one state's shapes: equal to
+* warm_up(B) compiles what a call with a NumPy batch of B states runs (the checked call): that
+  call then compiles nothing of its own (JAX's compile log), while the same call on a function
+  not warmed up does.
+* The results' shapes a batch needs (to check out=) come from one state's shapes: equal to
   JAX's eval_shape of the batch on every route.
 * compile_many gives compile()'s functions, in order, with the same values on one thread as on
   several; it takes (algorithm, options) pairs and compile()'s keywords, and refuses names
   given twice, bad workers and bad items with clear errors; an error in one compile is raised.
-* The garbage collector pause is counted across threads: off while any thread traces, restored
-  by the last one.
 """
 from __future__ import annotations
 
-import gc
 import logging
-import threading
 
 import numpy as np
 import pytest
@@ -42,11 +38,8 @@ def compiled_names(caplog) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("reuse", [False, True])
-def test_warm_up_compiles_what_the_call_runs(caplog, monkeypatch, reuse):
+def test_warm_up_compiles_what_the_call_runs(caplog):
     model = serial_chain(3)
-    if reuse:                      # every batch written into a result set
-        monkeypatch.setattr(sjax, "REUSE_MIN", 1)
     caplog.set_level(logging.DEBUG)
     warm, cold = (sjax.compile(model, "crba", route="graph") for _ in range(2))
     assert warm.warm_up(5, 2) is warm
@@ -62,7 +55,6 @@ def test_warm_up_compiles_what_the_call_runs(caplog, monkeypatch, reuse):
         caplog.clear()
         cold(*xs)                                     # the same call compiles when not warmed
         assert len(compiled_names(caplog)) == 1
-    assert warm.one_kernel_at(5) is False
     for bad in (-1, 2.5, True, "4"):
         with pytest.raises(ValueError, match="batch sizes must be integers"):
             warm.warm_up(bad)
@@ -114,62 +106,3 @@ def test_compile_many_refuses_bad_calls():
         sjax.compile_many(model, ["crba", "frame_jacobian"], workers=2)
     with pytest.raises(ValueError, match="batch sizes must be integers"):
         sjax.compile_many(model, ["crba", "rnea"], batch_sizes=(-3,), workers=2)
-
-
-def test_collector_pause_is_counted_across_threads():
-    assert gc.isenabled()
-    inside, leave_first, first_left = threading.Event(), threading.Event(), threading.Event()
-
-    def first():
-        with sjax._gc_paused():
-            inside.set()
-            leave_first.wait(10)
-        first_left.set()
-    t = threading.Thread(target=first)
-    t.start()
-    assert inside.wait(10)
-    with sjax._gc_paused():
-        assert not gc.isenabled()
-        leave_first.set()
-        assert first_left.wait(10)
-        assert not gc.isenabled()            # this thread still traces
-    t.join()
-    assert gc.isenabled()
-    gc.disable()                             # off before: stays off
-    try:
-        with sjax._gc_paused():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
-def test_warm_up_of_one_kernel_calls_and_of_their_fallback(caplog):
-    model = serial_chain(3)
-    caplog.set_level(logging.DEBUG)
-    f = sjax.compile_many(model, ["crba", ("rnea", {"one_kernel": False})], one_kernel=True,
-                          batch_sizes=(4,))
-    assert f["crba"].one_kernel_at(4) and not f["rnea"].one_kernel
-    xs = batch_of(model, f["crba"], n=4)
-    with jax.log_compiles(True):
-        caplog.clear()
-        jax.block_until_ready(f["crba"](*xs))
-        assert compiled_names(caplog) == []
-    check_against_numpy(model, f["crba"], xs, "one kernel, warmed up", single=False)
-
-    class Failing:                      # a one-kernel function XLA cannot compile
-        tries = 0
-
-        def lower(self, *args):
-            Failing.tries += 1
-            raise jax.errors.JaxRuntimeError("UNIMPLEMENTED: Fusion kind not implemented on CPU")
-    g = sjax._Fallback(Failing(), lambda x: 2 * x, {})
-    shape = jax.ShapeDtypeStruct((3,), np.float64)
-    with pytest.warns(RuntimeWarning, match="could not compile this call as one kernel"):
-        g.compile_ahead(shape)
-    g.compile_ahead(shape)                                 # known to fail: not tried again
-    assert Failing.tries == 1
-    with jax.log_compiles(True):
-        caplog.clear()
-        np.testing.assert_array_equal(np.asarray(g(np.arange(3.0))), 2 * np.arange(3.0))
-        assert compiled_names(caplog) == []                # the fallback was compiled ahead

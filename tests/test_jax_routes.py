@@ -2,9 +2,9 @@
 
 * route="graph" and route="program" give NumPy's results state by state on the shared tree
   matrix (revolute, prismatic, helical, spherical, floating, planar joints), batched and single.
-* route="auto" takes the graph for small graphs, the program past GRAPH_MAX for the algorithms of
-  PROGRAM_AUTO, the traced route for the others and for unregistered functions; the program
-  folds the model's constants 0 and +-1 while its kernels stay within FOLD_MAX.
+* route="auto" takes the graph for small graphs, the program past the JAX limits of
+  symdyn.codegen.choose for the algorithms of PROGRAM_AUTO, the traced route for the others and
+  for unregistered functions; the program folds the model's constants 0 and +-1 while its kernels stay within FOLD_MAX.
 * Both routes are differentiable: jacfwd of rnea equals IDSVA (coordinates of a tree without
   quaternions), grad of a batched sum goes through the program's scan.
 * The graph cut into bands of a few dependency levels (graph_batch's fusion boundaries) gives the
@@ -13,19 +13,15 @@
   holds about the graph's operations, not the multiple its fusion would recompute; an
   operation without a lowering is a LoweringError, and "auto" then traces.
 * Large batches run in chunks (a loop over slices, the last overlapping the one before it):
-  the same numbers as one pass, for either route, batched and differentiated; written into a
-  reused result set without filling it with zeros first.
+  the same numbers as one pass, for either route, batched and differentiated; written into
+  the arrays given as out= without filling them with zeros first.
 * Top-level calls compile with symdyn.jax.compiler_options() (XLA's options); inside the
   caller's jit / grad the functions compose; options the jaxlib does not know are dropped.
-* one_kernel=True: the same values, small batches and .single as one call tagged for XLA:CPU's
-  single-function emitter (inside a conditional), chunked batches and the traced route not; a
-  call XLA cannot compile that way runs as its kernels, with a warning.
 * Bad calls: unknown route, routes an algorithm does not have, float32 without opting in, wrong
   shapes.
 """
 from __future__ import annotations
 
-import gc
 import re
 from collections import Counter
 
@@ -40,8 +36,9 @@ jax.config.update("jax_enable_x64", True)
 import symdyn as sd  # noqa: E402
 import symdyn.jax as sjax  # noqa: E402
 from symdyn.backends import BackendError  # noqa: E402
-from symdyn.codegen import jax_lowering  # noqa: E402
+from symdyn.codegen import choose  # noqa: E402
 from symdyn.codegen.functions import casadi_function  # noqa: E402
+from symdyn.jax import chunks, jitted, lowering, program, routes  # noqa: E402
 from symdyn.models import serial_chain  # noqa: E402
 from test_jax import close  # noqa: E402  (same tolerance as the traced route's tests)
 from test_matrix import TREES  # noqa: E402
@@ -83,7 +80,7 @@ def test_program_rows_never_overwrite_a_live_value(seed):
             steps.append((read, top, m, P))
             top += m
     kept = rng.choice(np.arange(1, top), size=10, replace=False)
-    row, total = jax_lowering._rows(steps, top, n_inputs, kept)
+    row, total = program._rows(steps, top, n_inputs, kept)
     held = np.full(total, -1)                  # the version in each row
     held[:n_inputs] = np.arange(n_inputs)
     for read, first, m, P in steps:
@@ -105,7 +102,7 @@ def test_program_rows_never_overwrite_a_live_value(seed):
 def test_program_segments_share_no_kernel(kernels, runs):
     """The scans of a program: the finest cut of its calls into contiguous runs of which no two
     call one kernel (each kernel compiled into one scan's switch)."""
-    assert jax_lowering._segments(kernels) == runs
+    assert program._segments(kernels) == runs
 
 
 def test_program_step_rows_split_cheap_calls_not_heavy_ones():
@@ -119,11 +116,11 @@ def test_program_step_rows_split_cheap_calls_not_heavy_ones():
     heavy = ca.Function("heavy", [x], [ca.vertcat(*[h + i for i in range(8)])])
     cheap = ca.Function("cheap", [x], [ca.vertcat(*[x[0] * (i + 2) + x[1] for i in range(8)])])
     one = ca.Function("one", [x], [x[0] * x[1]])
-    low = {f.name(): jax_lowering.SXLowering(f) for f in (heavy, cheap, one)}
+    low = {f.name(): lowering.SXLowering(f) for f in (heavy, cheap, one)}
     ones = [(low["one"], 1)] * 10
-    assert jax_lowering._split([(low["heavy"], 8)] + ones) == 8
-    assert jax_lowering._split([(low["cheap"], 8)] + ones) == 1
-    assert jax_lowering._split([]) == 1
+    assert program._split([(low["heavy"], 8)] + ones) == 8
+    assert program._split([(low["cheap"], 8)] + ones) == 1
+    assert program._split([]) == 1
 
 
 @pytest.mark.parametrize("kind", tuple(TREES))
@@ -159,11 +156,11 @@ def test_every_recordable_algorithm_as_a_program():
 
 def test_program_runs_its_passes_as_scans_of_their_own_rows():
     """aba's passes write different numbers of rows a call (its backward pass the most): the
-    program runs as several scans (one per segment of :func:`jax_lowering._segments` with its
+    program runs as several scans (one per segment of :func:`program._segments` with its
     own row count), and gives NumPy's results."""
     model = TREES["floating"]
     f = sjax.compile(model, "aba", route="program")
-    fn = jax_lowering.program_function(sjax._record(f), [(model.nv,)])
+    fn = program.program_function(routes.record(f), [(model.nv,)])
     assert fn.n_scans > 1
     xs = batch_of(model, f)
     out = fn(*(jnp.asarray(x) for x in xs))[0]
@@ -179,7 +176,7 @@ def test_program_kernels_write_kept_values_in_groups(monkeypatch):
     f = casadi_function(model, "aba", layout="numpy")
     X = batch_of(model, sjax.compile(model, "aba", route="trace"), n=6)
     rows = [jnp.asarray(x.T) for x in X]                  # per input: its entries as rows
-    low = jax_lowering.SXLowering(f, work=0)
+    low = lowering.SXLowering(f, work=0)
     assert len(low.shared(6)) > 8
     as_row = lambda v: jnp.broadcast_to(jnp.asarray(v, jnp.float64), (6,))   # noqa: E731
     one = low(rows)
@@ -188,66 +185,49 @@ def test_program_kernels_write_kept_values_in_groups(monkeypatch):
         close(jnp.stack([as_row(v) for v in grouped[0]]),
               jnp.stack([as_row(v) for v in one[0]]), what=f"kept values in groups of {group}")
     used = []
-    real = jax_lowering.SXLowering.call_grouped
+    real = lowering.SXLowering.call_grouped
 
     def spy(self, *args, **kwargs):
         used.append(len(self.shared(args[2])))
         return real(self, *args, **kwargs)
-    monkeypatch.setattr(jax_lowering.SXLowering, "call_grouped", spy)
-    monkeypatch.setattr(jax_lowering, "PROGRAM_GROUP_MIN", 2)
+    monkeypatch.setattr(lowering.SXLowering, "call_grouped", spy)
+    monkeypatch.setattr(program, "PROGRAM_GROUP_MIN", 2)
     g = sjax.compile(model, "aba", route="program")
     check_against_numpy(model, g, batch_of(model, g), "program, kept values grouped",
                         single=False)
     assert used and min(used) >= 2
 
 
-@pytest.mark.parametrize("small_calls", [False, True])
-def test_program_rows_stacked_in_groups_on_small_batches(monkeypatch, small_calls):
-    """A step writing more than GROUP rows from a kernel that is not one function of its own
-    (PROGRAM_SMALL_CALLS off, one_kernel=True) stacks them in kept groups of GROUP on batches of
-    fewer than GROUPED_ROWS_BELOW states, as one stack on larger ones; a kernel that is one
-    function stacks them at once: NumPy's results either way."""
+def test_program_rows_stacked_in_groups_on_small_batches(monkeypatch):
+    """A step writing more than GROUP rows stacks them in kept groups of GROUP on batches of
+    fewer than GROUPED_ROWS_BELOW states, as one stack on larger ones: NumPy's results either
+    way."""
     model = TREES["floating"]
-    monkeypatch.setattr(jax_lowering, "GROUP", 2)
-    monkeypatch.setattr(jax_lowering, "GROUPED_ROWS_BELOW", 6)
-    monkeypatch.setattr(jax_lowering, "PROGRAM_SMALL_CALLS", small_calls)
+    monkeypatch.setattr(program, "GROUP", 2)
+    monkeypatch.setattr(program, "GROUPED_ROWS_BELOW", 6)
     stacked = []
-    real = jax_lowering._rows_stacked
+    real = program.rows_stacked
 
     def spy(rows, inputs, group=8):
         stacked.append((rows[0].shape[-1], len(rows), group))
         return real(rows, inputs, group)
-    monkeypatch.setattr(jax_lowering, "_rows_stacked", spy)
+    monkeypatch.setattr(program, "rows_stacked", spy)
     for n in (5, 7):
         stacked.clear()
         f = sjax.compile(model, "aba", route="program")
         check_against_numpy(model, f, batch_of(model, f, n=n), f"aba program, {n} states",
                             single=False)
         rows = [r for B, r, group in stacked if group == 2 and B == n]
-        assert bool(rows) == (n < 6 and not small_calls) and all(r > 2 for r in rows), stacked
-
-
-@pytest.mark.parametrize("alg", ["aba", "christoffel"])
-def test_program_steps_are_single_functions_on_cpu(alg):
-    """On a CPU each kernel of a program (one branch of a step's switch) is a nested call XLA
-    compiles into one function (jax_lowering.small_call), its body a conditional that reads
-    every argument (guarded_call: XLA:CPU aborts on such a call with an argument it does not
-    read, as christoffel's kernels have); NumPy's results, one state and batches."""
-    model = TREES["floating"]
-    f = sjax.compile(model, alg, route="program")
-    xs = batch_of(model, f, n=5)
-    text = f.batch.lower(*xs).as_text()
-    assert 'xla_cpu_small_call = "true"' in text
-    check_against_numpy(model, f, xs, f"{alg} program, small calls")
+        assert bool(rows) == (n < 6) and all(r > 2 for r in rows), stacked
 
 
 def test_program_wrappers_compile_with_compiler_options(monkeypatch):
-    """A program's batch and the functions that wrap it (checks, result reuse) compile with
+    """A program's batch and the functions that wrap it (checks, out=) compile with
     compiler_options()."""
     model = TREES["floating"]
     g = sjax.compile(model, "aba", route="program")
     assert g.batch.options == {"compiler_options": sjax.compiler_options()}
-    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
+    monkeypatch.setattr(jitted, "_compiler_options", {"xla_no_such_option": True})
     with pytest.raises(jax.errors.JaxRuntimeError, match="xla_no_such_option"):
         sjax.compile(model, "aba", route="program").batch(*batch_of(model, g))
 
@@ -255,7 +235,8 @@ def test_program_wrappers_compile_with_compiler_options(monkeypatch):
 def test_auto_route_choice(monkeypatch):
     model = TREES["branched"]
     assert sjax.compile(model, "rnea").route == "graph"
-    monkeypatch.setattr(sjax, "GRAPH_MAX", 100)                # every graph is "too large"
+    # every graph too large (its size measured: no work bound)
+    monkeypatch.setattr(choose, "JAX", choose.Limits(max_unrolled=100, work_ratio=10 ** 6))
     f = sjax.compile(model, "rnea")
     assert f.route == "program" and "> 100 instructions" in f.route_reason
     assert "route='program'" in repr(f)
@@ -274,8 +255,8 @@ def test_compiler_options_reach_xla_at_the_top_level_only(route, monkeypatch):
     does not know: the call then fails in XLA), also through .lower().compile(); the same
     function inside the caller's jit / grad compiles with the enclosing function and works."""
     model = TREES["branched"]
-    assert sjax.compiler_options() == sjax.COMPILER_OPTIONS       # this jaxlib knows them
-    monkeypatch.setattr(sjax, "_compiler_options", {"xla_no_such_option": True})
+    assert sjax.compiler_options() == jitted.COMPILER_OPTIONS       # this jaxlib knows them
+    monkeypatch.setattr(jitted, "_compiler_options", {"xla_no_such_option": True})
     f = sjax.compile(model, "rnea", route=route)
     xs = batch_of(model, f)
     with pytest.raises(jax.errors.JaxRuntimeError, match="xla_no_such_option"):
@@ -287,15 +268,15 @@ def test_compiler_options_reach_xla_at_the_top_level_only(route, monkeypatch):
     grad = jax.grad(lambda qd: jnp.sum(f.single(xs[0][0], qd, xs[2][0])))(jnp.asarray(xs[1][0]))
     close(grad, np.sum(sd.rnea_derivatives(model, xs[0][0], xs[1][0], xs[2][0])[1], axis=0),
           what=f"{route} grad")
-    monkeypatch.setattr(sjax, "_compiler_options", None)
+    monkeypatch.setattr(jitted, "_compiler_options", None)
     f = sjax.compile(model, "rnea", route=route)
     check_against_numpy(model, f, xs, f"{route} with the options", single=False)
 
 
 def test_unknown_compiler_options_are_dropped(monkeypatch):
     """A jaxlib that does not know an option of COMPILER_OPTIONS compiles without options."""
-    monkeypatch.setattr(sjax, "COMPILER_OPTIONS", {"xla_no_such_option": True})
-    monkeypatch.setattr(sjax, "_compiler_options", None)
+    monkeypatch.setattr(jitted, "COMPILER_OPTIONS", {"xla_no_such_option": True})
+    monkeypatch.setattr(jitted, "_compiler_options", None)
     assert sjax.compiler_options() == {}
     model = TREES["branched"]
     f = sjax.compile(model, "crba", route="graph")
@@ -309,38 +290,15 @@ def test_program_folds_constants_within_its_budget(monkeypatch):
     from symdyn.codegen.functions import exact_rotations
     model = exact_rotations(sd.load_robot("ur5"))
     works = {}
-    for fold_max, folded in ((sjax.FOLD_MAX, True), (0, False)):
-        monkeypatch.setattr(sjax, "FOLD_MAX", fold_max)
+    for fold_max, folded in ((routes.FOLD_MAX, True), (0, False)):
+        monkeypatch.setattr(routes, "FOLD_MAX", fold_max)
         f = sjax.compile(model, "rnea", route="program")
-        stats = sjax._record(f).stats
+        stats = routes.record(f).stats
         assert stats["fold"] is folded
         works[folded] = stats["work"]
         check_against_numpy(model, f, batch_of(model, f), f"ur5 rnea program fold={folded}",
                             single=folded)
     assert works[True] < 0.7 * works[False]
-
-
-def test_collector_paused_while_tracing_and_restored_after():
-    """Route choice and tracing run with Python's garbage collector paused; its state is what
-    it was before, after a trace that fails as after one that works."""
-    seen = []
-
-    def fails(x):
-        seen.append(gc.isenabled())
-        raise ZeroDivisionError("in the traced function")
-    assert gc.isenabled()
-    with pytest.raises(ZeroDivisionError):
-        sjax.Jitted(fails)(np.zeros(3))
-    assert seen == [False] and gc.isenabled()
-    model = TREES["branched"]
-    gc.disable()
-    try:
-        f = sjax.compile(model, "rnea", route="program")
-        check_against_numpy(model, f, batch_of(model, f), "program rnea, collector off",
-                            single=False)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
 
 
 def test_jacfwd_through_graph_and_program_equals_idsva():
@@ -370,9 +328,9 @@ def test_banded_graph_equals_one_band():
     f = casadi_function(model, "crba", layout="numpy")
     xs = [jnp.asarray(x) for x in batch_of(model, sjax.compile(model, "crba", route="trace"))]
     shape = [(model.nv, model.nv)]
-    one = jax.jit(jax_lowering.graph_batch(f, shape, band=10 ** 6))(*xs)
+    one = jax.jit(lowering.graph_batch(f, shape, band=10 ** 6))(*xs)
     for band in (1, 7):
-        many = jax.jit(jax_lowering.graph_batch(f, shape, band=band))(*xs)
+        many = jax.jit(lowering.graph_batch(f, shape, band=band))(*xs)
         close(many[0], one[0], what=f"band {band}")
     ref = [sd.crba(model, *(x[s] for x in xs)) for s in range(xs[0].shape[0])]
     close(one[0], np.stack(ref), what="crba graph")
@@ -386,13 +344,13 @@ def test_grouped_values_equal_one_per_array():
     f = casadi_function(model, "aba", layout="numpy")
     xs = [jnp.asarray(x) for x in batch_of(model, sjax.compile(model, "aba", route="trace"))]
     shape = [(model.nv,)]
-    one = jax.jit(jax_lowering.graph_batch(f, shape, group=1))(*xs)
-    for group, band in ((3, 7), (8, 10 ** 6), (jax_lowering.GROUP, jax_lowering.BAND)):
-        got = jax.jit(jax_lowering.graph_batch(f, shape, band=band, group=group))(*xs)
+    one = jax.jit(lowering.graph_batch(f, shape, group=1))(*xs)
+    for group, band in ((3, 7), (8, 10 ** 6), (lowering.GROUP, lowering.BAND)):
+        got = jax.jit(lowering.graph_batch(f, shape, band=band, group=group))(*xs)
         close(got[0], one[0], what=f"group {group} band {band}")
     ref = [sd.aba(model, *(x[s] for x in xs)) for s in range(xs[0].shape[0])]
     close(one[0], np.stack(ref), what="aba graph")
-    low = jax_lowering.SXLowering(f)
+    low = lowering.SXLowering(f)
     targets = sorted({v for *_, v in low.outputs_at})
     plan = low.plan_groups(targets, low.trig_inputs, 2048, 8)
     grouped = [k for _, groups in plan for g in groups for k in g]
@@ -416,7 +374,7 @@ def test_grouped_values_run_fewer_kernels():
     shapes = [tuple(f.size_out(i)) for i in range(f.n_out())]
     kernels = []
     for group in (1, 8):
-        text = jax.jit(jax_lowering.graph_batch(f, shapes, group=group)).lower(
+        text = jax.jit(lowering.graph_batch(f, shapes, group=group)).lower(
             *xs).compile().as_text()
         kernels.append(len(re.findall(r" (?:fusion|concatenate)\(", text)))
     assert kernels[1] <= 0.6 * kernels[0], kernels
@@ -431,7 +389,7 @@ def test_stacked_rows_are_one_kernel(n):
 
     def rows(x):
         return [x[i % 5] * (i + 1.5) - x[(i + 2) % 5] for i in range(n)]
-    stacked = jax.jit(lambda x: jax_lowering._rows_stacked(rows(x), [x]))
+    stacked = jax.jit(lambda x: lowering.rows_stacked(rows(x), [x]))
     plain = jax.jit(lambda x: jnp.stack(rows(x)))
     np.testing.assert_array_equal(np.asarray(stacked(x)), np.asarray(plain(x)))
     entry = [f.lower(x).compile().as_text().split("ENTRY", 1)[1] for f in (stacked, plain)]
@@ -442,10 +400,10 @@ def test_stacked_rows_are_one_kernel(n):
 def _elementwise_hlo_operations(f, min_cone, monkeypatch) -> int:
     """Arithmetic operations in XLA's optimized code of ``graph_batch(f)`` for 2048 states
     (compiled, not run) with shared values of cones of ``min_cone`` operations kept."""
-    monkeypatch.setattr(jax_lowering, "SHARED_MIN", min_cone)
+    monkeypatch.setattr(lowering, "SHARED_MIN", min_cone)
     shapes = [tuple(f.size_out(i)) for i in range(f.n_out())]
     xs = [jnp.zeros((2048, f.size1_in(i))) for i in range(f.n_in())]
-    text = jax.jit(jax_lowering.graph_batch(f, shapes)).lower(*xs).compile().as_text()
+    text = jax.jit(lowering.graph_batch(f, shapes)).lower(*xs).compile().as_text()
     return len(re.findall(r"= f64\[2048\]\S* (?:multiply|add|subtract|divide|negate)\(", text))
 
 
@@ -455,14 +413,14 @@ def test_shared_values_are_computed_once(monkeypatch):
     about the graph's own operations, not a multiple of them, and gives the same numbers."""
     model = sd.load_robot("ur5")
     f = casadi_function(model, "coriolis_matrix", layout="numpy")
-    low = jax_lowering.SXLowering(f)
+    low = lowering.SXLowering(f)
     assert low.shared(2048) and all(low.code[k][0] >= 0 for k in low.shared(2048))
     assert len(low.shared(10)) < len(low.shared(2048))    # small batches: larger cones only
-    kept = _elementwise_hlo_operations(f, jax_lowering.SHARED_MIN, monkeypatch)
+    kept = _elementwise_hlo_operations(f, lowering.SHARED_MIN, monkeypatch)
     recomputed = _elementwise_hlo_operations(f, 10 ** 9, monkeypatch)
     assert kept <= 1.5 * f.n_instructions() < recomputed, (kept, f.n_instructions(), recomputed)
-    monkeypatch.setattr(jax_lowering, "SHARED_MIN", 4)
-    monkeypatch.setattr(jax_lowering, "SHARED_WORK", 0)    # every batch as a large one
+    monkeypatch.setattr(lowering, "SHARED_MIN", 4)
+    monkeypatch.setattr(lowering, "SHARED_WORK", 0)    # every batch as a large one
     c = sjax.compile(model, "coriolis_matrix", route="graph")
     Q, QD = batch_of(model, c)
     for got, s in zip(c(Q, QD)[2], range(len(Q))):
@@ -482,15 +440,15 @@ def test_shared_values_weighed_by_their_further_users():
     y = few * x[0] + few * x[1]
     z = sum(many * (x[0] + j) for j in range(1, 21))
     f = ca.Function("f", [x], [y, z])
-    low = jax_lowering.SXLowering(f)
+    low = lowering.SXLowering(f)
     uses = Counter(a for op, args, _ in low.code if op >= 0 for a in args)
     [few_k] = [k for k, n in uses.items() if n == 2 and low.code[k][0] >= 0]
     [many_k] = [k for k, n in uses.items() if n == 20 and low.code[k][0] >= 0]
-    assert jax_lowering.SHARED_WORK // 100 > 2 * 10      # neither cone alone reaches it
+    assert lowering.SHARED_WORK // 100 > 2 * 10      # neither cone alone reaches it
     assert many_k in low.shared(100) and few_k not in low.shared(100)
     assert {few_k, many_k} <= low.shared(10 ** 4)
     xs = np.random.default_rng(3).uniform(-1, 1, (100, 2))
-    got = jax.jit(jax_lowering.graph_batch(f, [(1,), (1,)]))(jnp.asarray(xs))
+    got = jax.jit(lowering.graph_batch(f, [(1,), (1,)]))(jnp.asarray(xs))
     want = np.array([[float(v) for v in f(s)] for s in xs])
     close(np.hstack([np.asarray(g).reshape(100, 1) for g in got]), want, what="y, z")
 
@@ -502,8 +460,8 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
     3: the last chunk overlapping), giving one pass's numbers, NumPy's; smaller batches, and
     batches traced for a GPU, run in one pass; reverse mode goes through the loop."""
     model = TREES["branched"]
-    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
-    least = 3 * (jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN)
+    monkeypatch.setattr(chunks, f"CHUNK_{route.upper()}", 3)
+    least = 3 * (chunks.CHUNKS_MIN_GRAPH if route == "graph" else chunks.CHUNKS_MIN)
     n_states = least + 1
     f = sjax.compile(model, "rnea", route=route)
     xs = batch_of(model, f, n=n_states, seed=7)
@@ -511,11 +469,11 @@ def test_large_batches_run_in_chunks(route, monkeypatch):
              for n in (n_states, least, least - 1)]
     assert loops[0] == loops[1], loops
     assert loops[1] == loops[2] + 1, loops
-    monkeypatch.setattr(jax_lowering, "_on_cpu", lambda: False)     # as if traced for a GPU
+    monkeypatch.setattr(chunks, "on_cpu", lambda: False)     # as if traced for a GPU
     gpu = sjax.compile(model, "rnea", route=route)
     assert gpu.batch.lower(*xs).as_text().count("stablehlo.while") == loops[2]
     check_against_numpy(model, f, xs, f"chunked {route} rnea", single=False)
-    one = jax_lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
+    one = lowering.graph_batch(casadi_function(model, "rnea", layout="numpy"),
                                    [(model.nv,)])
     W = np.random.default_rng(1).uniform(-1, 1, (n_states, model.nv))
 
@@ -531,57 +489,58 @@ def test_program_chunks_shrink_with_the_rows_its_results_are_gathered_from(monke
     gathered from fit PROGRAM_CHUNK_BYTES, else the largest power of two of states that fits, at
     least CHUNK_PROGRAM_MIN; a compiled program runs in chunks of that size (from CHUNKS_MIN of
     them on), with NumPy's values."""
-    B, top = jax_lowering.PROGRAM_CHUNK_BYTES, jax_lowering.CHUNK_PROGRAM
-    assert jax_lowering.program_chunk(1) == top
-    assert jax_lowering.program_chunk(B // (8 * top)) == top
-    assert jax_lowering.program_chunk(B // (8 * top) + 1) == top // 2
-    assert jax_lowering.program_chunk(B // (8 * 200)) == 128
-    assert jax_lowering.program_chunk(10 ** 9) == jax_lowering.CHUNK_PROGRAM_MIN
+    B, top = chunks.PROGRAM_CHUNK_BYTES, chunks.CHUNK_PROGRAM
+    assert chunks.program_chunk(1) == top
+    assert chunks.program_chunk(B // (8 * top)) == top
+    assert chunks.program_chunk(B // (8 * top) + 1) == top // 2
+    assert chunks.program_chunk(B // (8 * 200)) == 128
+    assert chunks.program_chunk(10 ** 9) == chunks.CHUNK_PROGRAM_MIN
     model = TREES["branched"]
-    least = 2 * jax_lowering.CHUNKS_MIN
+    least = 2 * chunks.CHUNKS_MIN
 
     def loops(n: int) -> tuple:
         f = sjax.compile(model, "christoffel", route="program")
         xs = batch_of(model, f, n=n, seed=4)
         return f.batch.lower(*xs).as_text().count("stablehlo.while"), f, xs
     plain, _, _ = loops(least)
-    monkeypatch.setattr(jax_lowering, "PROGRAM_CHUNK_BYTES", 8)   # no rows fit: least chunk
-    monkeypatch.setattr(jax_lowering, "CHUNK_PROGRAM_MIN", 2)
+    monkeypatch.setattr(chunks, "PROGRAM_CHUNK_BYTES", 8)   # no rows fit: least chunk
+    monkeypatch.setattr(chunks, "CHUNK_PROGRAM_MIN", 2)
     (fewer, _, _), (chunked, f, xs) = loops(least - 1), loops(least)
     assert fewer == plain and chunked == plain + 1, (plain, fewer, chunked)
     check_against_numpy(model, f, xs, "christoffel in chunks of 2", single=False)
 
 
 @pytest.mark.parametrize("route", ["graph", "program"])
-def test_chunked_batches_written_into_reused_results(route, monkeypatch):
-    """A chunked batch whose result set is reused starts its loop from the donated set instead
-    of zeros (no result-sized fill in the function: every entry is overwritten by a chunk, the
-    last overlapping); the values are those of fresh calls (to rounding), call after call; a
-    set of other shapes is refused."""
+def test_chunked_batches_written_into_out(route, monkeypatch):
+    """f(*xs, out=earlier): a chunked batch starts its loop from the donated arrays instead of
+    zeros (no result-sized fill in the function: every entry is overwritten by a chunk, the last
+    overlapping); the values are those of fresh calls (to rounding), call after call, and the
+    donated arrays are gone."""
     model = TREES["floating"]
-    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 3)
-    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
-    least = 3 * (jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN)
+    monkeypatch.setattr(chunks, f"CHUNK_{route.upper()}", 3)
+    least = 3 * (chunks.CHUNKS_MIN_GRAPH if route == "graph" else chunks.CHUNKS_MIN)
     f = sjax.compile(model, "coriolis_matrix", route=route)
-    plain = sjax.compile(model, "coriolis_matrix", route=route, reuse_results=False)
     batches = [batch_of(model, f, n=least + 1, seed=s) for s in (1, 2, 3)]
-    for k in range(5):                      # the pool's sets dropped and written into again
+    out = f(*batches[0])
+    for k in range(1, 5):
         xs = batches[k % 3]
-        got, want = f(*xs), plain(*xs)
-        for g, w in zip(got, want):         # two executables: equal to rounding (an entry left
+        want = f(*xs)
+        given = out
+        out = f(*xs, out=given)
+        assert all(a.is_deleted() for a in given)
+        for g, w in zip(out, want):          # two executables: equal to rounding (an entry left
             np.testing.assert_allclose(      # from another batch would differ by O(1))
                 np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-13)
-        del got
-    assert f._reusing._cache_size() == 1
-    shapes = [tuple(a.shape) for a in plain(*batches[0])]
+    assert f._into._cache_size() == 1
+    shapes = [tuple(a.shape) for a in out]
     sets = [jnp.full(s, np.nan) for s in shapes]
 
     def fills(traced) -> list[str]:         # results-sized broadcasts (jnp.zeros of a result)
         sized = [f"f64[{','.join(map(str, s))}] = broadcast_in_dim" for s in shapes]
         return [line for line in str(traced.jaxpr).splitlines() if any(z in line for z in sized)]
-    assert not fills(f._reusing.trace(*batches[0], *sets))
+    assert not fills(f._into.trace(*batches[0], *sets))
     assert fills(jax.jit(f.batch.fn).trace(*batches[0]))     # without a set: the zero fill
-    chunked = jax_lowering.in_chunks(lambda x: (2 * x,), [(2,)], 3)
+    chunked = chunks.in_chunks(lambda x: (2 * x,), [(2,)], 3)
     close(jax.jit(chunked)(jnp.ones((13, 2)), out=(jnp.full((13, 2), np.nan),))[0],
           np.full((13, 2), 2.0), what="written into a NaN set")
     with pytest.raises(ValueError, match="shapes"):
@@ -589,22 +548,21 @@ def test_chunked_batches_written_into_reused_results(route, monkeypatch):
 
 
 def test_program_writes_into_a_set_without_its_zero_entries(monkeypatch):
-    """Given a result set (zeros, or earlier results: what result reuse donates), a program
+    """Given a result set (zeros, or earlier results: what out= donates), a program
     writes only its boxes of entries that are not always zero, in one pass and in chunks: the
     values of fresh calls call after call, and a set's entries outside the boxes left as they
     were (so that a NaN set shows which: exactly entries that are zero for every state)."""
     model = TREES["branched"]                # christoffel: 3 in 4 entries always zero
-    monkeypatch.setattr(jax_lowering, "CHUNK_PROGRAM", 3)
-    monkeypatch.setattr(sjax, "REUSE_MIN", 0)
+    monkeypatch.setattr(chunks, "CHUNK_PROGRAM", 3)
     f = sjax.compile(model, "christoffel", route="program")
-    plain = sjax.compile(model, "christoffel", route="program", reuse_results=False)
+    plain = sjax.compile(model, "christoffel", route="program")
     for n in (7, 13):                        # one pass (< 4 chunks of 3), chunks (overlapping)
         batches = [batch_of(model, f, n=n, seed=s) for s in (1, 2, 3)]
-        for k in range(4):
+        got = f(*batches[0])
+        for k in range(1, 4):
             xs = batches[k % 3]
-            got = f(*xs)
+            got = f(*xs, out=got)
             np.testing.assert_array_equal(np.asarray(got), np.asarray(plain(*xs)))
-            del got
         nan = jax.jit(f.batch.fn)(*batches[0], out=(jnp.full((n,) + (model.nv,) * 3, np.nan),))
         skipped = np.isnan(np.asarray(nan))
         assert skipped.any() and not skipped.all()
@@ -612,20 +570,20 @@ def test_program_writes_into_a_set_without_its_zero_entries(monkeypatch):
         assert np.all(zero[skipped])
         close(np.asarray(nan)[~skipped], np.asarray(plain(*batches[0]))[~skipped],
               what="the entries written")
-    boxes = jax_lowering._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4))
+    boxes = program._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4))
     assert boxes == [((0, 0, 0), (1, 2, 2)), ((1, 0, 2), (1, 2, 2))]
-    monkeypatch.setattr(jax_lowering, "BOXES_MAX", 1)   # too many boxes: one over the result
-    assert jax_lowering._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4)) == [((0, 0, 0), (2, 2, 4))]
+    monkeypatch.setattr(program, "BOXES_MAX", 1)   # too many boxes: one over the result
+    assert program._boxes(np.eye(4, dtype=bool).reshape(2, 2, 4)) == [((0, 0, 0), (2, 2, 4))]
 
 
 def test_lowering_of_single_operations():
     x = ca.SX.sym("x", 2)
     f = ca.Function("f", [x], [ca.erf(x[0]) + x[1]])
-    with pytest.raises(jax_lowering.LoweringError, match="OP_ERF"):
-        jax_lowering.SXLowering(f)
+    with pytest.raises(lowering.LoweringError, match="OP_ERF"):
+        lowering.SXLowering(f)
     g = ca.Function("g", [x], [ca.sin(x[0]) * x[1], x[0] / x[1],
                                ca.if_else(x[0] < 0.5, 2 * x[0], ca.atan2(x[1], x[0]))])
-    lowered = jax_lowering.graph_function(g, [(), (), ()])
+    lowered = lowering.graph_function(g, [(), (), ()])
     for x0 in (0.25, 0.75):                    # both sides of the if_else, values and gradients
         point = jnp.asarray([x0, 2.0])
         for got, want in zip(lowered(point), g(np.asarray(point))):
@@ -654,63 +612,3 @@ def test_route_errors():
         f(np.zeros((2, 3), np.float32), np.zeros((2, 3)), np.zeros((2, 3)))
     with pytest.raises(ValueError, match=r"qd\[1\] contains NaN"):
         f(np.zeros((2, 3)), np.array([[0.0, 0, 0], [0, np.nan, 0]]), np.zeros((2, 3)))
-
-
-@pytest.mark.parametrize("route", ["graph", "program", "trace"])
-def test_one_kernel_gives_the_same_results(route, monkeypatch):
-    """compile(one_kernel=True): the batched call (fresh and into a reused set) and .single equal
-    XLA's separate kernels to rounding; batches run in one pass are one call tagged for XLA:CPU's
-    single-function emitter, inside a conditional; chunked ones are not, nor is the traced
-    route."""
-    model = TREES["floating"]
-    monkeypatch.setattr(sjax, "REUSE_MIN", 0)             # the second call writes into a set
-    f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
-    plain = sjax.compile(model, "coriolis_matrix", route=route)
-    assert f.one_kernel == (route != "trace") and not plain.one_kernel
-    xs = batch_of(model, f, n=4)
-    for _ in range(2):
-        for g, w in zip(f(*xs), plain(*xs)):
-            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
-    for g, w in zip(f.single(*(x[1] for x in xs)), plain.single(*(x[1] for x in xs))):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12)
-    if route == "trace":          # JAX's matrix products: XLA's kernels (see Compiled)
-        assert "xla_cpu_small_call" not in f.batch.lower(*xs).as_text()
-        return
-    compiled = f.batch.lower(*xs).compile().as_text()
-    assert re.search(r" call\(.*xla_cpu_small_call=\"true\"", compiled)
-    assert "conditional(" in compiled
-
-    def calls(fn, xs):            # single-function calls (a program's kernels can be such calls)
-        return fn.lower(*xs).as_text().count('xla_cpu_small_call = "true"')
-    # the call itself, no program kernel nested in it as a function of its own
-    assert calls(f.batch, xs) == 1 and calls(f.single, [x[0] for x in xs]) == 1
-    monkeypatch.setattr(jax_lowering, f"CHUNK_{route.upper()}", 1)   # chunks from 8 / 4 states
-    f = sjax.compile(model, "coriolis_matrix", route=route, one_kernel=True)
-    least = jax_lowering.CHUNKS_MIN_GRAPH if route == "graph" else jax_lowering.CHUNKS_MIN
-    assert f.one_kernel_at(least - 1) and not f.one_kernel_at(least)
-    for n, one in ((least - 1, 1), (least, 0)):
-        assert calls(f.batch, batch_of(model, f, n=n)) == one
-
-
-def test_one_kernel_falls_back_to_xla_kernels_where_xla_cannot_compile_it():
-    """Where XLA fails to compile the one-kernel form of a call, the call runs as XLA's separate
-    kernels (same values), with one warning per input shape."""
-    calls = []
-
-    def failing(*args):
-        calls.append(args)
-        raise jax.errors.JaxRuntimeError("UNIMPLEMENTED: Fusion kind not implemented on CPU")
-    f = sjax._Fallback(failing, lambda x: 2 * x, {})
-    x = jnp.arange(3.0)
-    with pytest.warns(RuntimeWarning, match="could not compile this call as one kernel"):
-        close(f(x), 2 * x, what="fallback")
-    close(f(x), 2 * x, what="fallback, again")         # no second try, no second warning
-    assert len(calls) == 1
-    with pytest.warns(RuntimeWarning):                  # another shape: tried once more
-        f(jnp.arange(4.0))
-    assert len(calls) == 2
-
-
-def test_one_kernel_must_be_a_bool():
-    with pytest.raises(TypeError, match="one_kernel must be True or False"):
-        sjax.compile(TREES["floating"], "rnea", one_kernel="yes")

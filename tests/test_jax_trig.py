@@ -1,4 +1,4 @@
-"""symdyn.codegen.jax_trig: sine and cosine as vectorizable float64 arithmetic for the JAX routes.
+"""symdyn.jax.trig: sine and cosine as vectorizable float64 arithmetic for the JAX routes.
 
 * sincos is within 1 ulp of the C library's sin / cos over the whole range it claims (|x| <=
   LIMIT): small and large arguments, both signs, zeros, multiples of pi/2 (where the argument
@@ -19,7 +19,8 @@ jnp = pytest.importorskip("jax.numpy")
 jax.config.update("jax_enable_x64", True)
 
 import symdyn as sd  # noqa: E402
-from symdyn.codegen import jax_lowering, jax_trig  # noqa: E402
+from symdyn.jax import lowering as jax_lowering  # noqa: E402
+from symdyn.jax import trig as jax_trig  # noqa: E402
 from symdyn.codegen.functions import casadi_function  # noqa: E402
 
 
