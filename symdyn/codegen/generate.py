@@ -191,8 +191,8 @@ _SOURCE_DIGEST: list[str] = []
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) does not invalidate the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
                    "types.py", "identification", "reduce.py", "progress.py",
-                   *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "compiler",
-                                                  "csource", "emit_order", "fastcall", "functions",
+                   *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "choose",
+                                                  "compiler", "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
                                                   "trig")), "codegen/recursive")
 

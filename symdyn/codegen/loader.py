@@ -122,8 +122,8 @@ class CompiledFunction:
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
                                 ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
         self._batch.restype = ctypes.c_int
-        # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction measured on
-        # the generated functions, plus the outputs' bytes at ~10 GB/s; output entries alone
+        # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction of the generated
+        # functions (reports/fastpath.md), plus the outputs' bytes at ~10 GB/s; output entries alone
         # where the size is not recorded. One-thread batches of 32 states or more then average
         # in their measured time
         n_out = sum(int(np.prod(s)) for s in self.output_shapes)
