@@ -142,7 +142,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "ADAM's JAX backend; jit compile times vs model size",
                ("jax.md",), minutes=(15.0, 3.0)),
     Experiment("jax_retained", "bench_jax.py",
-               "The JAX benchmark after symdyn.jax.retain_freed_memory() (glibc reuses "
+               "The JAX benchmark after symdyn.jax.process.retain_freed_memory() (glibc reuses "
                "the buffers XLA allocates for every call)",
                ("jax_retained.md",), full_args=("--retain-memory",),
                quick_args=("--quick", "--retain-memory"), minutes=(15.0, 3.0)),

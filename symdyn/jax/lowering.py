@@ -126,12 +126,12 @@ def _shared(code: Sequence[tuple[int, tuple, Any]], outputs: Sequence[int],
     each further user would repeat).
 
     XLA's CPU fusion duplicates cheap elementwise producers into every fusion that consumes
-    them, and on a CSE'd graph that duplication compounds: panda aba (2747 SX instructions)
-    became 46725 elementwise HLO operations, 1.2 us a state at 1e4 states. A value divided by a
-    one XLA cannot fold (:func:`opaque_one`) is the result of a division, which XLA counts as
-    expensive and does not duplicate (an ``optimization_barrier`` is removed before fusion):
-    with cones of 4 kept the same graph compiles to 4360 operations (335 of them these
-    divisions), 0.54 us a state. Smaller cones are cheaper to recompute than to store."""
+    them, and on a CSE'd graph that duplication compounds (panda's aba grows about 17-fold in
+    elementwise HLO operations). A value divided by a one XLA cannot fold (:func:`opaque_one`)
+    is the result of a division, which XLA counts as expensive and does not duplicate (an
+    ``optimization_barrier`` is removed before fusion): keeping cones of 4 brings the graph back
+    near its SX size and halves the time a state (``experiments/bench_jax.py``). Smaller cones
+    are cheaper to recompute than to store."""
     uses = [0] * len(code)
     for op, args, _ in code:
         if op >= 0:
@@ -388,8 +388,7 @@ def rows_stacked(rows: Sequence[Any], inputs: Sequence[Any], group: int = 8) -> 
     """``rows`` (arrays of one shape) stacked: more than ``group`` as stacks of ``group``, each
     divided by the :func:`opaque_one` of ``inputs``, concatenated. XLA's CPU backend runs a
     stack of more than 8 rows as one kernel per row and a copy, a concatenation of such blocks
-    as one kernel (g1's 29 joint angles: 20 kernels -> 1; crba, 100 states, one core,
-    interleaved: 3.18 -> 3.12 times the C batch's time)."""
+    as one kernel (g1's 29 joint angles: 20 kernels become 1)."""
     one, _ = opaque_one(inputs)
     if len(rows) <= group or one is None:
         return jnp.stack(rows)
@@ -473,10 +472,10 @@ def graph_batch(f: Any, shapes: Sequence[tuple[int, ...]], band: int = BAND,
 
     A conditional is a fusion boundary, and XLA's CPU fusion needs them here: in one
     computation it fuses the graph into the transposing / stacking loops and recomputes
-    shared subexpressions per entry (ur5 rnea, 4096 states: 2.2 us a state against 0.19 us),
-    duplicates sin/cos into every fusion using them (ur5 coriolis_matrix: 5 joints, 326 sines,
-    whose range reduction costs more the larger the angle), and on deep graphs the duplication
-    compounds (serial_chain(20) aba unbanded: 83 s to compile, 35 ms a state).
+    shared subexpressions per entry (an order of magnitude slower on ur5's rnea), duplicates
+    sin/cos into every fusion using them (hundreds of sines for ur5's 5 joints, whose range
+    reduction costs more the larger the angle), and on deep graphs the duplication compounds
+    (minutes of compile time for a 20-body chain's aba).
 
     Every value computed once (kept, exported) is written with others into an array of
     ``group`` rows (default :data:`GROUP`; :meth:`SXLowering.plan_groups`): one kernel where

@@ -173,8 +173,7 @@ def _write_boxes(S, o, at, rows: np.ndarray, sign: np.ndarray, cval: np.ndarray,
     for start, size in boxes:
         e = flat[tuple(slice(a, a + n) for a, n in zip(start, size))].reshape(-1)
         # read from the (rows, states) workspace as it is: XLA fuses the transpose into the
-        # write (a transposed copy of the rows first: g1 christoffel, 1000 states, 98 -> 159 us
-        # a state)
+        # write (a transposed copy of the rows first is half again slower on g1's christoffel)
         part = S[rows[e]].T
         if np.any(sign[e] != 1.0):
             part = part * jnp.asarray(sign[e], S.dtype)
@@ -240,9 +239,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     # small calls do not carry the padding of the largest (P: see _split). The calls run as one
     # scan per segment (_segments: the passes of a recursive algorithm), whose steps write
     # min(P, the most rows a call of the segment writes), adjacent segments of as many rows
-    # one scan: g1 aba's segments write 12, 9, 16, 50, 42, 12 and 7 rows a step instead of 50
-    # (one core, interleaved, us a state at 100 / 1000 states: 14.0 / 9.3 -> 11.6 / 6.8;
-    # coriolis_matrix, P 6 in all but its first segment: 12.6 / 14.1 -> 12.7 / 13.9)
+    # one scan: g1 aba's segments write 12, 9, 16, 50, 42, 12 and 7 rows a step instead of 50,
+    # a fifth faster; coriolis_matrix, 6 rows in all but its first segment, is unchanged
+    # (experiments/jax_program_steps.py)
     P = _split([(lowerings[k], n) for k, *_, n in calls])
     segments: list[tuple[int, int, int]] = []
     for lo, hi in _segments([k for k, *_ in calls]):
@@ -364,9 +363,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
                 return lax.dynamic_update_slice(S, V, (r, jnp.zeros((), r.dtype))), None
             S, _ = lax.scan(step, S, tuple(jnp.asarray(t) + zero for t in tables))
         # written box by box into zeros or the given set (zeros or earlier results: the
-        # entries that are always zero are zero there and left alone). g1 christoffel, 42875
-        # entries a state, 77 % always zero, boxes over 44 %, 1000 states, into a reused set:
-        # 98 us a state, 150 with every entry gathered and written (the C batch: 35)
+        # entries that are always zero are zero there and left alone): on g1's christoffel
+        # (three quarters of its entries always zero) a third faster than gathering and writing
+        # every entry
         if out is None:
             out = [jnp.zeros((B,) + s, dtype) for *_, s in outputs]
         return tuple(_write_boxes(S, o, at, rows, sign, cval, boxes)
