@@ -160,7 +160,7 @@ class Compiled:
                                  "the results that call returned")
         return arrays
 
-    def _fresh_fn(self) -> Callable:
+    def _fresh_fn(self) -> Any:    # a jax.jit function (it has .lower)
         """The jitted batch of :meth:`_call` into new results."""
         if self._fresh is None:
             fn, flagged = self.batch.fn, self._flagged
