@@ -7,11 +7,13 @@ velocities are body velocities ([omega; v] for a free-flyer). See :mod:`symdyn.s
 
 The backend follows the inputs: NumPy arrays/lists give NumPy results, ``sympy.Matrix`` SymPy
 results, ``casadi.SX`` CasADi graphs (or pass ``backend=``). Submodules: :mod:`symdyn.models`
-(builders), :mod:`symdyn.symbolic` (closed forms and LaTeX/Python/C export),
-:mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.constrained` (closed loops),
-:mod:`symdyn.reference` (AD / finite-difference reference derivatives that check the analytical
-``rnea_derivatives`` and ``aba_derivatives``), :mod:`symdyn.cli` (the ``symdyn`` command and its
-model spec strings, :func:`symdyn.io.specs.from_spec`).
+(builders), :mod:`symdyn.io` (URDF, MJCF, robots, spec strings such as ``"serial:20"``),
+:mod:`symdyn.interop` (Pinocchio, MuJoCo), :mod:`symdyn.identification` (inertial and base
+parameters), :mod:`symdyn.symbolic` (closed forms and LaTeX/Python/C export),
+:mod:`symdyn.codegen` (compiled C fast path), :mod:`symdyn.jax` (compiled JAX, optional),
+:mod:`symdyn.constrained` (closed loops), :mod:`symdyn.reference` (AD / finite-difference
+reference derivatives that check the analytical ``rnea_derivatives`` and ``aba_derivatives``),
+:mod:`symdyn.cli` (the ``symdyn`` command).
 """
 from . import models
 from .algorithms import (aba, aba_derivatives, body_jacobians, christoffel,
