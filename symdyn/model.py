@@ -170,9 +170,10 @@ def _refuse_casadi(x, what: str) -> None:
         raise UnsupportedParameterError(
             f"{what} is a CasADi {kind} expression: model parameters must be numbers (floats, ints, "
             "NumPy arrays) or SymPy expressions (symbolic models for closed forms on the sympy "
-            "backend). For dynamics with CasADi parameters use the regressors (linear in the "
-            "inertial parameters) or compiled functions that take them as an input: "
-            "symdyn.codegen.build(model, ..., parameters='inertial')")
+            "backend); CasADi-symbolic parameters are not supported. For dynamics with CasADi "
+            "parameters use the regressors (linear in the inertial parameters) or compiled "
+            "functions that take them as an input: symdyn.codegen.build(model, ..., "
+            "parameters='inertial')")
 
 
 def freeze(x):
