@@ -177,8 +177,9 @@ def main(argv=None) -> int:
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "symdyn"],
                            capture_output=True, text=True).stdout.strip()
     lines = ["# Before / after: the same measurements on two versions", "",
-             f"Regenerate with `python experiments/before_after.py --before {args.before}"
-             f"{' --quick' if args.quick else ''}`; {args.rounds} processes per version, "
+             f"Regenerate with `python experiments/before_after.py --before {args.before} "
+             f"--rounds {args.rounds} --repeat {args.repeat}{' --quick' if args.quick else ''}`; "
+             f"{args.rounds} processes per version, "
              f"alternating; {time.perf_counter() - t0:.0f} s. Before: `{args.before}`; after: "
              f"`{head}`{' plus uncommitted changes' if dirty else ''}.", "",
              "Each cell is the median over the processes of a ratio measured side by side in "

@@ -419,7 +419,8 @@ def write_index(directory: Path, root=None) -> Path:
         machines.setdefault(r["machine"], []).append(exp.name)
         # the report's own marker first: a later direct run of the script rewrites the report
         state = (state_from_report(directory / files[0]) if files else None) or r.get("source")
-        L.append(f"| {link} | {exp.title} | `{r['command']}` (`{r['cli']}`) | {r['date']} "
+        cli = f"{COMMAND} run {exp.name}" + (" --quick" if r["preset"] == "quick" else "")
+        L.append(f"| {link} | {exp.title} | `{r['command']}` (`{cli}`) | {r['date']} "
                  f"(load {r.get('load', '?')}) | {r['preset']} | {r['seconds']:.0f} s | "
                  f"{_source_cell(root, exp, state)} |")
     L += ["", "## Machine", ""]
