@@ -254,7 +254,10 @@ def test_actuation_data_is_copied_or_reported():
 
 
 def test_top_level_exports():
-    assert sd.load_mjcf is mb.load_mjcf and sd.from_mujoco is mb.from_mujoco
+    from symdyn.io.mjcf import load_mjcf
+
+    assert sd.load_mjcf is load_mjcf and sd.io.load_mjcf is load_mjcf
+    assert sd.from_mujoco is mb.from_mujoco and sd.interop.from_mujoco is mb.from_mujoco
     assert {"load_mjcf", "from_mujoco"} <= set(sd.__all__)
 
 
