@@ -71,3 +71,12 @@ from .identification import (BaseParameters, base_parameters,  # noqa: E402
 __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_energy_regressor",
             "slotine_li_regressor", "BaseParameters", "base_parameters", "inertial_parameters",
             "with_inertial_parameters"]
+
+# Frame spatial accelerations and the analytical derivatives of kinematics and statics
+from .algorithms.kinematics_derivatives import (frame_acceleration,  # noqa: E402
+                                                frame_acceleration_derivatives,
+                                                frame_kinematic_hessian,
+                                                frame_velocity_derivatives)
+
+__all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinematic_hessian",
+            "frame_velocity_derivatives"]

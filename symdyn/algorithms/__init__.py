@@ -36,3 +36,11 @@ from .regressors import (joint_torque_regressor, kinetic_energy_regressor,  # no
 
 __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_energy_regressor",
             "slotine_li_regressor"]
+
+# Frame spatial accelerations and the analytical derivatives of frame kinematics
+from .kinematics_derivatives import (frame_acceleration,  # noqa: E402
+                                     frame_acceleration_derivatives, frame_kinematic_hessian,
+                                     frame_velocity_derivatives)
+
+__all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinematic_hessian",
+            "frame_velocity_derivatives"]
