@@ -72,6 +72,20 @@ __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_ene
             "slotine_li_regressor", "BaseParameters", "base_parameters", "inertial_parameters",
             "with_inertial_parameters"]
 
+# Second-order derivatives of inverse dynamics
+from .algorithms import rnea_second_derivatives  # noqa: E402
+
+__all__ += ["rnea_second_derivatives"]
+
+# Rigid contacts: contact kinematics and constrained / impulse dynamics
+from .contact import (Contact, constraint_dynamics, contact_acceleration_drift,  # noqa: E402
+                      contact_inverse_dynamics, contact_jacobian, contact_jacobian_time_variation,
+                      contact_velocity, impulse_dynamics, kkt_matrix_inverse)
+
+__all__ += ["Contact", "constraint_dynamics", "contact_acceleration_drift",
+            "contact_inverse_dynamics", "contact_jacobian", "contact_jacobian_time_variation",
+            "contact_velocity", "impulse_dynamics", "kkt_matrix_inverse"]
+
 # Frame spatial accelerations and the analytical derivatives of kinematics and statics
 from .algorithms.kinematics_derivatives import (frame_acceleration,  # noqa: E402
                                                 frame_acceleration_derivatives,

@@ -1,0 +1,237 @@
+"""Second-order partial derivatives of inverse dynamics: SO-IDSVA (Singh, Russell & Wensing,
+arXiv 2203.01497, with multi-DoF joints, floating bases and external forces as in arXiv 2302.06001).
+
+Everything is in ground coordinates, as in first-order IDSVA (:mod:`.rnea_derivatives`, whose
+forward pass and composite recursion this module reuses). For a column ``d`` of joint ``j`` the
+listing's per-column quantities are ``S_d``, ``Sd_d = v_j x S_d``, ``psid_d = v_lambda(j) x S_d``
+and ``psidd_d = a_lambda(j) x S_d + v_lambda(j) x psid_d``; each body ``i`` carries its composite
+``I^C_i``, ``2 B^C_i`` (eq. (28) of the first-order paper) and ``f^C_i`` and the blocks
+``T1 = I^C S``, ``T2 = -(2 B^C)^T S``, ``T3 = 2 B^C psid + I^C psidd + f^C xbar* S`` and
+``T4 = 2 B^C S + I^C (Sd + psid)`` (the first-order ``t1``, ``-t4``, ``t3``, ``t2``).
+
+Every second derivative couples three speeds on one root-to-leaf path: ``c`` (joint k) above or in
+``d`` (joint j) above or in a row body ``i`` of the subtree of j. The listing writes them with the
+tensors ``D1 = I^C-dot along S_i``, ``D2 = 2 B(I^C, psid_i) + (2 B^C)-dot along S_i``,
+``D3 = 2 B(I^C, S_i)`` and ``D4 = (I^C S_i) xbar*`` contracted as ``x^T D_i y``. Each ``D`` is linear
+in the row's column ``S_i`` (or ``psid_i``), so the contraction is a row form applied to ``y``:
+
+    x^T D1 y = -S_i^T [(x x*) I^C + (I^C x) xbar*] y        =: -F1(x) y
+    x^T D3 y = -S_i^T 2 B(I^C, x) y                           =: -F3(x) y
+    x^T D2 y = -[psid_i^T 2 B(I^C, x) + S_i^T ((x x*) 2B^C + (2B^C^T x) xbar*)] y =: -F2(x) y
+    x^T D4 y =  S_i^T I^C (x x) y                             =:  F4(x) y
+
+(from ``x^T (s x* g) = -s^T (x x* g)`` and ``x^T (g xbar* y) = s^T ...`` identities of the cross
+products). The pair forms ``F(x)`` of a row body and an ancestor column cost O(N d) and every
+triple one 6-vector product: O(N d^2) in all, the paper's complexity.
+
+Conventions. ``d2tau_dq2[i, j, k] = d/dq_k (dtau_i/dq_j)``, ``d2tau_dqd2[i, j, k] =
+d^2 tau_i/(dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i/(dq_j dqd_k)`` and
+``dM_dq[i, j, k] = dM_ij/dq_k``. Derivatives with respect to q are in the tangent space, as the
+first-order derivatives: ``d/dq_k`` of a function of q is ``d/de f(q (+) e e_k)`` at e = 0 with
+``(+)`` the joints' :meth:`integrate` (body-velocity perturbations for quaternion joints); so
+``d2tau_dq2[:, j, k] = d^2/(de_j de_k) tau((q (+) e_k e_k) (+) e_j e_j)``. That is symmetric in
+(j, k) for generalized coordinates (revolute, prismatic, helical joints) and differs by the Lie
+bracket of the joint's modes within one spherical or floating joint.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..spatial import cross_force, cross_motion
+from .chain_rule import check_constant_S
+from .common import entry, external_forces, joint_kinematics, per_body
+from .rnea_derivatives import crfbar_mul, idsva_backward, idsva_forward
+from .steps import step
+from ..types import Array, Backend, ExternalForces
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+
+def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
+                            f_ext: ExternalForces = None, *,
+                            backend: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """Second-order partials ``(d2tau_dq2, d2tau_dqd2, d2tau_dq_dqd, dM_dq)`` of
+    ``tau = rnea(model, q, qd, qdd, f_ext)``, each nv x nv x nv.
+
+    ``d2tau_dq2[i, j, k] = d^2 tau_i / (dq_j dq_k)``, ``d2tau_dqd2[i, j, k] =
+    d^2 tau_i / (dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i / (dq_j dqd_k)`` and
+    ``dM_dq[i, j, k] = dM_ij / dq_k`` (``M = crba(model, q)``; also ``d^2 tau / (dqdd dq)``).
+    q-derivatives are taken in the tangent space as in
+    :func:`~symdyn.algorithms.rnea_derivatives.rnea_derivatives`, the second one outermost:
+    ``d2tau_dq2[:, j, k]`` is column j of ``dtau_dq`` differentiated along ``q (+) e e_k``; it is
+    symmetric in (j, k) except within a spherical or floating joint. ``f_ext[i]`` is a force
+    [n; f] on body i in body-i coordinates. Spatial vectors are [angular; linear].
+
+    Storage as :func:`~symdyn.algorithms.christoffel.christoffel`: an ndarray for NumPy,
+    otherwise a :class:`~symdyn.backends.Tensor3` (pages ``T[:, :, k]``). Joints whose motion
+    subspace varies in body coordinates (planar) are refused.
+    """
+    B, (q, qd, qdd) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
+                            backend=backend, extra=(f_ext,))
+    check_constant_S(model, "rnea_second_derivatives")
+    f_ext = external_forces(B, model, f_ext)
+    Xup, S = joint_kinematics(B, model, q)
+    consts = model.constants(B)
+    N, parents = model.N, model.parents
+    X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = per_body(N, 10)
+    for i, p in enumerate(parents):                                   # forward pass (ground)
+        m, c, Ic = consts.inertia_params[i]
+        (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
+         fC[i]) = idsva_forward(B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
+                                None if p < 0 else v[p], consts.a_grav if p < 0 else a[p],
+                                m, c, Ic, qd[i], qdd[i], f_ext[i])
+    t: list[Any] = [None] * N
+    for i in reversed(range(N)):                                      # composites, T1..T4
+        p = parents[i]
+        t[i], parent = idsva_backward(B, IC[i], BC[i], fC[i], S0[i], Sd[i], Psid[i], Psidd[i],
+                                      None if p < 0 else (IC[p], BC[p], fC[p]))
+        if p >= 0:
+            IC[p], BC[p], fC[p] = parent
+    forms = {}                      # (row body r, column a of an ancestor joint) -> F1..F4
+    for r in range(N):
+        for k in model.ancestors[r]:
+            for c in range(model.joints[k].nv):
+                forms[r, k, c] = pair_forms(B, IC[r], BC[r], S0[r], Psid[r], S0[k], Psid[k], c)
+    out = _Writer(B, model.nv)
+    for j in reversed(range(N)):
+        j0 = model.v_idx[j][0]
+        for d in range(model.joints[j].nv):
+            dd = j0 + d
+            for k in model.ancestors[j]:                              # k = j, lambda(j), ...
+                k0 = model.v_idx[k][0]
+                for c in range(model.joints[k].nv):
+                    cc = k0 + c
+                    if k != j:
+                        out.put(1, cc, model.v_idx[j], dd, joint_dqd(B, IC[j], S0[j], d, S0[k], c))
+                    for r in model.subtree[j]:
+                        res = triple(B, forms[r, j, d], forms[r, k, c], t[r],
+                                     (S0[j], Sd[j], Psid[j], Psidd[j]), d,
+                                     (S0[k], Sd[k], Psid[k], Psidd[k]), c, k == j, r != j)
+                        out.triple(model.v_idx[r], dd, cc, res)
+    return out.tensors()
+
+
+class _Writer:
+    """The four dense tensors, filled entry by entry (``B.set3``) from the triples' vectors."""
+
+    def __init__(self, B: Backend, nv: int):
+        self.B = B
+        self.T = [B.tensor3(nv, nv, nv) for _ in range(4)]   # dq2, dqd2, dq_dqd, dM
+
+    def put(self, which: int, i: Any, j: Any, k: Any, vec) -> None:
+        """T[i, j, k] = vec with exactly one of i, j, k a (start, stop) range. The mixed
+        tensor (``which`` 2) is addressed as the listing's (i, qd index, q index) and stored as
+        (i, q index, qd index)."""
+        if which == 2:
+            j, k = k, j
+        rng = next(x for x in (i, j, k) if isinstance(x, tuple))
+        for n, idx in enumerate(range(*rng)):
+            a, b, c = (idx if isinstance(x, tuple) else x for x in (i, j, k))
+            self.T[which] = self.B.set3(self.T[which], a, b, c, vec[n])
+
+    def triple(self, r: tuple[int, int], dd: int, cc: int, res) -> None:
+        """Write one triple's vectors (:func:`triple`); ``r`` is the row body's speed range."""
+        dq_rdc, x_rdc, dqd_rdc, succ, anc = res
+        DQ, DQD, X, DM = range(4)
+        self.put(DQ, r, dd, cc, dq_rdc)
+        self.put(X, r, dd, cc, x_rdc)
+        self.put(DQD, r, dd, cc, dqd_rdc)
+        if anc is not None:                                     # k above j: swap d and c
+            self.put(DQ, r, cc, dd, dq_rdc)
+            self.put(DQD, r, cc, dd, dqd_rdc)
+        if succ is not None:                                    # r below j: r is the last index
+            dq, dqd, x_drc, x_dcr, dm = succ
+            for j, k in ((cc, r), (r, cc)):
+                self.put(DQ, dd, j, k, dq)
+                self.put(DQD, dd, j, k, dqd)
+            self.put(X, dd, r, cc, x_drc)
+            self.put(X, dd, cc, r, x_dcr)
+            self.put(DM, cc, dd, r, dm)
+            self.put(DM, dd, cc, r, dm)
+        if anc is not None:
+            x_rcd, dq_crd, x_crd, dm_crd, below = anc
+            self.put(X, r, cc, dd, x_rcd)
+            self.put(DQ, cc, r, dd, dq_crd)
+            self.put(X, cc, r, dd, x_crd)
+            self.put(DM, cc, r, dd, dm_crd)
+            self.put(DM, r, cc, dd, dm_crd)
+            if below is not None:
+                dqd_csd, x_cds = below
+                self.put(DQD, cc, r, dd, dqd_csd)
+                self.put(DQD, cc, dd, r, dqd_csd)
+                self.put(X, cc, dd, r, x_cds)
+                self.put(DQ, cc, dd, r, dq_crd)
+
+    def tensors(self):
+        return tuple(self.T)
+
+
+@step
+def pair_forms(B: Backend, IC, BC, S_r, Psid_r, S_k, Psid_k, c: int):
+    """Row forms of body r (composite ``IC``, ``BC`` = 2 B^C, columns ``S_r``, ``Psid_r``) for
+    column c of an ancestor-or-self joint k: F1(S_c), F2(S_c), F3(S_c), F3(psid_c), F4(S_c)
+    (module docstring), each n_r x 6."""
+    x, px = S_k[:, c], Psid_k[:, c]
+    F1, F4 = _f1(B, IC, S_r, x), _f4(B, IC, S_r, x)
+    F1p, F4p = _f1(B, IC, S_r, px), _f4(B, IC, S_r, px)
+    F2 = (_f1(B, IC, Psid_r, x) - _f4(B, IC, Psid_r, x)
+          - (cross_motion(B, x, S_r).T @ BC) - crfbar_mul(B, BC.T @ x, S_r).T)
+    return F1, F2, F1 - F4, F1p - F4p, F4
+
+
+def _f1(B: Backend, IC, W, x):
+    """W^T [(x x*) I^C + (I^C x) xbar*] (((h xbar*)^T = -(h xbar*)))."""
+    return -(cross_motion(B, x, W).T @ IC) - crfbar_mul(B, IC @ x, W).T
+
+
+def _f4(B: Backend, IC, W, x):
+    """W^T I^C (x x) = -((x x*) I^C W)^T."""
+    return -cross_force(B, x, IC @ W).T
+
+
+@step
+def joint_dqd(B: Backend, IC_j, S_j, d: int, S_k, c: int):
+    """d2tau_c/(dqd_j' dqd_d) for the columns j' of joint j, d one of them, c above joint j:
+    S_j^T [(S_c x)^T I^C_j S_d + I^C_j (S_d x*)^T S_c]."""
+    x, y = S_j[:, d], S_k[:, c]
+    return -(S_j.T @ (cross_force(B, y, IC_j @ x) + IC_j @ cross_motion(B, x, y)))
+
+
+@step
+def triple(B: Backend, Fd, Fc, t, joint_j, d: int, joint_k, c: int, same_joint: bool,
+           deeper: bool):
+    """The entries of one triple: column d of joint j, column c of joint k (k = j or above j) and
+    a row body r in the subtree of j (``deeper``: r below j), with ``Fd``, ``Fc`` the pair forms
+    of (r, d) and (r, c) and ``t`` = (t1, t2, t3, t4) of r. Returns a tuple of vectors (None when
+    the case does not apply), in the order of :meth:`_Writer.triple`."""
+    S_j, Sd_j, Psid_j, Psidd_j = joint_j
+    S_k, Sd_k, Psid_k, Psidd_k = joint_k
+    F1d, F2d, F3d, F3pd, _ = Fd
+    F1c, F2c, F3c, _, F4c = Fc
+    t1, t2, t3, t4 = t
+    Sd, Sdd, psd, psdd = S_j[:, d], Sd_j[:, d], Psid_j[:, d], Psidd_j[:, d]
+    Sc, Sdc, psc, psdc = S_k[:, c], Sd_k[:, c], Psid_k[:, c], Psidd_k[:, c]
+    p1 = cross_motion(B, psc, Sd)
+    p2 = cross_motion(B, psdc, Sd)
+    dq_rdc = F3pd @ psc + t4.T @ p1 + t1.T @ p2                     # d2tau_r/dq_d dq_c
+    x_rdc = F3d @ psc                                                # cross (r, d, c)
+    dqd_rdc = F1d @ Sc if same_joint else F3d @ Sc
+    succ = None
+    if deeper:                                                       # r in succ(j)
+        succ = (-(F2d @ psc + F1d @ psdc),                           # dq (d, c, r)
+                -(F3d @ Sc),                                         # dqd (d, c, r)
+                -(F3d @ psc),                                        # cross (d, r, c)
+                -(F2d @ Sc + F1d @ (Sdc + psc)),                     # cross (d, c, r)
+                -(F1c @ Sd))                                         # dM (c, d, r)
+    anc = None
+    if not same_joint:                                               # k strictly above j
+        p3 = cross_motion(B, Sc, Sd)
+        p4 = cross_motion(B, Sdc + psc, Sd) - 2 * cross_motion(B, psd, Sc)
+        p5 = cross_motion(B, Sd, Sc)
+        anc = (F3c @ psd + t4.T @ p3 + t1.T @ p4,                    # cross (r, c, d)
+               -(F2c @ psd + F1c @ psdd) - t3.T @ p5,                # dq (c, r, d)
+               -(F3c @ psd) - t2.T @ p5,                             # cross (c, r, d)
+               F4c @ Sd,                                             # dM (c, r, d)
+               (-(F3c @ Sd), -(F2c @ Sd + F1c @ (Sdd + psd))) if deeper else None)
+    return dq_rdc, x_rdc, dqd_rdc, succ, anc
