@@ -72,10 +72,10 @@ __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_ene
             "slotine_li_regressor", "BaseParameters", "base_parameters", "inertial_parameters",
             "with_inertial_parameters"]
 
-# Second-order derivatives of inverse dynamics
-from .algorithms import rnea_second_derivatives  # noqa: E402
+# Second-order derivatives of inverse and forward dynamics
+from .algorithms import aba_second_derivatives, rnea_second_derivatives  # noqa: E402
 
-__all__ += ["rnea_second_derivatives"]
+__all__ += ["aba_second_derivatives", "rnea_second_derivatives"]
 
 # Rigid contacts: contact kinematics and constrained / impulse dynamics
 from .contact import (Contact, constraint_dynamics, contact_acceleration_drift,  # noqa: E402

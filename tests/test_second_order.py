@@ -72,6 +72,22 @@ def ad_second(model, q, qd, qdd, fx=None):
     return tuple(np.array(H, float).reshape(nv, nv, nv, order="F") for H in f(q, z, z, qd, qdd))
 
 
+def ad_fd_second(model, q, qd, tau, fx=None):
+    """The same for qdd = aba(...): d2qdd_dq2, d2qdd_dqd2, d2qdd_dq_dqd and d(dqdd/dtau)/dq."""
+    nv = model.nv
+    q0 = ca.SX.sym("q", model.nq)
+    ej, ek = ca.SX.sym("ej", nv), ca.SX.sym("ek", nv)
+    v, u = ca.SX.sym("v", nv), ca.SX.sym("u", nv)
+    q1 = integrate(model, q0, ek, backend="casadi")
+    qdd = sd.aba(model, integrate(model, q1, ej, backend="casadi"), v, u, fx, backend="casadi")
+    dqdd_dq = ca.vec(ca.jacobian(qdd, ej))
+    outs = [ca.jacobian(dqdd_dq, ek), ca.jacobian(ca.vec(ca.jacobian(qdd, v)), v),
+            ca.jacobian(dqdd_dq, v), ca.jacobian(ca.vec(ca.jacobian(qdd, u)), ek)]
+    f = ca.Function("ad2fd", [q0, ej, ek, v, u], outs)
+    z = np.zeros(nv)
+    return tuple(np.array(H, float).reshape(nv, nv, nv, order="F") for H in f(q, z, z, qd, tau))
+
+
 # --- against CasADi AD -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(TREES))
@@ -138,6 +154,27 @@ def test_sympy_two_link_arm_equals_differentiated_rnea():
     for n, X, R in zip(NAMES, T, ref):
         got = [[[at(X[i, j, k]) for k in range(2)] for j in range(2)] for i in range(2)]
         close(got, [[[at(e) for e in row] for row in blk] for blk in R], 1e-10, n)
+
+
+@pytest.mark.parametrize("name", ["tree10_rph", "tree7_spherical", "floating6"])
+def test_aba_second_derivatives_equal_casadi_ad(name):
+    model = make(name, 2).replace(armature=np.full(make(name, 2).nv, 0.2))
+    q, qd, tau, fx = state(model, 3, True)
+    ours = sd.aba_second_derivatives(model, q, qd, tau, fx)
+    for n, X, R in zip(("d2qdd_dq2", "d2qdd_dqd2", "d2qdd_dq_dqd", "dMinv_dq"), ours,
+                       ad_fd_second(model, q, qd, tau, fx)):
+        close(X, R, 1e-9, f"{name} {n}")
+
+
+def test_aba_second_derivatives_casadi_graph():
+    model = random_tree(4, seed=6, joint_kinds=("revolute", "spherical"))
+    q, qd, tau, fx = state(model, 1, True)
+    qs, vs, us = ca.SX.sym("q", model.nq), ca.SX.sym("v", model.nv), ca.SX.sym("u", model.nv)
+    graphs = sd.aba_second_derivatives(model, qs, vs, us, fx)
+    f = ca.Function("fd2", [qs, vs, us], [ca.horzcat(*T.pages) for T in graphs])
+    nv = model.nv
+    for X, R in zip(f(q, qd, tau), ad_fd_second(model, q, qd, tau, fx)):
+        close(np.array(X, float).reshape(nv, nv, nv, order="F"), R, 1e-9)
 
 
 # --- identities ------------------------------------------------------------------------------------
@@ -241,11 +278,24 @@ def test_bad_inputs():
         f("model", q, qd, qdd)
 
 
+def test_bad_inputs_forward_dynamics():
+    model = make("tree7_spherical", 0)
+    q, qd, tau, fx = state(model, 0, True)
+    f = sd.aba_second_derivatives
+    with pytest.raises(ValueError, match="tau must have shape"):
+        f(model, q, qd, tau[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        f(model, q, qd, np.full(model.nv, np.nan))
+    with pytest.raises(ValueError, match="f_ext"):
+        f(model, q, qd, tau, fx[:-1])
+
+
 def test_planar_joint_is_refused():
     model = serial_chain(3, joint=("revolute", "planar"))
     z = np.zeros(model.nv)
-    with pytest.raises(ValueError, match="motion subspace that varies"):
-        sd.rnea_second_derivatives(model, np.zeros(model.nq), z, z)
+    for f in (sd.rnea_second_derivatives, sd.aba_second_derivatives):
+        with pytest.raises(ValueError, match="motion subspace that varies"):
+            f(model, np.zeros(model.nq), z, z)
 
 
 # --- slow: larger N and robots ---------------------------------------------------------------------

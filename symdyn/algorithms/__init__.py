@@ -37,10 +37,10 @@ from .regressors import (joint_torque_regressor, kinetic_energy_regressor,  # no
 __all__ += ["joint_torque_regressor", "kinetic_energy_regressor", "potential_energy_regressor",
             "slotine_li_regressor"]
 
-# Second-order derivatives of inverse dynamics (SO-IDSVA)
-from .rnea_second_derivatives import rnea_second_derivatives  # noqa: E402
+# Second-order derivatives of inverse dynamics (SO-IDSVA) and forward dynamics
+from .rnea_second_derivatives import aba_second_derivatives, rnea_second_derivatives  # noqa: E402
 
-__all__ += ["rnea_second_derivatives"]
+__all__ += ["aba_second_derivatives", "rnea_second_derivatives"]
 
 # Frame spatial accelerations and the analytical derivatives of frame kinematics
 from .kinematics_derivatives import (frame_acceleration,  # noqa: E402

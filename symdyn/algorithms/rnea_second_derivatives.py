@@ -38,9 +38,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..spatial import cross_force, cross_motion
+from .aba import aba_pass
+from .aba_derivatives import aza
 from .chain_rule import check_constant_S
 from .common import entry, external_forces, joint_kinematics, per_body
-from .rnea_derivatives import crfbar_mul, idsva_backward, idsva_forward
+from .rnea_derivatives import crfbar_mul, idsva, idsva_backward, idsva_forward
 from .steps import step
 from ..types import Array, Backend, ExternalForces
 
@@ -72,6 +74,13 @@ def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
     check_constant_S(model, "rnea_second_derivatives")
     f_ext = external_forces(B, model, f_ext)
     Xup, S = joint_kinematics(B, model, q)
+    return so_idsva(B, model, qd, qdd, f_ext, Xup, S)
+
+
+def so_idsva(B: Backend, model, qd, qdd, f_ext, Xup, S):
+    """SO-IDSVA on per-body segments ``qd``, ``qdd``, forces ``f_ext`` (body coordinates, None
+    entries allowed) and joint kinematics ``Xup``, ``S`` already in backend B: the four tensors
+    of :func:`rnea_second_derivatives`."""
     consts = model.constants(B)
     N, parents = model.N, model.parents
     X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = per_body(N, 10)
@@ -235,3 +244,75 @@ def triple(B: Backend, Fd, Fc, t, joint_j, d: int, joint_k, c: int, same_joint: 
                F4c @ Sd,                                             # dM (c, r, d)
                (-(F3c @ Sd), -(F2c @ Sd + F1c @ (Sdd + psd))) if deeper else None)
     return dq_rdc, x_rdc, dqd_rdc, succ, anc
+
+
+# --- forward dynamics: the route through the ID second derivatives and M^-1 ------------------------
+
+def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
+                           f_ext: ExternalForces = None, *,
+                           backend: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """Second-order partials ``(d2qdd_dq2, d2qdd_dqd2, d2qdd_dq_dqd, dMinv_dq)`` of
+    ``qdd = aba(model, q, qd, tau, f_ext)``, each nv x nv x nv.
+
+    Indexing as :func:`rnea_second_derivatives`: ``d2qdd_dq2[i, j, k] = d/dq_k (dqdd_i/dq_j)``
+    (tangent space, the second derivative outermost), ``d2qdd_dqd2[i, j, k] =
+    d^2 qdd_i/(dqd_j dqd_k)``, ``d2qdd_dq_dqd[i, j, k] = d^2 qdd_i/(dq_j dqd_k)`` and
+    ``dMinv_dq[i, j, k] = d(M^-1)_ij/dq_k = d^2 qdd_i/(dtau_j dq_k)``; qdd is affine in tau, so
+    the other tau terms vanish. Same storage, ``f_ext`` and joint support as
+    :func:`rnea_second_derivatives`.
+
+    Route (the second-order papers' FD derivatives): differentiating ``ID(q, qd, FD(q, qd, tau))
+    = tau`` twice, with ``G = dqdd/dq``, ``Gv = dqdd/dqd`` (eq. (5) of the first-order paper),
+    ``dM_k = dM/dq_k`` and the ID tensors at ``qdd = FD(q, qd, tau)``:
+
+        d2qdd_dq2[:, j, k]    = -M^-1 (d2tau_dq2[:, j, k] + dM_j G[:, k] + dM_k G[:, j])
+        d2qdd_dqd2[:, j, k]   = -M^-1 d2tau_dqd2[:, j, k]
+        d2qdd_dq_dqd[:, j, k] = -M^-1 (d2tau_dq_dqd[:, j, k] + dM_j Gv[:, k])
+        dMinv_dq[:, :, k]     = -M^-1 dM_k M^-1
+
+    (``d/dqdd_l`` of ``dtau_dq[:, j]`` is ``dM_j[:, l]``). M^-1 comes from the
+    ABA-Zero-Algorithm on the ABA pass's articulated inertias.
+    """
+    B, (q, qd, tau) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
+                            backend=backend, extra=(f_ext,))
+    check_constant_S(model, "aba_second_derivatives")
+    f_ext = external_forces(B, model, f_ext)
+    nv = model.nv
+    out = [B.tensor3(nv, nv, nv) for _ in range(4)]
+    if nv == 0:
+        return tuple(out)
+    Xup, S = joint_kinematics(B, model, q)
+    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
+    dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)
+    Minv = aza(B, model, Xup, S, U, Dinv, B.eye(nv))
+    G, Gv = fd_first_order(B, Minv, dtau_dq, dtau_dqd)
+    d2q, d2v, d2x, dM = so_idsva(B, model, qd, qdd, f_ext, Xup, S)
+    dMk = B.pages(dM)
+    MG = [dM_products(B, P, G, Gv) for P in dMk]                     # dM_j G, dM_j Gv
+    for k in range(nv):
+        by_j = [B.hcat([B.cols(MG[j][n], k, k + 1) for j in range(nv)]) for n in range(2)]
+        pages = fd_pages(B, Minv, B.page(d2q, k), B.page(d2v, k), B.page(d2x, k), dMk[k],
+                         MG[k][0], by_j[0], by_j[1])
+        for n, P in enumerate(pages):
+            out[n] = B.assign3(out[n], slice(None), slice(None), k, P)
+    return tuple(out)
+
+
+@step
+def fd_first_order(B: Backend, Minv, dtau_dq, dtau_dqd):
+    """Eq. (5): ``dqdd/dq = -M^-1 dtau/dq``, ``dqdd/dqd = -M^-1 dtau/dqd``."""
+    return -(Minv @ dtau_dq), -(Minv @ dtau_dqd)
+
+
+@step
+def dM_products(B: Backend, dM_j, G, Gv):
+    """``dM_j G`` and ``dM_j Gv`` for one page ``dM_j = dM/dq_j``."""
+    return dM_j @ G, dM_j @ Gv
+
+
+@step
+def fd_pages(B: Backend, Minv, d2q_k, d2v_k, d2x_k, dM_k, dMk_G, dMj_G_k, dMj_Gv_k):
+    """Page k of the four tensors of :func:`aba_second_derivatives`; ``dMj_G_k[:, j] =
+    dM_j G[:, k]`` and ``dMj_Gv_k[:, j] = dM_j Gv[:, k]``."""
+    return (-(Minv @ (d2q_k + dMj_G_k + dMk_G)), -(Minv @ d2v_k),
+            -(Minv @ (d2x_k + dMj_Gv_k)), -(Minv @ dM_k @ Minv))
