@@ -92,5 +92,10 @@ from .algorithms.kinematics_derivatives import (frame_acceleration,  # noqa: E40
                                                 frame_kinematic_hessian,
                                                 frame_velocity_derivatives)
 
+from .algorithms.centroidal_derivatives import (centroidal_dynamics_derivatives,  # noqa: E402
+                                                generalized_gravity_derivatives,
+                                                static_torque_derivatives)
+
 __all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinematic_hessian",
-            "frame_velocity_derivatives"]
+            "frame_velocity_derivatives", "centroidal_dynamics_derivatives",
+            "generalized_gravity_derivatives", "static_torque_derivatives"]

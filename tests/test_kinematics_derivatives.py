@@ -268,10 +268,15 @@ def test_casadi_graphs_equal_numpy(ref):
     check(got[-1], np.hstack([Hn[:, :, j] for j in range(model.nv)]), "casadi hessian")
 
 
+def sympy_values(expr, vals):
+    """The numbers of a SymPy matrix at the symbol values ``vals``."""
+    return np.array(sp.Matrix(expr).xreplace({k: sp.Float(v) for k, v in vals.items()}), float)
+
+
 def test_sympy_two_link_arm():
     """Symbolic q, qd, qdd on a 2-link chain (one revolute, one prismatic joint), then numbers:
-    equal to NumPy; the planar-arm LOCAL velocity derivative of the tip in closed form."""
-    model = serial_chain(2, joint=("revolute", "prismatic"), seed=1)
+    equal to NumPy."""
+    model = serial_chain(2, joint=("revolute", "prismatic"))
     q, qd, qdd = (sp.Matrix(sp.symbols(f"{n}0:2", real=True)) for n in ("q", "qd", "qdd"))
     vals = {s: v for s, v in zip(list(q) + list(qd) + list(qdd),
                                  [0.3, -0.2, 0.7, -1.1, 0.4, 0.9])}
@@ -280,12 +285,12 @@ def test_sympy_two_link_arm():
         sym = _all_outputs(model, q, qd, qdd, 1, ref)
         want = _all_outputs(model, *num, 1, ref)
         for k, (a, b) in enumerate(zip(sym, want)):
-            check(np.array(sp.Matrix(a).subs(vals).evalf(), float).reshape(b.shape), b,
+            check(sympy_values(a, vals).reshape(b.shape), b,
                   f"sympy {ref} output {k}")
         H = frame_kinematic_hessian(model, q, 1, ref)
         Hn = frame_kinematic_hessian(model, num[0], 1, ref)
         for j in range(model.nv):
-            check(np.array(H[:, :, j].subs(vals).evalf(), float), Hn[:, :, j], f"sympy H {j}")
+            check(sympy_values(H[:, :, j], vals), Hn[:, :, j], f"sympy H {j}")
 
 
 # --- structure and bad input ----------------------------------------------------------------------
@@ -336,3 +341,159 @@ def test_bad_input():
                      (frame_kinematic_hessian, (qp,))):
         with pytest.raises(ValueError, match="planar"):
             fn(planar, *args, 2)
+
+
+# --- gravity, static torque and centroidal dynamics derivatives -----------------------------------
+
+def random_forces(model, seed):
+    rng = np.random.default_rng(seed)
+    fx = [rng.normal(size=6) for _ in range(model.N)]
+    fx[rng.integers(model.N)] = None                       # None: no force on that body
+    return fx
+
+
+def pin_forces(pin, model, fx):
+    """symdyn's per-body [n; f] (body coordinates) as Pinocchio's fext (per joint, local frame,
+    [f; n]) for the model of to_pinocchio."""
+    from symdyn.interop.pinocchio import pinocchio_order
+
+    out = pin.StdVec_Force()
+    out.append(pin.Force.Zero())
+    for i in pinocchio_order(model):
+        f = np.zeros(6) if fx[i] is None else np.asarray(fx[i], float)
+        out.append(pin.Force(f[3:], f[:3]))
+    return out
+
+
+def compare_statics_centroidal_with_pinocchio(model, seed):
+    """generalized_gravity / static_torque / centroidal_dynamics derivatives against Pinocchio at
+    one random state; returns the largest relative error per quantity."""
+    from symdyn.interop.pinocchio import matrix_from_pin, q_to_pin, v_to_pin
+
+    T = PinTwin(model)
+    pin, pm = T.pin, T.pm
+    q, qd, qdd = state(model, seed)
+    fx = random_forces(model, seed)
+    qp = q_to_pin(model, q)
+    worst = {"gravity": check(sd.generalized_gravity_derivatives(model, q),
+                              matrix_from_pin(model, pin.computeGeneralizedGravityDerivatives(
+                                  pm, pm.createData(), qp)), f"{model.name} dg/dq"),
+             "static": check(sd.static_torque_derivatives(model, q, fx),
+                             matrix_from_pin(model, pin.computeStaticTorqueDerivatives(
+                                 pm, pm.createData(), qp, pin_forces(pin, model, fx))),
+                             f"{model.name} dtau_s/dq")}
+    ref = pin.computeCentroidalDynamicsDerivatives(pm, pm.createData(), qp, v_to_pin(model, qd),
+                                                   v_to_pin(model, qdd))
+    mine = sd.centroidal_dynamics_derivatives(model, q, qd, qdd, order="linear_first")
+    for key, a, b in zip(("dh_dq", "dhdot_dq", "dhdot_dqd", "dhdot_dqdd"), mine, ref):
+        worst[key] = check(a, T.cols(b), f"{model.name} {key}")
+    return worst
+
+
+@pytest.mark.parametrize("robot", ["panda", "solo12"])
+def test_statics_and_centroidal_match_pinocchio(robot):
+    compare_statics_centroidal_with_pinocchio(sd.load_robot(robot), seed=5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", ["talos", "anymal_c"])
+def test_big_robots_statics_and_centroidal_match_pinocchio(robot):
+    compare_statics_centroidal_with_pinocchio(sd.load_robot(robot), seed=6)
+
+
+def test_statics_and_centroidal_on_spherical_trees_match_pinocchio():
+    for seed in (3, 4):
+        compare_statics_centroidal_with_pinocchio(spherical_tree(seed), seed)
+
+
+def test_statics_and_centroidal_equal_casadi_ad():
+    """dg/dq, dtau_s/dq: AD of gravity_vector / rnea(q, 0, 0, f_ext); the centroidal
+    derivatives: AD of centroidal_momentum and of hdot = Ag qdd + dAg/dt qd."""
+    model = spherical_tree(7)
+    q, qd, qdd = state(model, 7)
+    fx = random_forces(model, 7)
+    _, Gq = ad_jacobians(model, lambda m, q_, backend=None: sd.gravity_vector(
+        m, q_, backend=backend), [q], ["q"], [0])
+    check(sd.generalized_gravity_derivatives(model, q), Gq, "dg/dq")
+    zero = np.zeros(model.nv)
+    _, Sq = ad_jacobians(model, lambda m, q_, backend=None: sd.rnea(
+        m, q_, zero, zero, fx, backend=backend), [q], ["q"], [0])
+    check(sd.static_torque_derivatives(model, q, fx), Sq, "dtau_s/dq")
+
+    def hdot(m, q_, v_, a_, backend=None):
+        return sd.centroidal_momentum_matrix(m, q_, backend=backend) @ a_ \
+            + sd.centroidal_momentum_matrix_time_variation(m, q_, v_, backend=backend) @ v_
+
+    _, Hq = ad_jacobians(model, lambda m, q_, v_, backend=None: sd.centroidal_momentum(
+        m, q_, v_, backend=backend), [q, qd], ["q", "v"], [0])
+    _, Fq, Fv, Fa = ad_jacobians(model, hdot, [q, qd, qdd], ["q", "v", "v"], [0, 1, 2])
+    for key, a, b in zip(("dh_dq", "dhdot_dq", "dhdot_dqd", "dhdot_dqdd"),
+                         sd.centroidal_dynamics_derivatives(model, q, qd, qdd), (Hq, Fq, Fv, Fa)):
+        check(a, b, key)
+    check(Fa, sd.centroidal_momentum_matrix(model, q), "dhdot_dqdd = Ag")
+
+
+def test_statics_and_centroidal_on_graph_backends():
+    """CasADi SX graphs and SymPy expressions (2-link chain) equal NumPy."""
+    model = spherical_tree(8)
+    q, qd, qdd = state(model, 8)
+    fx = random_forces(model, 8)
+    syms = [ca.SX.sym(n, k) for n, k in (("q", model.nq), ("qd", model.nv), ("qdd", model.nv))]
+    outs = [sd.generalized_gravity_derivatives(model, syms[0]),
+            sd.static_torque_derivatives(model, syms[0], fx),
+            *sd.centroidal_dynamics_derivatives(model, *syms)]
+    got = ca.Function("f", syms, outs)(q, qd, qdd)
+    want = [sd.generalized_gravity_derivatives(model, q), sd.static_torque_derivatives(model, q, fx),
+            *sd.centroidal_dynamics_derivatives(model, q, qd, qdd)]
+    for k, (a, b) in enumerate(zip(got, want)):
+        check(np.array(a), b, f"casadi output {k}")
+    small = serial_chain(2, joint=("revolute", "prismatic"))
+    qs, vs, us = (sp.Matrix(sp.symbols(f"{n}0:2", real=True)) for n in ("q", "qd", "qdd"))
+    vals = dict(zip(list(qs) + list(vs) + list(us), [0.4, 0.3, -0.6, 1.2, 0.5, -0.8]))
+    num = [np.array([vals[s] for s in x], float) for x in (qs, vs, us)]
+    fs = random_forces(small, 2)
+    pairs = [(sd.generalized_gravity_derivatives(small, qs),
+              sd.generalized_gravity_derivatives(small, num[0])),
+             (sd.static_torque_derivatives(small, qs, fs),
+              sd.static_torque_derivatives(small, num[0], fs))]
+    pairs += list(zip(sd.centroidal_dynamics_derivatives(small, qs, vs, us),
+                      sd.centroidal_dynamics_derivatives(small, *num)))
+    for k, (a, b) in enumerate(pairs):
+        check(sympy_values(a, vals), b, f"sympy output {k}")
+
+
+def test_statics_and_centroidal_bad_input():
+    model = sd.load_robot("solo12")
+    q, qd, qdd = state(model, 0)
+    with pytest.raises(TypeError, match="f_ext is required"):
+        sd.static_torque_derivatives(model, q, None)
+    with pytest.raises(ValueError, match="f_ext must hold one 6-vector"):
+        sd.static_torque_derivatives(model, q, [np.zeros(6)] * 3)
+    with pytest.raises(ValueError, match="q contains NaN"):
+        sd.generalized_gravity_derivatives(model, np.full(model.nq, np.nan))
+    with pytest.raises(ValueError, match=r"qd must have shape \(18,\)"):
+        sd.centroidal_dynamics_derivatives(model, q, qd[:5], qdd)
+    with pytest.raises(ValueError, match="order must be one of"):
+        sd.centroidal_dynamics_derivatives(model, q, qd, qdd, order="pinocchio")
+    with pytest.raises(TypeError, match="expected a symdyn Model"):
+        sd.generalized_gravity_derivatives("solo12", q)
+    planar = serial_chain(3, joint=("planar", "revolute", "revolute"), seed=0)
+    with pytest.raises(ValueError, match="planar"):
+        sd.centroidal_dynamics_derivatives(planar, *state(planar, 0))
+
+
+def test_model_without_moving_bodies():
+    """nv = 0: frames hang on the world (empty 6 x 0 derivatives); the centroidal derivatives
+    are refused (no centre of mass), the gravity derivative is 0 x 0."""
+    model = sd.load_urdf("""<robot name="fixed_only">
+      <link name="base"><inertial><mass value="2"/>
+        <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <link name="tool"/>
+      <joint name="base_to_tool" type="fixed"><parent link="base"/><child link="tool"/>
+        <origin xyz="0 0 0.5"/></joint></robot>""")
+    q, e = model.neutral(), np.zeros(0)
+    for x in frame_acceleration_derivatives(model, q, e, e, "tool", "world"):
+        assert np.shape(x) == (6, 0)
+    assert np.shape(sd.generalized_gravity_derivatives(model, q)) == (0, 0)
+    with pytest.raises(ValueError, match="no moving body"):
+        sd.centroidal_dynamics_derivatives(model, q, e, e)

@@ -47,5 +47,9 @@ from .kinematics_derivatives import (frame_acceleration,  # noqa: E402
                                      frame_acceleration_derivatives, frame_kinematic_hessian,
                                      frame_velocity_derivatives)
 
+from .centroidal_derivatives import (centroidal_dynamics_derivatives,  # noqa: E402
+                                     generalized_gravity_derivatives, static_torque_derivatives)
+
 __all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinematic_hessian",
-            "frame_velocity_derivatives"]
+            "frame_velocity_derivatives", "centroidal_dynamics_derivatives",
+            "generalized_gravity_derivatives", "static_torque_derivatives"]

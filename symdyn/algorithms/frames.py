@@ -210,7 +210,8 @@ def _entry(x, a, b=None):
         return x[a] if b is None else x[a][b]
 
 
-def _check_reference(reference: str) -> None:
+def check_reference(reference: str) -> None:
+    """ValueError unless ``reference`` is one of :data:`REFERENCES`."""
     if reference not in REFERENCES:
         raise ValueError(f"reference must be one of {', '.join(map(repr, REFERENCES))}, "
                          f"got {reference!r}")
@@ -273,12 +274,13 @@ def _world_columns(B: Backend, model, K: PathKinematics, body: int) -> dict:
     return {j: xform_motion_inv(B, K.X0[j], K.S[j]) for j in model.ancestors[body]}
 
 
-def _assemble(B: Backend, model, cols: dict, rows: int = 6):
+def assemble_columns(B: Backend, model, cols: dict, rows: int = 6):
+    """The rows x nv matrix with the column blocks ``cols[j]`` of joints j (zeros elsewhere)."""
     return B.hcat([cols[j] if j in cols else B.zeros(rows, b - a)
                    for j, (a, b) in enumerate(model.v_idx)])
 
 
-def _frame_transform(B: Backend, model, K, fr):
+def frame_transform(B: Backend, model, K, fr):
     """(world -> frame transform, body -> frame transform or None when the identity)."""
     Xf = None if _is_identity(fr.X) else _native_transform(B, fr.X)
     if fr.body < 0:
@@ -287,7 +289,7 @@ def _frame_transform(B: Backend, model, K, fr):
     return (X0b if Xf is None else compose(B, Xf, X0b)), Xf
 
 
-def _lwa_shift(B: Backend, p, m):
+def lwa_shift(B: Backend, p, m):
     """[m0; m1 - p x m0]: world motion vectors (at the world origin) moved to the point p,
     world-aligned axes."""
     m0 = B.rows(m, 0, 3)
@@ -305,14 +307,16 @@ def _linear_plus(B: Backend, x, w, u):
 #: ``[linear; angular]``.
 ORDERS = ("angular_first", "linear_first")
 
-def _check_order(order: str) -> None:
+def check_order(order: str) -> None:
+    """ValueError unless ``order`` is one of :data:`ORDERS`."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(map(repr, ORDERS))}, got {order!r} "
                          "('angular_first': symdyn's [angular; linear] rows; 'linear_first': "
                          "Pinocchio's [linear; angular])")
 
 
-def _in_order(B: Backend, x, order: str):
+def in_order(B: Backend, x, order: str):
+    """``x`` (6 rows) with its two 3-row blocks swapped for ``order="linear_first"``."""
     return x if order == "angular_first" else B.vcat([B.rows(x, 3, 6), B.rows(x, 0, 3)])
 
 
@@ -325,7 +329,7 @@ def frame_placement(model: Model, q: Array, frame: FrameRef, *,
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     fr = resolve_frame(model, frame)
     K = path_kinematics(B, model, qs, bodies=[fr.body])
-    Xf0, _ = _frame_transform(B, model, K, fr)
+    Xf0, _ = frame_transform(B, model, K, fr)
     return Xf0.E.T, Xf0.r
 
 
@@ -340,17 +344,17 @@ def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference
     **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
     which swaps the two 3-row blocks and nothing else.
     """
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    return _in_order(B, _velocity(B, model, qs, vs, resolve_frame(model, frame), reference), order)
+    return in_order(B, _velocity(B, model, qs, vs, resolve_frame(model, frame), reference), order)
 
 
 def _velocity(B: Backend, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
-    Xf0, Xf = _frame_transform(B, model, K, fr)
+    Xf0, Xf = frame_transform(B, model, K, fr)
     vb = K.v[fr.body]
     if reference == "world":
         return xform_motion_inv(B, K.X0[fr.body], vb)
@@ -374,23 +378,23 @@ def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "lo
     ``[v; omega]``; Pinocchio's column order: ``symdyn.interop.pinocchio.matrix_to_pin(model, J,
     rows=None, pin_model=pm)``).
     """
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
-    return _in_order(B, _jacobian(B, model, qs, resolve_frame(model, frame), reference), order)
+    return in_order(B, _jacobian(B, model, qs, resolve_frame(model, frame), reference), order)
 
 
 def _jacobian(B: Backend, model, qs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, bodies=[fr.body])
-    Xf0, _ = _frame_transform(B, model, K, fr)
-    J0 = _assemble(B, model, _world_columns(B, model, K, fr.body))
+    Xf0, _ = frame_transform(B, model, K, fr)
+    J0 = assemble_columns(B, model, _world_columns(B, model, K, fr.body))
     if reference == "world":
         return J0
     if reference == "local":
         return xform_motion(B, Xf0, J0)
-    return _lwa_shift(B, Xf0.r, J0)
+    return lwa_shift(B, Xf0.r, J0)
 
 
 def _world_jacobian_rate(B: Backend, model, K, body):
@@ -402,7 +406,7 @@ def _world_jacobian_rate(B: Backend, model, K, body):
         dJ[j] = cross_motion(B, v0j, J[j])
         if K.Sring[j] is not None:
             dJ[j] = dJ[j] + xform_motion_inv(B, K.X0[j], K.Sring[j])
-    return _assemble(B, model, J), _assemble(B, model, dJ)
+    return assemble_columns(B, model, J), assemble_columns(B, model, dJ)
 
 
 def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: FrameRef,
@@ -422,10 +426,10 @@ def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: Fram
     ``[v; omega]``; Pinocchio's column order: ``symdyn.interop.pinocchio.matrix_to_pin(model, J,
     rows=None, pin_model=pm)``).
     """
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd", qd, "v"), backend=backend)
-    return _in_order(B, _jacobian_rate(B, model, qs, vs, resolve_frame(model, frame), reference),
+    return in_order(B, _jacobian_rate(B, model, qs, vs, resolve_frame(model, frame), reference),
                      order)
 
 
@@ -433,7 +437,7 @@ def _jacobian_rate(B: Backend, model, qs, vs, fr, reference):
     if fr.body < 0:
         return B.zeros(6, model.nv)
     K = path_kinematics(B, model, qs, vs, bodies=[fr.body])
-    Xf0, _ = _frame_transform(B, model, K, fr)
+    Xf0, _ = frame_transform(B, model, K, fr)
     J0, dJ0 = _world_jacobian_rate(B, model, K, fr.body)
     if reference == "world":
         return dJ0
@@ -442,7 +446,7 @@ def _jacobian_rate(B: Backend, model, qs, vs, fr, reference):
         return xform_motion(B, Xf0, dJ0 - cross_motion(B, v0, J0))
     p, w = Xf0.r, B.rows(v0, 0, 3)
     pdot = B.rows(v0, 3, 6) + skew(B, w) @ p
-    return _lwa_shift(B, p, dJ0) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ B.rows(J0, 0, 3)])
+    return lwa_shift(B, p, dJ0) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ B.rows(J0, 0, 3)])
 
 
 def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: FrameRef,
@@ -461,11 +465,11 @@ def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, 
     **(``[linear; angular]``)**. Code ported from Pinocchio passes ``order="linear_first"``,
     which swaps the two 3-row blocks and nothing else.
     """
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend)
-    return _in_order(B, _classical(B, model, qs, vs, us, resolve_frame(model, frame), reference),
+    return in_order(B, _classical(B, model, qs, vs, us, resolve_frame(model, frame), reference),
                      order)
 
 
@@ -473,7 +477,7 @@ def _classical(B: Backend, model, qs, vs, us, fr, reference):
     if fr.body < 0:
         return B.zeros(6)
     K = path_kinematics(B, model, qs, vs, us, bodies=[fr.body])
-    Xf0, Xf = _frame_transform(B, model, K, fr)
+    Xf0, Xf = frame_transform(B, model, K, fr)
     vb, ab = K.v[fr.body], K.a[fr.body]
     if reference == "world":
         X0b = K.X0[fr.body]

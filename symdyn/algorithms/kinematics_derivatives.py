@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..spatial import cross_motion, skew, xform_motion, xform_motion_inv
 from ..types import Array, Backend
 from .common import entry
-from .frames import (FrameRef, _assemble, _check_order, _check_reference, _frame_transform,
-                     _in_order, _lwa_shift, path_kinematics, resolve_frame)
+from .frames import (FrameRef, assemble_columns, check_order, check_reference, frame_transform,
+                     in_order, lwa_shift, path_kinematics, resolve_frame)
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -85,15 +85,15 @@ def frame_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: Fra
     **Rows ``[angular; linear]``** (``order="linear_first"`` for Pinocchio's ``[linear;
     angular]``).
     """
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend)
     fr = resolve_frame(model, frame)
     if fr.body < 0:
-        return _in_order(B, B.zeros(6), order)
+        return in_order(B, B.zeros(6), order)
     K = path_kinematics(B, model, qs, vs, us, bodies=[fr.body])
-    Xf0, Xf = _frame_transform(B, model, K, fr)
+    Xf0, Xf = frame_transform(B, model, K, fr)
     ab = K.a[fr.body]
     if reference == "world":
         out = xform_motion_inv(B, K.X0[fr.body], ab)
@@ -102,7 +102,7 @@ def frame_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: Fra
         if reference == "local_world_aligned":
             R = Xf0.E.T
             out = B.vcat([R @ B.rows(out, 0, 3), R @ B.rows(out, 3, 6)])
-    return _in_order(B, out, order)
+    return in_order(B, out, order)
 
 
 # --- the world-frame terms along the support of a body ----------------------------------------
@@ -162,15 +162,15 @@ def _express(B: Backend, model, Xf0, cols: dict, reference: str, local_cols: dic
     WORLD as is, LOCAL_WORLD_ALIGNED moved to the frame origin, LOCAL ``^fX_0`` of
     ``local_cols`` (the world-coordinate form of the LOCAL derivative; ``cols`` if None)."""
     if reference == "local":
-        M = _assemble(B, model, cols if local_cols is None else local_cols)
+        M = assemble_columns(B, model, cols if local_cols is None else local_cols)
         return xform_motion(B, Xf0, M)
-    M = _assemble(B, model, cols)
-    return M if reference == "world" else _lwa_shift(B, Xf0.r, M)
+    M = assemble_columns(B, model, cols)
+    return M if reference == "world" else lwa_shift(B, Xf0.r, M)
 
 
 def _prepare(model, q, qd, qdd, frame, reference, order, backend, what):
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     args = [("q", q, "q"), ("qd", qd, "v")] + ([("qdd", qdd, "v")] if qdd is not None else [])
     B, segs = entry(model, *args, backend=backend)
     fr = resolve_frame(model, frame)
@@ -195,13 +195,13 @@ def frame_velocity_derivatives(model: Model, q: Array, qd: Array, frame: FrameRe
     B, (qs, vs), fr = _prepare(model, q, qd, None, frame, reference, order, backend,
                                "frame_velocity_derivatives")
     if fr.body < 0:
-        return _in_order(B, B.zeros(6, model.nv), order), _in_order(B, B.zeros(6, model.nv), order)
+        return in_order(B, B.zeros(6, model.nv), order), in_order(B, B.zeros(6, model.nv), order)
     T = support_terms(B, model, qs, vs, body=fr.body)
-    Xf0, _ = _frame_transform(B, model, T.K, fr)
+    Xf0, _ = frame_transform(B, model, T.K, fr)
     dq = {j: T.Psid[j] - cross_motion(B, T.v, S) for j, S in T.S.items()}
     out = (_express(B, model, Xf0, dq, reference, local_cols=T.Psid),
            _express(B, model, Xf0, T.S, reference))
-    return tuple(_in_order(B, x, order) for x in out)  # type: ignore[return-value]
+    return tuple(in_order(B, x, order) for x in out)  # type: ignore[return-value]
 
 
 def frame_acceleration_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
@@ -218,10 +218,10 @@ def frame_acceleration_derivatives(model: Model, q: Array, qd: Array, qdd: Array
     B, (qs, vs, us), fr = _prepare(model, q, qd, qdd, frame, reference, order, backend,
                                    "frame_acceleration_derivatives")
     if fr.body < 0:
-        Z = _in_order(B, B.zeros(6, model.nv), order)
+        Z = in_order(B, B.zeros(6, model.nv), order)
         return Z, Z, Z, Z
     T = support_terms(B, model, qs, vs, us, body=fr.body)
-    Xf0, _ = _frame_transform(B, model, T.K, fr)
+    Xf0, _ = frame_transform(B, model, T.K, fr)
     vx = {j: cross_motion(B, T.v, S) for j, S in T.S.items()}                  # v_b x S_j
     vxPsid = {j: cross_motion(B, T.v, P) for j, P in T.Psid.items()}           # v_b x Psid_j
     dv_dq = {j: T.Psid[j] - vx[j] for j in T.S}
@@ -232,7 +232,7 @@ def frame_acceleration_derivatives(model: Model, q: Array, qd: Array, qdd: Array
            _express(B, model, Xf0, da_dq, reference, local_cols=da_dq_local),
            _express(B, model, Xf0, da_dqd, reference),
            _express(B, model, Xf0, T.S, reference))
-    return tuple(_in_order(B, x, order) for x in out)  # type: ignore[return-value]
+    return tuple(in_order(B, x, order) for x in out)  # type: ignore[return-value]
 
 
 # --- kinematic Hessian ---------------------------------------------------------------------------
@@ -248,8 +248,8 @@ def frame_kinematic_hessian(model: Model, q: Array, frame: FrameRef, reference: 
     NumPy returns an ndarray; the graph backends a :class:`~symdyn.backends.tensor.Tensor3`
     whose page ``H[:, :, j]`` is ``dJ/dq_j`` (``B.pages(H)``). Rows ``[angular; linear]``
     (``order="linear_first"``: Pinocchio's)."""
-    _check_reference(reference)
-    _check_order(order)
+    check_reference(reference)
+    check_order(order)
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     fr = resolve_frame(model, frame)
     nv = model.nv
@@ -258,7 +258,7 @@ def frame_kinematic_hessian(model: Model, q: Array, frame: FrameRef, reference: 
         return H
     check_support(model, fr.body, "frame_kinematic_hessian")
     T = support_terms(B, model, qs, body=fr.body)
-    Xf0, _ = _frame_transform(B, model, T.K, fr)
+    Xf0, _ = frame_transform(B, model, T.K, fr)
     anc = model.ancestors[fr.body]                   # body first, root last
     p = Xf0.r
     for j in anc:                                    # direction q_j (all columns of joint j)
@@ -267,7 +267,7 @@ def frame_kinematic_hessian(model: Model, q: Array, frame: FrameRef, reference: 
             Sjc = B.vector([Sj[r, c] for r in range(6)])
             page = _hessian_page(B, model, T.S, anc, j, Sjc, Xf0, p, reference)
             H = B.assign3(H, slice(None), slice(None), model.v_idx[j][0] + c,
-                          _in_order(B, page, order))
+                          in_order(B, page, order))
     return H
 
 
@@ -277,11 +277,11 @@ def _hessian_page(B: Backend, model, S, anc, j, Sjc, Xf0, p, reference):
     above = anc[anc.index(j) + 1:]                   # joints strictly supporting j
     if reference == "local":
         cols = {i: -cross_motion(B, Sjc, S[i]) for i in above}      # S_i x S_j
-        return xform_motion(B, Xf0, _assemble(B, model, cols))
+        return xform_motion(B, Xf0, assemble_columns(B, model, cols))
     cols = {i: cross_motion(B, Sjc, S[i]) for i in below}           # S_j x S_i
-    W = _assemble(B, model, cols)
+    W = assemble_columns(B, model, cols)
     if reference == "world":
         return W
     pdot = B.rows(Sjc, 3, 6) - skew(B, p) @ B.rows(Sjc, 0, 3)   # frame origin's velocity
-    w = B.rows(_assemble(B, model, S), 0, 3)                    # world angular columns
-    return _lwa_shift(B, p, W) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ w])
+    w = B.rows(assemble_columns(B, model, S), 0, 3)                    # world angular columns
+    return lwa_shift(B, p, W) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ w])
