@@ -77,8 +77,8 @@ def centroidal_dynamics_derivatives(model: Model, q: Array, qd: Array, qdd: Arra
                                     order: str = "angular_first", backend: str | None = None
                                     ) -> tuple[Array, Array, Array, Array]:
     """``(dh_dq, dhdot_dq, dhdot_dqd, dhdot_dqdd)`` (6 x nv each): the partial derivatives of
-    the centroidal momentum ``h_G = Ag(q) qd`` (:func:`~symdyn.algorithms.com.
-    centroidal_momentum`) and of its rate ``hdot_G = Ag qdd + dAg/dt qd`` (gravity excluded),
+    the centroidal momentum ``h_G = Ag(q) qd``
+    (:func:`~symdyn.algorithms.com.centroidal_momentum`) and of its rate ``hdot_G = Ag qdd + dAg/dt qd`` (gravity excluded),
     both about the centre of mass in world-aligned axes: Pinocchio's
     ``computeCentroidalDynamicsDerivatives`` (whose rows are ``[linear; angular]``:
     ``order="linear_first"``). Rows ``[angular; linear]`` by default; ``dhdot_dqdd = Ag`` (and

@@ -77,10 +77,11 @@ def frame_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: Fra
     after ``forwardKinematics(q, v, a)``, whose ``.vector`` is ``[a; alpha]``; gravity excluded).
 
     ``"local"``: the body's spatial acceleration in frame coordinates (``a`` is the spatial, not
-    the classical, linear acceleration of the frame origin: :func:`~symdyn.algorithms.frames.
-    frame_classical_acceleration` adds ``omega x v``); ``"world"``: in world coordinates (at the
-    world origin); ``"local_world_aligned"``: the local vector with both 3-blocks rotated into
-    world axes. Its time integral relation: ``d/dt frame_velocity(..., "world") = this("world")``.
+    the classical, linear acceleration of the frame origin;
+    :func:`~symdyn.algorithms.frames.frame_classical_acceleration` adds ``omega x v``);
+    ``"world"``: in world coordinates (at the world origin); ``"local_world_aligned"``: the
+    local vector with both 3-blocks rotated into world axes. In world coordinates it is the
+    time derivative of the spatial velocity: ``d/dt frame_velocity(..., "world")``.
 
     **Rows ``[angular; linear]``** (``order="linear_first"`` for Pinocchio's ``[linear;
     angular]``).
