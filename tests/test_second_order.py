@@ -88,10 +88,12 @@ def ad_fd_second(model, q, qd, tau, fx=None):
     return tuple(np.array(H, float).reshape(nv, nv, nv, order="F") for H in f(q, z, z, qd, tau))
 
 
-# --- against CasADi AD -----------------------------------------------------------------------------
+# --- against CasADi AD ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", list(TREES))
-@pytest.mark.parametrize("with_fext", [False, True])
+@pytest.mark.parametrize("name, with_fext", [
+    ("chain12", True), ("tree10_rph", False), ("tree10_rph", True), ("chain8_helical", False),
+    ("tree7_spherical", False), ("tree7_spherical", True), ("floating6", False),
+    ("floating6", True)])
 def test_equals_casadi_ad(name, with_fext):
     seed = int(with_fext)
     model = make(name, seed)
@@ -177,7 +179,7 @@ def test_aba_second_derivatives_casadi_graph():
         close(np.array(X, float).reshape(nv, nv, nv, order="F"), R, 1e-9)
 
 
-# --- identities ------------------------------------------------------------------------------------
+# --- identities -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(TREES))
 def test_dqd2_is_the_symmetrized_christoffel_symbols(name):
@@ -251,7 +253,7 @@ def test_consistent_with_first_order_idsva(name):
     close(dq - dqg, np.einsum("ikj,k->ij", dM, qdd), 1e-10)
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input ------------------------------------------------------------------------------------
 
 def test_bad_inputs():
     model = make("floating6", 0)
@@ -298,7 +300,7 @@ def test_planar_joint_is_refused():
             f(model, np.zeros(model.nq), z, z)
 
 
-# --- slow: larger N and robots ---------------------------------------------------------------------
+# --- slow: larger N and robots --------------------------------------------------------------------
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(n=25, parents=list(range(-1, 24))),

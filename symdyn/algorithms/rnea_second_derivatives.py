@@ -10,19 +10,21 @@ and ``psidd_d = a_lambda(j) x S_d + v_lambda(j) x psid_d``; each body ``i`` carr
 ``T4 = 2 B^C S + I^C (Sd + psid)`` (the first-order ``t1``, ``-t4``, ``t3``, ``t2``).
 
 Every second derivative couples three speeds on one root-to-leaf path: ``c`` (joint k) above or in
-``d`` (joint j) above or in a row body ``i`` of the subtree of j. The listing writes them with the
-tensors ``D1 = I^C-dot along S_i``, ``D2 = 2 B(I^C, psid_i) + (2 B^C)-dot along S_i``,
-``D3 = 2 B(I^C, S_i)`` and ``D4 = (I^C S_i) xbar*`` contracted as ``x^T D_i y``. Each ``D`` is linear
-in the row's column ``S_i`` (or ``psid_i``), so the contraction is a row form applied to ``y``:
+``d`` (joint j) above or in a row body ``i`` of the subtree of j. The authors' listing
+(spatial_v2_extended's ``ID_SO_derivatives``, whose names p1..p5, T1..T4, D1..D4 this module keeps)
+contracts per-row tensors ``D1 = (I^C)-dot along S_i``, ``D2 = 2 B(I^C, psid_i) + (2 B^C)-dot along
+S_i``, ``D3 = 2 B(I^C, S_i)`` and ``D4 = (I^C S_i) xbar*`` as ``x^T D_i y``. Each ``D`` is linear in
+the row's column ``S_i`` (or ``psid_i``), so each contraction is a row form of x applied to y:
 
-    x^T D1 y = -S_i^T [(x x*) I^C + (I^C x) xbar*] y        =: -F1(x) y
-    x^T D3 y = -S_i^T 2 B(I^C, x) y                           =: -F3(x) y
-    x^T D2 y = -[psid_i^T 2 B(I^C, x) + S_i^T ((x x*) 2B^C + (2B^C^T x) xbar*)] y =: -F2(x) y
-    x^T D4 y =  S_i^T I^C (x x) y                             =:  F4(x) y
+    x^T D1 y = -S_i^T [(x x*) I^C + (I^C x) xbar*] y                                =: -F1(x) y
+    x^T D3 y = -S_i^T 2 B(I^C, x) y                                                 =: -F3(x) y
+    x^T D2 y = -[psid_i^T 2 B(I^C, x) + S_i^T ((x x*) 2B^C + ((2B^C)^T x) xbar*)] y  =: -F2(x) y
+    x^T D4 y =  S_i^T I^C (x x) y                                                   =:  F4(x) y
 
-(from ``x^T (s x* g) = -s^T (x x* g)`` and ``x^T (g xbar* y) = s^T ...`` identities of the cross
-products). The pair forms ``F(x)`` of a row body and an ancestor column cost O(N d) and every
-triple one 6-vector product: O(N d^2) in all, the paper's complexity.
+by ``x^T (s x* g) = -s^T (x x* g)``, ``x^T (g xbar* y) = x^T (y x* g) = s^T I (x x y)`` for
+``g = I s`` and ``-x^T A (s x y) = -s^T (y x* (A^T x))``. The pair forms ``F(x)`` of a row body and
+an ancestor column cost O(N d) and every triple a few 6-vector products: O(N d^2) in all, the
+paper's complexity.
 
 Conventions. ``d2tau_dq2[i, j, k] = d/dq_k (dtau_i/dq_j)``, ``d2tau_dqd2[i, j, k] =
 d^2 tau_i/(dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i/(dq_j dqd_k)`` and
@@ -97,80 +99,107 @@ def so_idsva(B: Backend, model, qd, qdd, f_ext, Xup, S):
                                       None if p < 0 else (IC[p], BC[p], fC[p]))
         if p >= 0:
             IC[p], BC[p], fC[p] = parent
-    forms = {}                      # (row body r, column a of an ancestor joint) -> F1..F4
+    forms = {}                      # (row body r, column c of an ancestor joint k) -> F1..F4
     for r in range(N):
         for k in model.ancestors[r]:
             for c in range(model.joints[k].nv):
                 forms[r, k, c] = pair_forms(B, IC[r], BC[r], S0[r], Psid[r], S0[k], Psid[k], c)
     out = _Writer(B, model.nv)
+    cols = [(S0[i], Sd[i], Psid[i], Psidd[i]) for i in range(N)]
     for j in reversed(range(N)):
-        j0 = model.v_idx[j][0]
-        for d in range(model.joints[j].nv):
-            dd = j0 + d
+        # rows: numeric backends stack j's subtree (one product per term, as the listing's
+        # st_j columns); the others take one body at a time (the same scalar operations)
+        groups = [model.subtree[j]] if B.numeric else [(r,) for r in model.subtree[j]]
+        stacked = [(g, _stack(B, [t[r] for r in g], 1),
+                    [i for r in g for i in range(*model.v_idx[r])]) for g in groups]
+        j0, nj = model.v_idx[j][0], model.joints[j].nv
+        for d in range(nj):
             for k in model.ancestors[j]:                              # k = j, lambda(j), ...
                 k0 = model.v_idx[k][0]
                 for c in range(model.joints[k].nv):
-                    cc = k0 + c
+                    dd, cc = j0 + d, k0 + c
+                    vecs = pair_vectors(B, cols[j], d, cols[k], c, k == j)
                     if k != j:
-                        out.put(1, cc, model.v_idx[j], dd, joint_dqd(B, IC[j], S0[j], d, S0[k], c))
-                    for r in model.subtree[j]:
-                        res = triple(B, forms[r, j, d], forms[r, k, c], t[r],
-                                     (S0[j], Sd[j], Psid[j], Psidd[j]), d,
-                                     (S0[k], Sd[k], Psid[k], Psidd[k]), c, k == j, r != j)
-                        out.triple(model.v_idx[r], dd, cc, res)
+                        out.put(1, cc, list(range(j0, j0 + nj)), dd,
+                                joint_dqd(B, IC[j], S0[j], d, S0[k], c))
+                    for g, tg, rows in stacked:
+                        Fd = _stack(B, [forms[r, j, d] for r in g], 0)
+                        Fc = _stack(B, [forms[r, k, c] for r in g], 0)
+                        deeper = len(g) > 1 or g[0] != j
+                        res = triple(B, Fd, Fc, tg, vecs, k == j, deeper)
+                        out.triple(rows, nj if g[0] == j else 0, dd, cc, res)
     return out.tensors()
 
 
+def _stack(B: Backend, blocks, axis: int):
+    """Tuples of blocks of several row bodies joined entry by entry (vertically for the forms,
+    ``axis`` 0; side by side for t1..t4, ``axis`` 1); one body's tuple unchanged."""
+    if len(blocks) == 1:
+        return blocks[0]
+    cat = B.vcat if axis == 0 else B.hcat
+    return tuple(cat([b[n] for b in blocks]) for n in range(len(blocks[0])))
+
+
 class _Writer:
-    """The four dense tensors, filled entry by entry (``B.set3``) from the triples' vectors."""
+    """The four dense tensors, filled from the triples' vectors: by index lists on the numeric
+    backends (``B.assign3``), entry by entry (``B.set3``) on the graph backends."""
 
     def __init__(self, B: Backend, nv: int):
         self.B = B
         self.T = [B.tensor3(nv, nv, nv) for _ in range(4)]   # dq2, dqd2, dq_dqd, dM
 
     def put(self, which: int, i: Any, j: Any, k: Any, vec) -> None:
-        """T[i, j, k] = vec with exactly one of i, j, k a (start, stop) range. The mixed
-        tensor (``which`` 2) is addressed as the listing's (i, qd index, q index) and stored as
+        """T[i, j, k] = vec with exactly one of i, j, k a list of indices. The mixed tensor
+        (``which`` 2) is addressed as the listing's (i, qd index, q index) and stored as
         (i, q index, qd index)."""
         if which == 2:
             j, k = k, j
-        rng = next(x for x in (i, j, k) if isinstance(x, tuple))
-        for n, idx in enumerate(range(*rng)):
-            a, b, c = (idx if isinstance(x, tuple) else x for x in (i, j, k))
+        if not self.B.graph:
+            self.T[which] = self.B.assign3(self.T[which], i, j, k, vec)
+            return
+        idx = next(x for x in (i, j, k) if isinstance(x, list))
+        for n, m in enumerate(idx):
+            a, b, c = (m if isinstance(x, list) else x for x in (i, j, k))
             self.T[which] = self.B.set3(self.T[which], a, b, c, vec[n])
 
-    def triple(self, r: tuple[int, int], dd: int, cc: int, res) -> None:
-        """Write one triple's vectors (:func:`triple`); ``r`` is the row body's speed range."""
+    def triple(self, rows: list[int], skip: int, dd: int, cc: int, res) -> None:
+        """Write one group's vectors (:func:`triple`): ``rows`` are the row bodies' speeds, the
+        first ``skip`` of them joint j's own (left out where the row body must lie below j)."""
         dq_rdc, x_rdc, dqd_rdc, succ, anc = res
         DQ, DQD, X, DM = range(4)
+        r = rows
         self.put(DQ, r, dd, cc, dq_rdc)
         self.put(X, r, dd, cc, x_rdc)
         self.put(DQD, r, dd, cc, dqd_rdc)
         if anc is not None:                                     # k above j: swap d and c
             self.put(DQ, r, cc, dd, dq_rdc)
             self.put(DQD, r, cc, dd, dqd_rdc)
-        if succ is not None:                                    # r below j: r is the last index
-            dq, dqd, x_drc, x_dcr, dm = succ
-            for j, k in ((cc, r), (r, cc)):
-                self.put(DQ, dd, j, k, dq)
-                self.put(DQD, dd, j, k, dqd)
-            self.put(X, dd, r, cc, x_drc)
-            self.put(X, dd, cc, r, x_dcr)
-            self.put(DM, cc, dd, r, dm)
-            self.put(DM, dd, cc, r, dm)
-        if anc is not None:
             x_rcd, dq_crd, x_crd, dm_crd, below = anc
             self.put(X, r, cc, dd, x_rcd)
             self.put(DQ, cc, r, dd, dq_crd)
             self.put(X, cc, r, dd, x_crd)
             self.put(DM, cc, r, dd, dm_crd)
             self.put(DM, r, cc, dd, dm_crd)
-            if below is not None:
-                dqd_csd, x_cds = below
-                self.put(DQD, cc, r, dd, dqd_csd)
-                self.put(DQD, cc, dd, r, dqd_csd)
-                self.put(X, cc, dd, r, x_cds)
-                self.put(DQ, cc, dd, r, dq_crd)
+        s = rows[skip:]                                         # row bodies below j
+        if not s:
+            return
+        dq, dqd, x_drc, x_dcr, dm = (self._below(v, skip) for v in succ)
+        for j, k in ((cc, s), (s, cc)):
+            self.put(DQ, dd, j, k, dq)
+            self.put(DQD, dd, j, k, dqd)
+        self.put(X, dd, s, cc, x_drc)
+        self.put(X, dd, cc, s, x_dcr)
+        self.put(DM, cc, dd, s, dm)
+        self.put(DM, dd, cc, s, dm)
+        if anc is not None:
+            dqd_csd, x_cds = (self._below(v, skip) for v in anc[4])
+            self.put(DQD, cc, s, dd, dqd_csd)
+            self.put(DQD, cc, dd, s, dqd_csd)
+            self.put(X, cc, dd, s, x_cds)
+            self.put(DQ, cc, dd, s, self._below(anc[1], skip))
+
+    def _below(self, vec, skip: int):
+        return vec if skip == 0 else self.B.rows(vec, skip, vec.shape[0])
 
     def tensors(self):
         return tuple(self.T)
@@ -208,21 +237,36 @@ def joint_dqd(B: Backend, IC_j, S_j, d: int, S_k, c: int):
 
 
 @step
-def triple(B: Backend, Fd, Fc, t, joint_j, d: int, joint_k, c: int, same_joint: bool,
-           deeper: bool):
-    """The entries of one triple: column d of joint j, column c of joint k (k = j or above j) and
-    a row body r in the subtree of j (``deeper``: r below j), with ``Fd``, ``Fc`` the pair forms
-    of (r, d) and (r, c) and ``t`` = (t1, t2, t3, t4) of r. Returns a tuple of vectors (None when
-    the case does not apply), in the order of :meth:`_Writer.triple`."""
+def pair_vectors(B: Backend, joint_j, d: int, joint_k, c: int, same_joint: bool):
+    """The columns of d (joint j) and c (joint k, k = j or above j) that the triples use:
+    ``(S_d, Sd_d + psid_d, psid_d, psidd_d)``, ``(S_c, Sd_c + psid_c, psid_c, psidd_c)`` and the
+    listing's p1 = psid_c x S_d, p2 = psidd_c x S_d and (k above j) p3 = S_c x S_d,
+    p4 = (Sd_c + psid_c) x S_d - 2 psid_d x S_c, p5 = S_d x S_c."""
     S_j, Sd_j, Psid_j, Psidd_j = joint_j
     S_k, Sd_k, Psid_k, Psidd_k = joint_k
+    Sd, psd, Sc, psc = S_j[:, d], Psid_j[:, d], S_k[:, c], Psid_k[:, c]
+    dcol = (Sd, Sd_j[:, d] + psd, psd, Psidd_j[:, d])
+    ccol = (Sc, Sd_k[:, c] + psc, psc, Psidd_k[:, c])
+    p12 = (cross_motion(B, psc, Sd), cross_motion(B, Psidd_k[:, c], Sd))
+    if same_joint:
+        return dcol, ccol, p12, None
+    p5 = cross_motion(B, Sd, Sc)
+    p4 = cross_motion(B, ccol[1], Sd) - 2 * cross_motion(B, psd, Sc)
+    return dcol, ccol, p12, (-p5, p4, p5)
+
+
+@step
+def triple(B: Backend, Fd, Fc, t, vecs, same_joint: bool, deeper: bool):
+    """The entries of column d of joint j, column c of joint k (k = j or above j) and the row
+    bodies r of a group in the subtree of j, with ``Fd``, ``Fc`` the (stacked) pair forms of
+    (r, d) and (r, c), ``t`` = (t1, t2, t3, t4) of the rows (side by side) and ``vecs`` from
+    :func:`pair_vectors`. ``deeper``: some row body lies below j (the rows' ``succ`` entries).
+    Returns vectors over the rows (None where a case does not apply), as :meth:`_Writer.triple`
+    writes them."""
+    (Sd, Sdpd, psd, psdd), (Sc, Sdpc, psc, psdc), (p1, p2), anc_p = vecs
     F1d, F2d, F3d, F3pd, _ = Fd
     F1c, F2c, F3c, _, F4c = Fc
     t1, t2, t3, t4 = t
-    Sd, Sdd, psd, psdd = S_j[:, d], Sd_j[:, d], Psid_j[:, d], Psidd_j[:, d]
-    Sc, Sdc, psc, psdc = S_k[:, c], Sd_k[:, c], Psid_k[:, c], Psidd_k[:, c]
-    p1 = cross_motion(B, psc, Sd)
-    p2 = cross_motion(B, psdc, Sd)
     dq_rdc = F3pd @ psc + t4.T @ p1 + t1.T @ p2                     # d2tau_r/dq_d dq_c
     x_rdc = F3d @ psc                                                # cross (r, d, c)
     dqd_rdc = F1d @ Sc if same_joint else F3d @ Sc
@@ -231,22 +275,20 @@ def triple(B: Backend, Fd, Fc, t, joint_j, d: int, joint_k, c: int, same_joint: 
         succ = (-(F2d @ psc + F1d @ psdc),                           # dq (d, c, r)
                 -(F3d @ Sc),                                         # dqd (d, c, r)
                 -(F3d @ psc),                                        # cross (d, r, c)
-                -(F2d @ Sc + F1d @ (Sdc + psc)),                     # cross (d, c, r)
+                -(F2d @ Sc + F1d @ Sdpc),                            # cross (d, c, r)
                 -(F1c @ Sd))                                         # dM (c, d, r)
     anc = None
-    if not same_joint:                                               # k strictly above j
-        p3 = cross_motion(B, Sc, Sd)
-        p4 = cross_motion(B, Sdc + psc, Sd) - 2 * cross_motion(B, psd, Sc)
-        p5 = cross_motion(B, Sd, Sc)
+    if anc_p is not None:                                            # k strictly above j
+        p3, p4, p5 = anc_p
         anc = (F3c @ psd + t4.T @ p3 + t1.T @ p4,                    # cross (r, c, d)
                -(F2c @ psd + F1c @ psdd) - t3.T @ p5,                # dq (c, r, d)
                -(F3c @ psd) - t2.T @ p5,                             # cross (c, r, d)
                F4c @ Sd,                                             # dM (c, r, d)
-               (-(F3c @ Sd), -(F2c @ Sd + F1c @ (Sdd + psd))) if deeper else None)
+               (-(F3c @ Sd), -(F2c @ Sd + F1c @ Sdpd)) if deeper else None)
     return dq_rdc, x_rdc, dqd_rdc, succ, anc
 
 
-# --- forward dynamics: the route through the ID second derivatives and M^-1 ------------------------
+# --- forward dynamics: the route through the ID second derivatives and M^-1 -----------------------
 
 def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
                            f_ext: ExternalForces = None, *,
