@@ -102,17 +102,24 @@ class PinTwin:
         return [(k, kinds[self.pm.frames[k].type] + self.pm.frames[k].name) for k in pick]
 
 
-def compare_with_pinocchio(model, seed, count=6):
-    """Every function of the module against Pinocchio at one random state; returns the largest
-    relative error per quantity."""
+#: Where Pinocchio 4.1 is not the exact derivative below a non-root spherical joint (module
+#: docstring): (reference, quantity) pairs left out of the comparison on spherical trees.
+PIN_INEXACT_BELOW_SPHERICAL = {("world", "da_dq"), ("local_world_aligned", "da_dq"),
+                               ("local", "hessian")}
+
+
+def compare_with_pinocchio(model, seed, count=6, skip=frozenset()):
+    """Every function of the module against Pinocchio at one random state, except the
+    (reference, quantity) pairs in ``skip``; returns the largest relative error per quantity."""
     T = PinTwin(model)
     pin, pm = T.pin, T.pm
     refs = {"local": pin.LOCAL, "world": pin.WORLD, "local_world_aligned": pin.LOCAL_WORLD_ALIGNED}
     q, qd, qdd = state(model, seed)
     worst: dict[str, float] = {}
 
-    def rec(key, a, b, what):
-        worst[key] = max(worst.get(key, 0.0), check(a, b, what))
+    def rec(key, a, b, what, ref=None):
+        if (ref, key) not in skip:
+            worst[key] = max(worst.get(key, 0.0), check(a, b, what))
 
     for fid, fname in T.frames(count, seed):
         for ref, rf in refs.items():
@@ -128,10 +135,10 @@ def compare_with_pinocchio(model, seed, count=6):
                                                   order="linear_first")
             ref_ = pin.getFrameAccelerationDerivatives(pm, T.data(q, qd, qdd), fid, rf)
             for key, a, b in zip(("dv_dq", "da_dq", "da_dqd", "da_dqdd"), mine, ref_):
-                rec(key, a, T.cols(b), f"{what} {key} (acceleration derivatives)")
+                rec(key, a, T.cols(b), f"{what} {key} (acceleration derivatives)", ref)
             H = frame_kinematic_hessian(model, q, fname, ref, order="linear_first")
             Hp = pin.getFrameKinematicHessian(pm, T.data(q, qd, qdd, hessians=True), fid, rf)
-            rec("hessian", H, T.hessian(Hp), f"{what} hessian")
+            rec("hessian", H, T.hessian(Hp), f"{what} hessian", ref)
     return worst
 
 
@@ -155,6 +162,15 @@ def test_random_trees_match_pinocchio(seed):
     model = random_tree(8, seed=seed, joint_kinds=("revolute", "prismatic", "helical"),
                         floating_base=True)
     compare_with_pinocchio(model, seed=seed + 10, count=5)
+
+
+def test_spherical_trees_match_pinocchio_where_it_is_exact():
+    """Spherical joints below the free-flyer: everything but PIN_INEXACT_BELOW_SPHERICAL agrees
+    with Pinocchio (those are checked against AD in test_derivatives_equal_casadi_ad)."""
+    for seed in (3, 4):
+        worst = compare_with_pinocchio(spherical_tree(seed), seed, count=6,
+                                       skip=PIN_INEXACT_BELOW_SPHERICAL)
+        assert {"dv_dq", "dv_dqd", "da_dq", "da_dqd", "da_dqdd", "hessian"} <= set(worst)
 
 
 # --- against CasADi AD of symdyn's own frame functions -----------------------------------------------

@@ -50,6 +50,12 @@ strictly supports joint j, else 0; LOCAL_WORLD_ALIGNED: the WORLD entry moved to
 
 Joints whose motion subspace varies in body coordinates (planar) are refused by the derivatives
 (ValueError naming the joint); :func:`frame_acceleration` supports them.
+
+Pinocchio 4.1 agrees with all of the above except on frames below a spherical joint that is not
+the root: there its WORLD and LOCAL_WORLD_ALIGNED ``da_dq`` (which use ``(v_p - v_b) x Sd_j``
+where the derivative has ``(v_p - v_b) x Psid_j``; the two differ by ``(S_j qd_j) x S_j``, zero
+for one-DoF joints) and its LOCAL kinematic Hessian differ from its own finite differences.
+symdyn returns the exact derivatives there (checked against CasADi AD).
 """
 from __future__ import annotations
 
