@@ -143,7 +143,7 @@ def test_lab_tools_live_outside_the_package():
 
 def test_areas_are_packages():
     for area in ("io", "interop", "algorithms", "backends", "symbolic", "codegen", "constrained",
-                 "cli"):
+                 "contact", "cli"):
         assert (PACKAGE / area / "__init__.py").is_file(), area
     for moved in ("urdf.py", "robots.py", "mujoco_bridge.py", "pinocchio_bridge.py"):
         assert not (PACKAGE / moved).exists(), moved

@@ -1,0 +1,150 @@
+"""Contact descriptions: :class:`Contact` and their resolution against a model.
+
+A contact holds a frame of the robot at rest against the (fixed) environment:
+
+* ``dim=3``: a *point contact*: the origin of the frame has zero velocity; 3 constraint rows,
+  linear, in the contact's reference axes;
+* ``dim=6``: a *frame contact*: the whole frame is fixed; 6 rows ``[angular; linear]``.
+
+References (Pinocchio's, see :mod:`symdyn.algorithms.frames`): ``"local"`` (frame axes),
+``"local_world_aligned"`` (world axes at the frame origin) and, for 6-D contacts only,
+``"world"`` (the spatial velocity in world coordinates, at the world origin). A 3-D contact in
+``"world"`` is refused: the linear rows of a ``"world"`` Jacobian are the velocity of the body
+point at the world origin, not of the contact point.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+
+from ..algorithms.frames import REFERENCES, FrameRef, resolve_frame
+
+if TYPE_CHECKING:
+    from ..model import Frame, Model
+
+__all__ = ["Contact", "ResolvedContact", "resolve_contacts"]
+
+
+def _gain(x: Any, what: str) -> float:
+    if isinstance(x, bool):
+        raise TypeError(f"Contact baumgarte {what} must be a number, got {x!r}")
+    try:
+        g = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"Contact baumgarte {what} must be a number, got {x!r}") from None
+    if math.isnan(g) or math.isinf(g):
+        raise ValueError(f"Contact baumgarte {what} must be finite, got {g}")
+    if g < 0:
+        raise ValueError(f"Contact baumgarte {what} must be >= 0 (a negative gain destabilizes the "
+                         f"constraint), got {g}")
+    return g
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A contact of a robot frame with the fixed environment.
+
+    ``frame``: a link or joint name, a body index or a :class:`~symdyn.model.Frame`, as
+    :func:`symdyn.algorithms.frames.resolve_frame` takes them. ``dim``: 3 (point contact: the
+    frame origin does not move; linear rows) or 6 (frame contact: the frame does not move; rows
+    ``[angular; linear]``). ``reference``: the axes of the rows and of the contact force,
+    ``"local"``, ``"local_world_aligned"`` or (6-D only) ``"world"``.
+
+    ``baumgarte=(kp, kd)``: stabilization gains (both >= 0). The constraint acceleration is
+    ``J qdd + drift = -kd v_c - kp e_c`` with ``v_c = J qd`` the contact velocity and ``e_c`` the
+    position error in the contact's reference axes: ``p - target`` for a 3-D contact with a
+    ``target`` (world coordinates of where the contact point should be; rotated into the local
+    axes for ``"local"``), zero otherwise. Without a target the reference placement is the
+    placement at the current ``q`` (Pinocchio's ``RigidConstraintModel`` whose desired placement
+    is the current one), so ``kp`` has no effect; 6-D contacts take no target.
+    """
+
+    frame: FrameRef
+    dim: int = 3
+    reference: str = "local"
+    baumgarte: tuple[float, float] = (0.0, 0.0)
+    target: tuple[float, float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.dim, bool) or self.dim not in (3, 6):
+            raise ValueError(f"Contact dim must be 3 (point contact) or 6 (frame contact), "
+                             f"got {self.dim!r}")
+        if self.reference not in REFERENCES:
+            raise ValueError(f"Contact reference must be one of {', '.join(map(repr, REFERENCES))}, "
+                             f"got {self.reference!r}")
+        if self.dim == 3 and self.reference == "world":
+            raise ValueError("a 3-D Contact cannot use reference 'world': the linear rows of a "
+                             "'world' Jacobian are the velocity of the body point at the world "
+                             "origin, not of the contact point; use 'local_world_aligned' (world "
+                             "axes) or 'local'")
+        try:
+            kp, kd = self.baumgarte
+        except (TypeError, ValueError):
+            raise TypeError(f"Contact baumgarte must be a pair (kp, kd), got {self.baumgarte!r}") \
+                from None
+        object.__setattr__(self, "baumgarte", (_gain(kp, "kp"), _gain(kd, "kd")))
+        if self.target is not None:
+            if self.dim != 3:
+                raise ValueError("a 6-D Contact takes no target: its reference placement is the "
+                                 "placement at the current q (zero position error)")
+            try:
+                t = tuple(float(x) for x in self.target)
+            except (TypeError, ValueError):
+                raise TypeError(f"Contact target must be 3 numbers (world coordinates), got "
+                                f"{self.target!r}") from None
+            if len(t) != 3 or not all(math.isfinite(x) for x in t):
+                raise ValueError(f"Contact target must be 3 finite numbers (world coordinates), "
+                                 f"got {self.target!r}")
+            object.__setattr__(self, "target", t)
+
+
+class ResolvedContact(NamedTuple):
+    """A :class:`Contact` with its frame resolved in a model and its first row in the stack."""
+
+    contact: Contact
+    frame: Frame
+    row: int
+
+
+def _as_list(contacts: Any) -> list[Contact]:
+    if isinstance(contacts, Contact):
+        return [contacts]
+    if isinstance(contacts, (str, bytes)) or not isinstance(contacts, Sequence):
+        raise TypeError(f"contacts must be a Contact or a sequence of Contact, got "
+                        f"{type(contacts).__name__}")
+    for k, c in enumerate(contacts):
+        if not isinstance(c, Contact):
+            raise TypeError(f"contacts[{k}] must be a symdyn Contact, got {type(c).__name__}")
+    return list(contacts)
+
+
+def resolve_contacts(model: Model, contacts: Contact | Sequence[Contact]) -> list[ResolvedContact]:
+    """Resolve each contact's frame in ``model`` and stack their rows (in the given order).
+
+    Raises ``ValueError`` for: an empty contact set, a model with mimic joints (the contact
+    algorithms run on the independent tree; reduce it first with :func:`symdyn.reduce_mimic`),
+    an unknown or ambiguous frame, and a frame that nothing moves (attached to the world or to
+    bodies whose joints have no degree of freedom)."""
+    cs = _as_list(contacts)
+    if not cs:
+        raise ValueError("contacts is empty: give at least one Contact (without contacts use "
+                         "symdyn.aba)")
+    if model.mimic:
+        raise ValueError(f"model {model.name!r} has mimic joints ({', '.join(sorted(model.mimic))}): "
+                         "the contact algorithms do not support them; reduce the model first "
+                         "(symdyn.reduce_mimic / symdyn.reduced_model)")
+    out, row = [], 0
+    for k, c in enumerate(cs):
+        try:
+            fr = resolve_frame(model, c.frame)
+        except KeyError as e:
+            raise ValueError(f"contacts[{k}]: {e.args[0]}") from None
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"contacts[{k}]: {e}") from None
+        if fr.body < 0 or not any(model.joints[j].nv for j in model.ancestors[fr.body]):
+            raise ValueError(f"contacts[{k}]: frame {c.frame!r} is fixed to the world (no joint "
+                             "moves it): a contact there constrains nothing")
+        out.append(ResolvedContact(c, fr, row))
+        row += c.dim
+    return out

@@ -1,0 +1,214 @@
+"""Rigid contact dynamics: constrained forward dynamics, impulses, the KKT inverse and the contact
+inverse dynamics, over the backends through the tree's sparse ``L^T D L`` factors.
+
+Conventions (Pinocchio 4.1's ``constraintDynamics`` / ``impulseDynamics``):
+
+* ``lam`` is the contact force (impulse) that the environment applies to the robot, in the
+  contacts' reference axes and row order (``[torque; force]`` for 6-D contacts, the force for
+  3-D ones; for a ``"local_world_aligned"`` 6-D contact the torque is about the frame origin;
+  for ``"world"`` about the world origin). The equations of motion are
+  ``M qdd + h = tau + J^T lam`` (h: gravity and velocity-product terms, ``rnea(q, qd, 0)``),
+  so ``lam`` is Pinocchio's ``data.lambda_c`` with the 3-row blocks of 6-D contacts swapped
+  (Pinocchio: ``[force; torque]``).
+* The KKT system ``[M J^T; J 0] [qdd; -lam] = [tau - h; -gamma]`` with
+  ``gamma = drift + kd J qd + kp e`` (:mod:`.kinematics`).
+
+Solution route (no dense solve of the (nv + nc) system; :mod:`.sparse`): ``M = L^T D L``,
+``z = L^-T (tau - h)``, ``W = L^-T J^T``, the operational-space inverse
+``G = J M^-1 J^T = W^T D^-1 W`` (nc x nc), ``lam = -(G + damping I)^-1 (W^T D^-1 z + gamma)``,
+``qdd = L^-1 D^-1 (z + W lam)``.
+
+``damping > 0`` gives the *regularized* (Tikhonov) solution: the contact acceleration becomes
+``J qdd + gamma = -damping lam`` instead of 0, which is what one step of Pinocchio's proximal
+algorithm from ``lam = 0`` returns (``ProximalSettings(accuracy, mu=damping, max_iter=1)``),
+and the unique answer for redundant contacts. With ``damping = 0`` a rank-deficient J raises
+``ValueError`` on numeric backends (the pivot test of :func:`.sparse.small_ldl`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..algorithms.common import entry
+from ..algorithms.ltdl import inverse_from_factors, unit_lower_inverse
+from ..algorithms.rnea import rnea
+from ..types import Array, Backend
+from .contact import Contact, ResolvedContact, resolve_contacts
+from .kinematics import contact_terms
+from .sparse import (MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl,
+                     small_ldl_solve, weighted_gram)
+
+__all__ = ["constraint_dynamics", "contact_inverse_dynamics", "impulse_dynamics",
+           "kkt_matrix_inverse"]
+
+
+def _nonneg(x: Any, what: str, upper: float | None = None) -> float:
+    if isinstance(x, bool):
+        raise TypeError(f"{what} must be a number, got {x!r}")
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number, got {x!r}") from None
+    if not math.isfinite(v) or v < 0 or (upper is not None and v > upper):
+        rng = f"in [0, {upper:g}]" if upper is not None else "finite and >= 0"
+        raise ValueError(f"{what} must be {rng}, got {v}")
+    return v
+
+
+def _support(model, resolved: Sequence[ResolvedContact]) -> set:
+    """The dofs that move some contact frame (rows of J^T that are not structurally zero)."""
+    out: set = set()
+    for rc in resolved:
+        for j in model.ancestors[rc.frame.body]:
+            out.update(range(*model.v_idx[j]))
+    return out
+
+
+class _Operational:
+    """``W = L^-T J^T`` (rows, None for zeros) and the factors of ``G + damping I``."""
+
+    def __init__(self, B: Backend, model, F: MassFactors, J, resolved, damping: float, what: str):
+        self.nc = nc = sum(rc.contact.dim for rc in resolved)
+        JT = J.T
+        sup = _support(model, resolved)
+        self.W = lt_solve(F, [B.rows(JT, k, k + 1) if k in sup else None
+                              for k in range(model.nv)])
+        G = weighted_gram(F, self.W, nc, B)
+        self.G = [[G[i, j] + (damping if i == j and damping else 0) for j in range(nc)]
+                  for i in range(nc)]
+        self.L, self.Dinv = small_ldl(B, self.G, what)
+
+    def project(self, F: MassFactors, z: list) -> list:
+        """``W^T D^-1 z`` as nc scalars."""
+        r = None
+        for k, w in enumerate(self.W):
+            if w is not None and z[k] is not None:
+                t = (F.Dinv[k] * z[k]) * w
+                r = t if r is None else r + t
+        return [0 if r is None else r[0, j] for j in range(self.nc)]
+
+    def spread(self, z: list, lam: list) -> list:
+        """``z + W lam`` as nv entries (None for zeros)."""
+        out = list(z)
+        for k, w in enumerate(self.W):
+            if w is None:
+                continue
+            t = w[0, 0] * lam[0]
+            for j in range(1, self.nc):
+                t = t + w[0, j] * lam[j]
+            out[k] = t if out[k] is None else out[k] + t
+        return out
+
+
+def _vector(B: Backend, x: list):
+    return B.vector([0 if e is None else e for e in x])
+
+
+def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
+                        contacts: Contact | Sequence[Contact], damping: float = 0.0, *,
+                        backend: str | None = None) -> tuple[Array, Array]:
+    """Forward dynamics with rigid contacts: ``(qdd, lam)`` with ``M qdd + h = tau + J^T lam`` and
+    ``J qdd + gamma = -damping lam`` (0 for the default ``damping = 0``), where J is
+    :func:`~symdyn.contact.contact_jacobian` and ``gamma`` the drift plus Baumgarte terms
+    (:class:`~symdyn.contact.contact.Contact`). Module docstring: conventions (lam as Pinocchio's
+    ``lambda_c`` with 6-D blocks in ``[angular; linear]`` order) and the sparse route.
+
+    Raises ``ValueError`` for redundant contacts (rank-deficient J) with ``damping = 0`` on
+    numeric backends; symbolic backends return the closed form (valid where J has full rank)."""
+    d = _nonneg(damping, "damping")
+    resolved = resolve_contacts(model, contacts)
+    B, (qs, vs, taus) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
+                              backend=backend)
+    F = factor_mass_matrix(B, model, qs, vs)
+    T = contact_terms(B, model, qs, vs, resolved)
+    op = _Operational(B, model, F, T.J, resolved, d, "constraint_dynamics")
+    tau_v = B.vcat(taus)
+    z = lt_solve(F, [tau_v[k] - F.h[k] for k in range(model.nv)])
+    rhs = op.project(F, z)
+    rhs = [rhs[j] + T.gamma[j] for j in range(op.nc)]
+    lam = [-x for x in small_ldl_solve(op.L, op.Dinv, rhs)]
+    qdd = l_solve(F, op.spread(z, lam))
+    return _vector(B, qdd), B.vector(lam)
+
+
+def impulse_dynamics(model: Any, q: Array, qd_minus: Array, contacts: Contact | Sequence[Contact],
+                     restitution: float = 0.0, damping: float = 0.0, *,
+                     backend: str | None = None) -> tuple[Array, Array]:
+    """Impact with rigid contacts: ``(qd_plus, impulse)`` with
+    ``M (qd_plus - qd_minus) = J^T impulse`` and ``J qd_plus = -restitution J qd_minus``
+    (restitution in [0, 1]; with ``damping > 0``: ``J qd_plus + restitution J qd_minus =
+    -damping impulse``). Pinocchio's ``impulseDynamics`` (its ``data.impulse_c`` with 6-D blocks
+    in ``[angular; linear]`` order); gravity and velocity-product terms play no part."""
+    r = _nonneg(restitution, "restitution", upper=1.0)
+    d = _nonneg(damping, "damping")
+    resolved = resolve_contacts(model, contacts)
+    B, (qs, vs) = entry(model, ("q", q, "q"), ("qd_minus", qd_minus, "v"), backend=backend)
+    F = factor_mass_matrix(B, model, qs)
+    J = contact_terms(B, model, qs, None, resolved).J
+    op = _Operational(B, model, F, J, resolved, d, "impulse_dynamics")
+    vel = J @ B.vcat(vs)
+    impulse = small_ldl_solve(op.L, op.Dinv, [-(1 + r) * vel[j] for j in range(op.nc)])
+    dv = l_solve(F, op.spread([None] * model.nv, impulse))
+    qd_plus = B.vcat(vs) + _vector(B, dv)
+    return qd_plus, B.vector(impulse)
+
+
+def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contact],
+                       damping: float = 0.0, *, backend: str | None = None) -> Array:
+    """The inverse of the KKT matrix ``[M J^T; J -damping I]`` ((nv + nc) square), Pinocchio's
+    ``computeKKTContactDynamicMatrixInverse(model, data, q, J, damping)`` with J the contact
+    Jacobian: ``[[M^-1 - Y Gh^-1 Y^T, Y Gh^-1], [Gh^-1 Y^T, -Gh^-1]]`` with ``Y = M^-1 J^T``
+    and ``Gh = J M^-1 J^T + damping I``. Built from the sparse factors (``M^-1 = Z D^-1 Z^T``,
+    ``Z = L^-1``; ``Y = L^-1 D^-1 W``)."""
+    d = _nonneg(damping, "damping")
+    resolved = resolve_contacts(model, contacts)
+    B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
+    F = factor_mass_matrix(B, model, qs)
+    J = contact_terms(B, model, qs, None, resolved).J
+    op = _Operational(B, model, F, J, resolved, d, "kkt_matrix_inverse")
+    n, nc = model.nv, op.nc
+    Minv = inverse_from_factors(unit_lower_inverse(F.H, F.anc), F.anc, F.Dinv)
+    Y = l_solve(F, op.W)                                         # rows of M^-1 J^T
+    I = B.eye(nc)
+    Ginv = B.vcat(small_ldl_solve(op.L, op.Dinv, [B.rows(I, j, j + 1) for j in range(nc)]))
+    Ym = B.vcat([B.zeros(1, nc) if y is None else y for y in Y])   # n x nc
+    YG = Ym @ Ginv
+    top_left = B.matrix(Minv) - YG @ Ym.T
+    return B.block([[top_left, YG], [YG.T, -Ginv]]) if n else -Ginv
+
+
+def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
+                             contacts: Contact | Sequence[Contact], dt: float,
+                             compliance: float | Sequence[float],
+                             constraint_correction: Array | None = None, *,
+                             backend: str | None = None) -> tuple[Array, Array]:
+    """Inverse dynamics with compliant contacts, Pinocchio's ``contactInverseDynamics`` without
+    the friction cone: ``(tau, lam)`` with
+
+    ``c_ref = (J (qd + dt qdd) + constraint_correction) / dt``, ``lam = -c_ref / R`` (R the
+    per-row compliance, > 0) and ``tau = rnea(q, qd, qdd) - J^T lam``.
+
+    Pinocchio projects ``lam`` on each contact's friction cone (iteratively); where the result lies
+    inside the cones (and with ``solve_ncp=False``) the two agree. ``compliance``: one number or
+    one per row (nc)."""
+    h = float(dt) if not isinstance(dt, bool) else float("nan")
+    if not math.isfinite(h) or h <= 0:
+        raise ValueError(f"dt must be a finite time step > 0, got {dt!r}")
+    resolved = resolve_contacts(model, contacts)
+    nc = sum(rc.contact.dim for rc in resolved)
+    comp = [compliance] * nc if not hasattr(compliance, "__len__") else list(compliance)
+    if len(comp) != nc:
+        raise ValueError(f"compliance must be one number or {nc} numbers (one per contact row), "
+                         f"got {len(comp)}")
+    R = [_nonneg(c, f"compliance[{k}]") for k, c in enumerate(comp)]
+    if any(c == 0 for c in R):
+        raise ValueError("compliance must be > 0 on every row (lam = -c_ref / R)")
+    B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
+                            backend=backend)
+    J = contact_terms(B, model, qs, None, resolved).J
+    c = J @ (B.vcat(vs) + h * B.vcat(us))
+    if constraint_correction is not None:
+        c = c + B.to_vector(constraint_correction, nc, "constraint_correction")
+    lam = B.vector([-c[k] / (h * R[k]) for k in range(nc)])
+    tau = rnea(model, B.vcat(qs), B.vcat(vs), B.vcat(us), backend=B)  # type: ignore[arg-type]
+    return tau - J.T @ lam, lam
