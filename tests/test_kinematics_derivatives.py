@@ -513,3 +513,29 @@ def test_model_without_moving_bodies():
     assert np.shape(sd.generalized_gravity_derivatives(model, q)) == (0, 0)
     with pytest.raises(ValueError, match="no moving body"):
         sd.centroidal_dynamics_derivatives(model, q, e, e)
+
+
+@pytest.mark.slow
+def test_jax_backend_equals_numpy():
+    """Eager JAX (float64) gives NumPy's numbers for every function of the two modules (op by
+    op: about 20 s, hence slow)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    model = spherical_tree(9)
+    q, qd, qdd = state(model, 9)
+    fx = random_forces(model, 9)
+    frame = model.N - 1
+    calls = [(frame_acceleration, (q, qd, qdd, frame, "local")),
+             (frame_velocity_derivatives, (q, qd, frame, "world")),
+             (frame_acceleration_derivatives, (q, qd, qdd, frame, "local_world_aligned")),
+             (frame_kinematic_hessian, (q, frame, "local")),
+             (sd.generalized_gravity_derivatives, (q,)),
+             (sd.static_torque_derivatives, (q, fx)),
+             (sd.centroidal_dynamics_derivatives, (q, qd, qdd))]
+    for fn, args in calls:
+        want = fn(model, *args)
+        got = fn(model, *[jnp.asarray(x) if isinstance(x, np.ndarray) else x for x in args],
+                 backend="jax")
+        for a, b in zip(*((x,) if not isinstance(x, tuple) else x for x in (got, want))):
+            check(np.asarray(a), b, f"jax {fn.__name__}")
