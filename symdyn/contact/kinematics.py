@@ -24,8 +24,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..algorithms.common import entry
-from ..algorithms.frames import frame_jacobian_time_variation, path_kinematics
-from ..spatial import Transform, compose, skew, xform_motion, xform_motion_inv
+from ..algorithms.frames import (assemble_columns, frame_jacobian_time_variation, frame_transform,
+                                 lwa_shift, path_kinematics)
+from ..spatial import skew, xform_motion, xform_motion_inv
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, resolve_contacts
 
@@ -48,55 +49,27 @@ def _rows(B: Backend, x, dim: int):
     return x if dim == 6 else B.rows(x, 3, 6)
 
 
-def _entry(x, a, b=None):
-    try:
-        return x[a] if b is None else x[a, b]
-    except (TypeError, IndexError):  # nested tuples
-        return x[a] if b is None else x[a][b]
-
-
-def _body_to_frame(B: Backend, X) -> Transform | None:
-    """The frame's placement on its body as a backend transform; None for the identity."""
-    E = [[_entry(X.E, a, b) for b in range(3)] for a in range(3)]
-    r = [_entry(X.r, k) for k in range(3)]
-    try:
-        if all(E[a][b] == (a == b) for a in range(3) for b in range(3)) and not any(r):
-            return None
-    except TypeError:  # symbolic entries
-        pass
-    return Transform(B.const(E), B.const(r))
-
-
 def _world_jacobian(B: Backend, model, K, body: int):
     """World-coordinate Jacobian of ``body`` (6 x nv): columns ``^0X_j S_j`` of the joints that
     support it, zeros elsewhere."""
-    support = set(model.ancestors[body])
-    return B.hcat([xform_motion_inv(B, K.X0[j], K.S[j]) if j in support else B.zeros(6, b - a)
-                   for j, (a, b) in enumerate(model.v_idx)])
-
-
-def _to_point(B: Backend, p, m):
-    """World motion vectors (at the world origin) moved to the point ``p``, world axes:
-    ``[m0; m1 + m0 x p]``."""
-    m0 = B.rows(m, 0, 3)
-    return B.vcat([m0, B.rows(m, 3, 6) - skew(B, p) @ m0])
+    return assemble_columns(B, model, {j: xform_motion_inv(B, K.X0[j], K.S[j])
+                                       for j in model.ancestors[body]})
 
 
 def _one_contact(B: Backend, model, K, rc: ResolvedContact, with_rates: bool):
     """(J rows, drift rows or None, position error rows or None) of one contact."""
     c, fr = rc.contact, rc.frame
-    Xf = _body_to_frame(B, fr.X)
-    Xf0 = K.X0[fr.body] if Xf is None else compose(B, Xf, K.X0[fr.body])   # world -> frame
+    Xf0, Xf = frame_transform(B, model, K, fr)          # world -> frame, body -> frame (or None)
     J0 = _world_jacobian(B, model, K, fr.body)
     ref = c.reference
     J = J0 if ref == "world" else xform_motion(B, Xf0, J0) if ref == "local" \
-        else _to_point(B, Xf0.r, J0)
+        else lwa_shift(B, Xf0.r, J0)
     if not with_rates:
         return _rows(B, J, c.dim), None, None
     vb, ab = K.v[fr.body], K.a[fr.body]
     if ref == "world" or (ref == "local_world_aligned" and c.dim == 6):
         a0 = xform_motion_inv(B, K.X0[fr.body], ab)             # world coordinates
-        drift = a0 if ref == "world" else _to_point(B, Xf0.r, a0)
+        drift = a0 if ref == "world" else lwa_shift(B, Xf0.r, a0)
     else:
         vf, af = (vb, ab) if Xf is None else (xform_motion(B, Xf, vb), xform_motion(B, Xf, ab))
         if c.dim == 6:                                           # local, spatial
