@@ -116,9 +116,9 @@ def frame_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: Fra
 
 class SupportTerms(NamedTuple):
     """World-coordinate quantities of the joints j supporting a body (dicts keyed by j) and of
-    the body itself: ``S`` (^0X_j S_j), ``Psid``, ``Sd``, ``Psidd`` (module docstring; ``Sd``
-    and ``Psidd`` are None without qd / qdd), ``v``, ``a`` the body's world velocity and
-    acceleration (None when not requested), and the kinematics ``K``."""
+    the body itself: ``S`` (^0X_j S_j), ``Psid``, ``Sd``, ``Psidd`` (module docstring; empty
+    without qd, ``Psidd`` also without qdd), ``v``, ``a`` the body's world velocity and
+    acceleration (None without qd / qdd), and the path kinematics ``K``."""
 
     S: dict
     Psid: dict
