@@ -171,6 +171,45 @@ def test_impulse_and_kkt_inverse_match_pinocchio(name):
             assert rel(K, P.kkt_inverse(q, contacts, damping)) < TOL
 
 
+def test_contact_inverse_dynamics_matches_pinocchio_inside_the_cones():
+    """Pinocchio's point contacts anchored at the current placement: J_pin = -J (local), so
+    correction_pin = -correction and lambda_pin = -lam; friction large enough that the forces
+    stay inside the cones, solve_ncp=False."""
+    pin = pytest.importorskip("pinocchio")
+    m, P = robot("solo12"), twin("solo12")
+    pb, pm = P.pb, P.pm
+    q, qd, qdd = random_state(m, 4)
+    qp = pb.q_to_pin(m, q)
+    pd = pm.createData()
+    pin.forwardKinematics(pm, pd, qp)
+    models = []
+    for f in FEET:
+        fr = m.frames[f]
+        jid = pm.getJointId(m.joint_names[fr.body])
+        placement = pin.SE3(np.array(fr.X.E, float).T, np.array(fr.X.r, float))
+        cm = pin.PointContactConstraintModel(pm, jid, placement)
+        cm.joint2_placement = pd.oMi[jid] * placement
+        cm.setFriction(1e8)
+        cm.setCompliance(np.array([1e-2, 2e-2, 3e-2]))
+        models.append(cm)
+    cms = pin.StdVec_PointContactConstraintModel(models)
+    cds = pin.StdVec_PointContactConstraintData([cm.createData() for cm in models])
+    pin.computeJointJacobians(pm, pd, qp)
+    for cm, cd in zip(cms, cds):
+        cm.calc(pm, pd, cd)
+    correction_pin = np.tile([0.1, -0.2, -5.0], 4)   # pushes into the ground: lambda_n > 0
+    dt = 1e-2
+    ok, tau_p, lam_p = pin.contactInverseDynamics(
+        pm, pd, qp, pb.v_to_pin(m, qd), pb.v_to_pin(m, qdd), dt, cms, cds, correction_pin,
+        pin.ProximalSettings(1e-14, 1e-14, 1e-9, 50), None, False)
+    assert ok and np.all(lam_p[2::3] > 0)
+    tau, lam = sd.contact_inverse_dynamics(m, q, qd, qdd, [sd.Contact(f, 3) for f in FEET], dt,
+                                           np.tile([1e-2, 2e-2, 3e-2], 4), -correction_pin)
+    assert rel(lam, -lam_p) < TOL and rel(tau, pb.v_from_pin(m, tau_p)) < TOL
+    J = sd.contact_jacobian(m, q, [sd.Contact(f, 3) for f in FEET])
+    assert rel(tau, sd.rnea(m, q, qd, qdd) - J.T @ lam) < 1e-13
+
+
 @pytest.mark.parametrize("name", ["solo12", pytest.param("talos", marks=pytest.mark.slow)])
 def test_damping_is_one_proximal_step_of_pinocchio(name):
     """damping > 0: the regularized solution, Pinocchio's ProximalSettings(acc, mu, max_iter=1)."""
@@ -391,6 +430,12 @@ def test_contact_functions_reject_bad_contact_sets():
         sd.constraint_dynamics(m, q, qd, tau, [sd.Contact(FEET[0]), "FR_FOOT"])
     with pytest.raises(ValueError, match="damping must be finite"):
         sd.constraint_dynamics(m, q, qd, tau, [sd.Contact(FEET[0])], damping=float("nan"))
+    with pytest.raises(ValueError, match="dt must be a time step > 0"):
+        sd.contact_inverse_dynamics(m, q, qd, tau, [sd.Contact(FEET[0])], 0.0, 1e-2)
+    with pytest.raises(ValueError, match="compliance must be one number or 3 numbers"):
+        sd.contact_inverse_dynamics(m, q, qd, tau, [sd.Contact(FEET[0])], 1e-2, [1e-2] * 2)
+    with pytest.raises(ValueError, match="compliance must be > 0"):
+        sd.contact_inverse_dynamics(m, q, qd, tau, [sd.Contact(FEET[0])], 1e-2, 0.0)
     with pytest.raises(ValueError, match=r"restitution must be in \[0, 1\]"):
         sd.impulse_dynamics(m, q, qd, [sd.Contact(FEET[0])], restitution=1.5)
     panda = sd.load_robot("panda")

@@ -186,14 +186,22 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
     the friction cone: ``(tau, lam)`` with
 
     ``c_ref = (J (qd + dt qdd) + constraint_correction) / dt``, ``lam = -c_ref / R`` (R the
-    per-row compliance, > 0) and ``tau = rnea(q, qd, qdd) - J^T lam``.
+    per-row compliance, > 0) and ``tau = rnea(q, qd, qdd) - J^T lam``,
 
-    Pinocchio projects ``lam`` on each contact's friction cone (iteratively); where the result lies
-    inside the cones (and with ``solve_ncp=False``) the two agree. ``compliance``: one number or
-    one per row (nc)."""
-    h = float(dt) if not isinstance(dt, bool) else float("nan")
-    if not math.isfinite(h) or h <= 0:
-        raise ValueError(f"dt must be a finite time step > 0, got {dt!r}")
+    J the contact Jacobian (:func:`~symdyn.contact.contact_jacobian`) and ``lam`` the force of the
+    environment on the robot, as in :func:`constraint_dynamics`. ``compliance``: one number or
+    one per row (nc); ``constraint_correction``: nc numbers (default zero).
+
+    Pinocchio 4.1's ``PointContactConstraintModel`` anchored at the contact's current placement
+    has the opposite sign, ``J_pin = -J`` (the velocity of the environment point relative to
+    the robot's, local axes), so with ``constraint_correction = -correction_pin`` its
+    ``lambda = -lam`` and its torque is ``tau``. Pinocchio projects each contact's lambda on its
+    friction cone (iteratively); where the result lies inside the cones (and with
+    ``solve_ncp=False``) the two agree; the cone and its projection are not modelled here.
+    """
+    h = _nonneg(dt, "dt")
+    if h == 0:
+        raise ValueError("dt must be a time step > 0, got 0")
     resolved = resolve_contacts(model, contacts)
     nc = sum(rc.contact.dim for rc in resolved)
     comp = [compliance] * nc if not hasattr(compliance, "__len__") else list(compliance)
