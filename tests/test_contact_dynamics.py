@@ -34,24 +34,32 @@ def rel(a, b) -> float:
 
 @functools.lru_cache(maxsize=None)
 def robot(name):
-    """The robot, its fingers locked when they carry mimic joints (panda)."""
-    m = sd.load_robot(name)
+    """The robot, its fingers locked when they carry mimic joints (panda); ``"NAME/fixed"``: a
+    legged robot with its base fixed to the world."""
+    name, _, fixed = name.partition("/")
+    m = sd.load_robot(name, floating_base=False if fixed else None)
     if m.mimic:
         m = sd.reduced_model(m, [j for j in m.joint_names
                                  if j in m.mimic or j in {x.master for x in m.mimic.values()}])
     return m
 
 
+#: Contact frames per robot: point contacts (3-D) at the feet of the quadrupeds, frame contacts
+#: (6-D) at the soles of the humanoids (and, for talos and g1, at the left hand too).
+POINTS = {"solo12": FEET, "anymal_c": ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
+          "go2": ("FL_foot", "FR_foot", "RL_foot", "RR_foot"),
+          "b1": ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}
+FRAMES = {"panda": ("panda_hand_tcp",), "talos": SOLES + ("gripper_left_base_link",),
+          "g1": ("left_ankle_roll_link", "right_ankle_roll_link", "left_rubber_hand")}
+
+
 def robot_contacts(name, reference, gains=(0.0, 0.0), targets=False):
     C = sd.Contact
-    if name == "solo12":
+    name = name.partition("/")[0]
+    if name in POINTS:
         return [C(f, 3, reference, gains, target=(0.1 * k, -0.2, -0.3) if targets else None)
-                for k, f in enumerate(FEET)]
-    if name == "panda":
-        return [C("panda_hand_tcp", 6, reference, gains)]
-    if name == "talos":
-        return [C(f, 6, reference, gains) for f in SOLES]
-    raise KeyError(name)
+                for k, f in enumerate(POINTS[name])]
+    return [C(f, 6, reference, gains) for f in FRAMES[name]]
 
 
 def swap6(x, contacts):
@@ -138,10 +146,13 @@ def random_state(model, seed):
 
 # --- against Pinocchio -------------------------------------------------------------------------
 
+FAST = ("solo12", "panda")
 PIN_CASES = [
-    pytest.param(name, ref, gains, marks=[pytest.mark.slow] if name == "talos" else [])
-    for name in ("solo12", "panda", "talos") for ref in ("local", "local_world_aligned")
-    for gains in ((0.0, 0.0), (25.0, 4.0))]
+    pytest.param(name, ref, gains, marks=[] if name in FAST else [pytest.mark.slow])
+    for name in ("solo12", "panda", "talos", "anymal_c", "go2", "b1", "g1", "solo12/fixed",
+                 "talos/fixed")
+    for ref in ("local", "local_world_aligned") for gains in ((0.0, 0.0), (25.0, 4.0))]
+SLOW_ROBOTS = [pytest.param(n, marks=pytest.mark.slow) for n in ("talos", "anymal_c", "g1")]
 
 
 @pytest.mark.parametrize("name,reference,gains", PIN_CASES)
@@ -157,7 +168,7 @@ def test_constraint_dynamics_matches_pinocchio(name, reference, gains):
     assert worst < TOL, f"{name} {reference} {gains}: max relative difference {worst:.2e}"
 
 
-@pytest.mark.parametrize("name", ["solo12", "panda", pytest.param("talos", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["solo12", "panda", *SLOW_ROBOTS])
 def test_impulse_and_kkt_inverse_match_pinocchio(name):
     m, P = robot(name), twin(name)
     for seed, reference in enumerate(("local", "local_world_aligned")):
