@@ -99,3 +99,8 @@ from .algorithms.centroidal_derivatives import (centroidal_dynamics_derivatives,
 __all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinematic_hessian",
             "frame_velocity_derivatives", "centroidal_dynamics_derivatives",
             "generalized_gravity_derivatives", "static_torque_derivatives"]
+
+# Analytical derivatives of the rigid contact dynamics
+from .contact import constraint_dynamics_derivatives, impulse_dynamics_derivatives  # noqa: E402
+
+__all__ += ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]

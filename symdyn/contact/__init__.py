@@ -20,3 +20,6 @@ from .kinematics import (contact_acceleration_drift, contact_jacobian,
 __all__ = ["Contact", "constraint_dynamics", "contact_acceleration_drift", "contact_inverse_dynamics",
            "contact_jacobian", "contact_jacobian_time_variation", "contact_velocity",
            "impulse_dynamics", "kkt_matrix_inverse", "resolve_contacts"]
+from .derivatives import constraint_dynamics_derivatives, impulse_dynamics_derivatives  # noqa: E402
+
+__all__ += ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
