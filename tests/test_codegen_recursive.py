@@ -338,3 +338,64 @@ def test_recording_backend_records_the_backend_functions():
     for out, r in zip(evaluate(prog, q), expect, strict=True):
         np.testing.assert_allclose(out, r, rtol=1e-12, atol=1e-14)
     assert prog.stats["n_kernels"] >= 7
+
+
+@pytest.mark.parametrize("alg", ["crba", "christoffel", "aba_derivatives"])
+def test_lowered_graph_runs_the_program_as_the_c_loop_does(alg):
+    """recursive.lower inlines the program C runs (fused calls, results written by kernels,
+    reused workspace) into one graph with the same values as evaluate."""
+    import casadi as ca
+
+    from symdyn.codegen.recursive import lower
+
+    model = MODELS["branched"]
+    q, qd, qdd = random_state(model, seed=6)
+    _, args = _reference(model, alg, q, qd, qdd)
+    options = OPTIONS.get(alg, {"frame": "root"})     # root: ancestor loops fuse
+    prog = record(model, getattr(sd, alg), [len(a) for a in args], name=f"t_{alg}", **options)
+    assert any(k.out_tree is None for k in prog.kernels)        # fused variants are called
+    syms = [ca.SX.sym(f"x{i}", len(a)) for i, a in enumerate(args)]
+    graph = ca.Function("g", syms, [ca.vertcat(*e) for e in lower(prog, syms)])
+    got = graph(*args)
+    for g, want in zip(got if isinstance(got, tuple) else [got], evaluate(prog, *args)):
+        np.testing.assert_allclose(np.asarray(g).reshape(-1), want.reshape(-1), rtol=1e-13,
+                                   atol=1e-13)
+
+
+@pytest.mark.parametrize("alg", ["rnea", "crba", "christoffel", "aba"])
+def test_lowered_graph_is_no_larger_than_tracing_the_algorithm(alg):
+    """The unrolled graph comes from the recorded program (every kernel inlined, the constant
+    table folded in), and is never larger than the algorithm traced on the CasADi backend."""
+    import casadi as ca
+
+    from symdyn.codegen import casadi_function
+    from symdyn.codegen.functions import algorithm_spec
+
+    model = exact_rotations(sd.load_robot("panda"))
+    spec = algorithm_spec(alg)
+    syms = [ca.SX.sym(n, s) for n, s in zip(spec.input_names, spec.input_sizes(model))]
+    opts = {"frame": "body"} if alg in ("crba", "christoffel") else {}
+    raw = spec.function(model, *syms, backend="casadi", **opts)
+    pages = sd.get_backend("casadi").pages(raw) if alg == "christoffel" else [raw]
+    traced = ca.Function("t", syms, [ca.vec(p) for p in pages], {"cse": True})
+    lowered = casadi_function(model, alg, layout="numpy", **opts)
+    assert lowered.n_instructions() <= traced.n_instructions()
+
+
+def test_algorithms_without_steps_are_recorded_as_one_kernel():
+    """Frame functions, parameters= and aba_derivatives' "ltdl" have no steps: the whole
+    algorithm is one kernel of the program, lowered like any other."""
+    from symdyn.codegen.functions import algorithm_spec, record_algorithm
+
+    model = MODELS["branched"]
+    q, qd, qdd = random_state(model, seed=7)
+    for alg, options, args, want in [
+            ("frame_jacobian", {"frame": model.N - 1, "reference": "world"}, (q,),
+             [sd.frame_jacobian(model, q, model.N - 1, "world")]),
+            ("aba_derivatives", {"method": "ltdl"}, (q, qd, qdd),
+             list(sd.aba_derivatives(model, q, qd, qdd, method="ltdl")))]:
+        prog, shapes = record_algorithm(model, algorithm_spec(alg), options, name="t")
+        assert len(prog.instructions) == 1 and len(prog.used) == 1
+        for got, w, s in zip(evaluate(prog, *args), want, shapes.values()):
+            assert s == np.shape(w)
+            np.testing.assert_allclose(got.reshape(s), w, rtol=1e-12, atol=1e-12)

@@ -1,7 +1,10 @@
 """casadi.Function objects of the symdyn algorithms, with named inputs and outputs.
 
-Every algorithm is traced once with the CasADi SX backend (the same code that runs with NumPy
-and SymPy) and wrapped in a ``casadi.Function``. Two output layouts:
+Every algorithm (the same code that runs with NumPy and SymPy) is recorded into a step program
+(:func:`record_algorithm`; :mod:`symdyn.codegen.recursive`) and lowered to one SX graph, every
+kernel call inlined (:func:`symdyn.codegen.recursive.lower`), wrapped in a ``casadi.Function``:
+the one recorded representation the unrolled C, the recursive C and the JAX routes all come
+from. Two output layouts:
 
 * ``layout="casadi"`` (default, for CasADi users and ``.casadi`` files): vectors are (n, 1)
   columns, matrices keep their shape (and CasADi's structural zeros); the Christoffel tensor is an
@@ -312,10 +315,10 @@ def _shape_and_layouts(name: str, rank: int, value):
 
 # Frames tried for algorithms with a ``frame`` option (coriolis_matrix) when it is "auto" or not
 # given: the body frame (Algorithm 1 as printed) gives the smaller graph on models with sparse
-# geometry (axis-aligned joints, tree rotations of +-90 deg: serial:20 13.1k vs 17.4k SX
-# instructions, talos 24.5k vs 28.3k), the root frame on random geometry, where transforming the
-# dense force blocks up the tree dominates (serial_chain(20, seed=1) 38.6k vs 23.0k, N = 40:
-# 135.7k vs 67.5k). Generated-code time follows the instruction count, so the smaller one is used.
+# geometry (axis-aligned joints, tree rotations of +-90 deg: serial:20 11.4k vs 17.4k SX
+# instructions, talos 21.3k vs 28.1k), the root frame on random geometry from about 6 bodies on,
+# where transforming the dense force blocks up the tree dominates (serial_chain(20, seed=1)
+# 31.8k vs 22.4k). Generated-code time follows the instruction count, so the smaller one is used.
 FRAME_CANDIDATES = ("body", "root")
 
 # --- aba_derivatives method rule (method="auto" in generated code) -------------------------------
@@ -451,23 +454,20 @@ def casadi_function(model, algorithm: str, *, name: str | None = None, layout: s
 
 
 def _trace(model, spec, fn, options, layout, cse, emit_order, fname):
-    """(casadi.Function, output shapes, emit orders or None, trace and Function times)."""
+    """(casadi.Function, output shapes, emit orders or None, trace and Function times): the
+    algorithm recorded (:func:`record_algorithm`) and lowered to one SX graph."""
     import casadi as ca
 
-    syms = _symbols(model, spec)
-    traced_model = model
-    if spec.inputs[-1] == PI_INPUT:
-        from .parameters import parametrized_model
+    from . import recursive
 
-        traced_model = parametrized_model(model, syms[-1])
+    syms = _symbols(model, spec)
     t0 = time.perf_counter()
-    raw = fn(traced_model, *syms[:len(syms) - (traced_model is not model)], backend="casadi",
-             **options)
+    program, shapes = record_algorithm(model, spec, options, name=fname, cse=cse)
+    entries = recursive.lower(program, syms)
     t_trace = time.perf_counter() - t0
-    outs, shapes = [], {}
-    for (oname, rank), value in zip(spec.outputs, _as_outputs(spec, raw)):
-        shape, natural, flat = _shape_and_layouts(oname, rank, value)
-        shapes[oname] = shape
+    outs = []
+    for oname, values in zip(spec.output_names, entries):
+        natural, flat = _layouts(shapes[oname], values)
         outs.append(natural if layout == "casadi" else flat)
     orders = None
     if emit_order:
@@ -479,3 +479,82 @@ def _trace(model, spec, fn, options, layout, cse, emit_order, fname):
     f = ca.Function(fname, syms, outs, list(spec.input_names), list(spec.output_names),
                     {"cse": bool(cse)})
     return f, shapes, orders, t_trace, time.perf_counter() - t0
+
+
+def recorded_options(algorithm: str, options: dict) -> dict:
+    """``options`` of ``algorithm`` as its recorded form takes them: ``frame="auto"`` is
+    :data:`symdyn.codegen.recursive.RECURSIVE_FRAME`, ``method="auto"`` the last method :data:`~symdyn.codegen.choose.RECURSIVE_OPTIONS`
+    allows (aba_derivatives: ``"aza"``)."""
+    from .recursive import RECURSIVE_FRAME, RECURSIVE_OPTIONS
+    options = dict(options)
+    if "frame" in algorithm_options(algorithm) and options.get("frame", "auto") == "auto":
+        options["frame"] = RECURSIVE_FRAME
+    if "method" in RECURSIVE_OPTIONS.get(algorithm, {}) and \
+            options.get("method", "auto") == "auto":
+        options["method"] = RECURSIVE_OPTIONS[algorithm]["method"][-1]
+    return options
+
+
+def record_algorithm(model, spec: AlgorithmSpec, options: dict, *, name: str,
+                     cse: bool = True) -> tuple[Any, dict[str, tuple[int, ...]]]:
+    """The recorded program of ``spec`` on ``model`` and its outputs' NumPy shapes: step by step
+    where the algorithm has a recorded form (:func:`symdyn.codegen.choose.choose_form`), else the
+    whole algorithm as one step (one kernel traced with the CasADi backend; ``spec`` with the
+    ``pi`` input traces :func:`~symdyn.codegen.parameters.parametrized_model`). Every output is
+    then a dense result; :func:`symdyn.codegen.recursive.lower` makes the unrolled graph of
+    either."""
+    from . import recursive
+    from .choose import choose_form
+
+    parametrized = spec.inputs[-1] == PI_INPUT
+    sizes = list(spec.input_sizes(model))
+    if choose_form(model, spec.name, "auto", parameters="inertial" if parametrized else None,
+                   options=options)[0] == "measure":
+        program = recursive.record(model, spec.function, sizes, name=name, cse=cse, fuse=1,
+                                   **options)
+        shapes = {oname: _numpy_shape(rank, shape) for (oname, rank), (*_, shape)
+                  in zip(spec.outputs, program.outputs)}
+        return program, shapes
+    shapes = {}
+
+    def whole_algorithm(B, *xs):
+        traced_model = model
+        if parametrized:
+            from .parameters import parametrized_model
+
+            traced_model, xs = parametrized_model(model, xs[-1]), xs[:-1]
+        raw = spec.function(traced_model, *xs, backend=B, **options)
+        flat = []
+        for (oname, rank), value in zip(spec.outputs, _as_outputs(spec, raw)):
+            shapes[oname], _, column = _shape_and_layouts(oname, rank, value)
+            flat.append(column)
+        return tuple(flat)
+    whole_algorithm.__name__ = spec.name
+
+    def one_step(model, *xs, backend):
+        return backend.call_step(whole_algorithm, xs)
+    return recursive.record(model, one_step, sizes, name=name, cse=cse, fuse=1), shapes
+
+
+def _numpy_shape(rank: int, recorded: tuple[int, ...]) -> tuple[int, ...]:
+    n = 1
+    for d in recorded:
+        n *= d
+    return () if rank == 0 else (n,) if rank == 1 else tuple(recorded)
+
+
+def _layouts(shape: tuple[int, ...], entries: list):
+    """(casadi-layout SX, numpy-layout SX column) of one output from its row-major entries (see
+    the module docstring; structural zeros where an entry is an exact zero, casadi layout)."""
+    import casadi as ca
+
+    flat = ca.vertcat(*entries)
+    if not shape:
+        return flat, flat
+    if len(shape) == 1:
+        return ca.sparsify(flat), flat
+    if len(shape) == 2:
+        return ca.sparsify(ca.reshape(flat, shape[1], shape[0]).T), flat
+    n1, n2, n3 = shape
+    pages = [ca.reshape(flat[k::n3], n2, n1).T for k in range(n3)]   # Gamma[:, :, k]
+    return ca.sparsify(ca.horzcat(*pages)), flat

@@ -32,7 +32,7 @@ from . import cache as _cache
 from .csource import API_VERSION, api_sources, example_main, library_sources, makefile
 from .emit_order import remap_output_writes
 from .functions import (algorithm_options, algorithm_spec, casadi_function, check_options,
-                        required_options)
+                        recorded_options, required_options)
 from .names import MAX_LEN, c_identifier
 from ..progress import make_progress
 from .trig import use_fast_trig
@@ -418,11 +418,6 @@ def _generate_derivatives(f, orders, fname: str, directory: Path, level: int, cs
             "n_instructions": int(n_instr)}
 
 
-def _recursive_options(alg: str, opts: dict) -> dict:
-    from . import recursive
-    return recursive.recorded_options(alg, opts)
-
-
 def _record(model, key, alg, opts, fname, prog, cse):
     """``alg`` recorded into kernels and a program (:mod:`symdyn.codegen.recursive`)."""
     from . import recursive
@@ -434,7 +429,7 @@ def _record(model, key, alg, opts, fname, prog, cse):
         program = recursive.record(exact_rotations(model), spec.function,
                                    list(spec.input_sizes(model)), name=fname, cse=cse,
                                    **recursive.RECURSIVE_FUSE.get(alg, {}),
-                                   **_recursive_options(alg, opts))
+                                   **recorded_options(alg, opts))
     st = program.stats
     prog(f"{key}: {st['n_kernels']} kernels ({st['n_instructions']} SX instructions), "
          f"{st['n_calls']} step calls, {st['work']} operations per call (record "
@@ -450,7 +445,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
 
     spec = algorithm_spec(alg)
     sizes = list(spec.input_sizes(model))
-    opts = _recursive_options(alg, opts)
+    opts = recorded_options(alg, opts)
     if program is None:
         program = _record(model, key, alg, opts, fname, prog, cse)
     st = program.stats

@@ -91,13 +91,13 @@ def record(c: Any):
     """The program of ``route="program"``: constants folded (``fold=True``) while its kernels
     stay within :data:`FOLD_MAX` SX instructions, else read from the constant table."""
     from symdyn.codegen import recursive
-    from symdyn.codegen.functions import algorithm_spec, exact_rotations
+    from symdyn.codegen.functions import algorithm_spec, exact_rotations, recorded_options
     spec = algorithm_spec(c.name)
     model = exact_rotations(c.model)
     # fuse=1: one kernel per step signature; fused runs (what the C loop gains from) are more
     # kernel variants, and XLA's compile time follows the kernels' total size
     args = (model, spec.function, list(spec.input_sizes(model)))
-    options = dict(name=c.name, fuse=1, **recursive.recorded_options(c.name, c.options))
+    options = dict(name=c.name, fuse=1, **recorded_options(c.name, c.options))
     try:    # stops as soon as the folded kernels pass FOLD_MAX
         return recursive.record(*args, fold=True, max_instructions=FOLD_MAX, **options)
     except recursive.OverBudget:

@@ -110,8 +110,8 @@ static int casadi_f0(const casadi_real** arg, casadi_real** res, casadi_int* iw,
   if (res[0]!=0) res[0][1]=a5;
   if (res[0]!=0) res[0][2]=a5;
   a5=(a5+a4);
-  a4=-1.;
-  a5=(a5-a4);
+  a4=1.;
+  a5=(a5+a4);
   a0=(a0+a5);
   if (res[0]!=0) res[0][0]=a0;
   a2=symdyn_sin(a2);

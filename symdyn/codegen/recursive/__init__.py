@@ -1,10 +1,11 @@
 """The compiled form that keeps the recursion: per-step kernels and a C loop over a program.
 
-The unrolled form (:mod:`symdyn.codegen.generate`) traces a whole algorithm into one SX graph:
-fastest for small models, but its code grows with the number of bodies (with N^2 for nv x nv
-results, N^3 for Christoffel symbols) until gcc and the instruction cache give out. This form
-records the same algorithm source instead (its loop bodies are :func:`~symdyn.algorithms.steps.
-step` functions):
+Every compiled evaluator starts from the program recorded here. The unrolled form
+(:func:`symdyn.codegen.casadi_function`) inlines all its kernel calls into one SX graph
+(:func:`lower`): fastest for small models, but its code grows with the number of bodies (with N^2
+for nv x nv results, N^3 for Christoffel symbols) until gcc and the instruction cache give out.
+This form keeps the program's loop instead. Recording (the algorithms' loop bodies are
+:func:`~symdyn.algorithms.steps.step` functions):
 
 * the algorithm runs once with a *recording backend* whose values are :class:`Ref` s (where an
   entry lives in memory, or a literal); a step called with them is traced with CasADi once per
@@ -31,9 +32,9 @@ rnea_derivatives, O(N d^2) for christoffel, O(N^2) for aba_derivatives: one AZA 
 per body through every body). Measured against the unrolled form and Pinocchio in
 reports/scaling.md (``experiments/scaling.py``).
 
-Modules: :mod:`.program` (recording: values as memory references, kernels, the program and its
-Python reference semantics) and :mod:`.csource` (the C file: CasADi's kernels, the tables, the
-loop). The choice between the two forms is :mod:`symdyn.codegen.choose`'s, shared with
+Modules: :mod:`.program` (recording: values as memory references, kernels, the program, its
+Python reference semantics and its lowering to one graph) and :mod:`.csource` (the C file:
+CasADi's kernels, the tables, the loop). The choice between the two forms is :mod:`symdyn.codegen.choose`'s, shared with
 :func:`symdyn.jax.compile`; this package re-exports it under the names the build uses.
 """
 from __future__ import annotations
@@ -46,15 +47,14 @@ from ..choose import (FORMS, RECURSIVE_ALGORITHMS, RECURSIVE_OPTIONS, check_form
 from . import csource, program
 from .csource import kernel_prefix, write_c
 from .program import (CONSTANTS, RESULT0, WORK, Kernel, OverBudget, Program, Recorder,
-                      RecordingBackend, Ref, decode, encode, evaluate, record)
+                      RecordingBackend, Ref, decode, encode, evaluate, lower, record)
 
 __all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
            "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
            "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME",
            "RESULT0", "WORK", "Kernel", "OverBudget", "Program",
            "Recorder", "RecordingBackend", "Ref", "check_form", "choose_by_size", "choose_form",
-           "recorded_options",
-           "csource", "decode", "encode", "evaluate", "kernel_prefix", "program", "record",
+           "csource", "decode", "encode", "evaluate", "kernel_prefix", "lower", "program", "record",
            "write_c"]
 
 # fuse / fuse_exact of program.record where its default is not the best: aba_derivatives' AZA
@@ -70,20 +70,6 @@ AUTO_MAX_UNROLLED = _choose.C.max_unrolled
 AUTO_WORK_RATIO = _choose.C.work_ratio
 AUTO_COMPARE_MIN = _choose.C.compare_min
 AUTO_WORK_PER_INSTRUCTION = _choose.C.work_per_instruction
-
-
-def recorded_options(algorithm: str, options: dict) -> dict:
-    """``options`` of ``algorithm`` as its recorded form takes them: ``frame="auto"`` is
-    :data:`RECURSIVE_FRAME`, ``method="auto"`` the last method :data:`RECURSIVE_OPTIONS`
-    allows (aba_derivatives: ``"aza"``)."""
-    from ..functions import algorithm_options
-    options = dict(options)
-    if "frame" in algorithm_options(algorithm) and options.get("frame", "auto") == "auto":
-        options["frame"] = RECURSIVE_FRAME
-    if "method" in RECURSIVE_OPTIONS.get(algorithm, {}) and \
-            options.get("method", "auto") == "auto":
-        options["method"] = RECURSIVE_OPTIONS[algorithm]["method"][-1]
-    return options
 
 
 def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:

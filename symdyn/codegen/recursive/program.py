@@ -941,31 +941,48 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
 
 
 def evaluate(prog: Program, *inputs) -> list[np.ndarray]:
-    """Run a :class:`Program` in Python (CasADi calls per instruction): the reference semantics
+    """Run a :class:`Program` at numbers (CasADi calls per instruction): the reference semantics
     of the generated C loop, for tests."""
-    w = np.zeros(prog.workspace)
-    results = [np.full(int(np.prod(shape)), np.nan) for *_, shape in prog.outputs]
-    bases = [w, prog.constants, *results]
+    results = _run(prog, [np.asarray(x, dtype=float).reshape(-1) for x in inputs], float,
+                   np.array, lambda v: np.asarray(v, dtype=float).reshape(-1).tolist())
+    return [np.array(res).reshape(shape) for res, (*_, shape) in zip(results, prog.outputs)]
+
+
+def lower(prog: Program, inputs: Sequence[Any]) -> list[list[Any]]:
+    """The unrolled graph of a :class:`Program`: its instructions run on CasADi SX columns
+    ``inputs``, each kernel call inlined, so that the model's table constants fold into the
+    kernels' expressions. Returns each result's entries in row-major order (C order for rank-3
+    results) as SX scalars. This is the lowering behind :func:`symdyn.codegen.casadi_function`:
+    unrolled C and the JAX graph route evaluate it."""
+    return _run(prog, [ca.SX(x) for x in inputs], ca.SX, lambda xs: ca.vertcat(*xs),
+                lambda v: [v[i] for i in range(v.numel())])
+
+
+def _run(prog: Program, inputs: list, scalar: Callable, column: Callable,
+         entries: Callable) -> list:
+    """The program's instructions in order over memory held as Python lists of entries
+    (``scalar(x)`` of a number, NaN where nothing was written): ``column(entries)`` makes a
+    kernel argument, ``entries(value)`` splits a kernel result."""
+    unset = scalar(np.nan)
+    constants = [scalar(c) for c in prog.constants.tolist()]
+    w: list = [unset] * prog.workspace
+    results: list[list] = [[unset] * int(np.prod(shape)) for *_, shape in prog.outputs]
+    bases = [w, constants, *results]
     for (start, n), x in zip(prog.inputs, inputs):
         start = decode(start)[1]
-        w[start:start + n] = np.asarray(x, dtype=float).reshape(-1)
-
-    def where(a: int) -> tuple[np.ndarray, int]:
-        base, off = decode(a)
-        return bases[base], off
-
+        w[start:start + n] = entries(x)[:n]
     for k, args, outs in prog.instructions:
-        kern = prog.kernels[k]
-        f = kern.function
+        f = prog.kernels[k].function
         vals = []
         for j, a in enumerate(args):
-            arr, off = where(a)
-            vals.append(arr[off:off + f.size1_in(j)])
-        for out, n, val in zip(outs, kern.out_sizes, f.call(vals)):
-            arr, off = where(out)
-            arr[off:off + n] = np.asarray(val).reshape(-1)
-    for res, (entries, codes, signs, _) in zip(results, prog.outputs):
-        for e, a, sg in zip(entries.tolist(), codes.tolist(), signs.tolist()):
-            arr, off = where(a)
-            res[e] = sg * arr[off]
-    return [res.reshape(shape) for res, (*_, shape) in zip(results, prog.outputs)]
+            base, off = decode(a)
+            vals.append(column(bases[base][off:off + f.size1_in(j)]))
+        for out, val in zip(outs, f.call(vals)):
+            base, off = decode(out)
+            e = entries(val)
+            bases[base][off:off + len(e)] = e
+    for res, (where, codes, signs, _) in zip(results, prog.outputs):
+        for e, a, sg in zip(where.tolist(), codes.tolist(), signs.tolist()):
+            base, off = decode(a)
+            res[e] = sg * bases[base][off]
+    return results
