@@ -357,6 +357,22 @@ def test_casadi_matches_numpy():
         assert rel(g.reshape(e.shape), e) < 1e-12
 
 
+@pytest.mark.slow   # JAX compiles
+def test_jax_matches_numpy_and_refuses_redundant_contacts():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    arm, tip = wall_arm()
+    x, v, u = np.array([0.1, 0.4, -0.7]), np.array([0.3, -0.2, 0.5]), np.array([1.0, 2.0, -3.0])
+    f = jax.jit(lambda q, qd, tau: sd.constraint_dynamics(arm, q, qd, tau, [tip], backend="jax"))
+    for got, expect in zip(f(jnp.array(x), jnp.array(v), jnp.array(u)),
+                           sd.constraint_dynamics(arm, x, v, u, [tip])):
+        assert rel(np.asarray(got), expect) < 1e-12
+    with pytest.raises(ValueError, match="singular"):   # eager arrays: values are known
+        sd.constraint_dynamics(arm, jnp.array(x), jnp.array(v), jnp.array(u), [tip, tip],
+                               backend="jax")
+
+
 def wall_arm():
     """A 2-link planar arm (revolute z joints, gravity -y) on a vertical slider (prismatic z),
     its tip held at a wall point by a 3-D contact: three rows for three speeds."""

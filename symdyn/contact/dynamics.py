@@ -204,7 +204,7 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
         raise ValueError("dt must be a time step > 0, got 0")
     resolved = resolve_contacts(model, contacts)
     nc = sum(rc.contact.dim for rc in resolved)
-    comp = [compliance] * nc if not hasattr(compliance, "__len__") else list(compliance)
+    comp = [compliance] * nc if isinstance(compliance, (int, float)) else list(compliance)
     if len(comp) != nc:
         raise ValueError(f"compliance must be one number or {nc} numbers (one per contact row), "
                          f"got {len(comp)}")

@@ -24,7 +24,7 @@ from ..types import Backend
 __all__ = ["MassFactors", "RANK_RTOL", "factor_mass_matrix", "l_solve", "lt_solve", "small_ldl",
            "small_ldl_solve"]
 
-#: Relative pivot below which ``J M^-1 J^T`` counts as singular on numeric backends: a pivot
+#: Relative pivot below which ``J M^-1 J^T`` counts as singular where values are known: a pivot
 #: ``d_k <= RANK_RTOL * G_kk`` means row k of J is (numerically) a combination of the rows before.
 RANK_RTOL = 1e-10
 
@@ -94,8 +94,8 @@ def weighted_gram(F: MassFactors, W: list, nc: int, B: Backend):
 
 def small_ldl(B: Backend, G: list[list[Any]], what: str) -> tuple[list, list]:
     """``G = L D L^T`` for a small symmetric positive definite matrix given as scalars (no
-    pivoting). Returns ``(L, Dinv)`` with ``L[i][k]`` for k < i. On numeric backends with
-    concrete values a pivot ``d_k <= RANK_RTOL * G_kk`` (or a zero diagonal) raises
+    pivoting). Returns ``(L, Dinv)`` with ``L[i][k]`` for k < i. Where the values are known
+    (NumPy, JAX outside a trace) a pivot ``d_k <= RANK_RTOL * G_kk`` (or a zero diagonal) raises
     ``ValueError`` naming ``what``: the rows of J are linearly dependent."""
     n = len(G)
     L: list[list[Any]] = [[None] * n for _ in range(n)]
@@ -106,7 +106,7 @@ def small_ldl(B: Backend, G: list[list[Any]], what: str) -> tuple[list, list]:
         dk = G[k][k]
         for m in range(k):
             dk = dk - L[k][m] * L[k][m] * d[m]
-        if B.numeric and B.concrete(dk):
+        if B.concrete(dk):                      # values known: NumPy, eager JAX
             gkk = float(G[k][k])
             scale = gkk if scale is None else max(scale, gkk)
             if not float(dk) > RANK_RTOL * max(gkk, 1e-300) or gkk <= 1e-14 * scale:
