@@ -114,11 +114,11 @@ class PinTwin:
                                    pb.v_to_pin(m, tau), cms, cds, settings)
         return pb.v_from_pin(m, a), swap6(self.pd.lambda_c, contacts)
 
-    def impulse_dynamics(self, q, qd, contacts, restitution):
+    def impulse_dynamics(self, q, qd, contacts, restitution, damping=0.0):
         pin, pb, m = self.pin, self.pb, self.model
         cms, cds = self.contacts(q, contacts)
         v = pin.impulseDynamics(self.pm, self.pd, pb.q_to_pin(m, q), pb.v_to_pin(m, qd), cms, cds,
-                                restitution, pin.ProximalSettings(1e-12, 0.0, 1))
+                                restitution, pin.ProximalSettings(1e-12, damping, 1))
         return pb.v_from_pin(m, v), swap6(self.pd.impulse_c, contacts)
 
     def kkt_inverse(self, q, contacts, damping):
@@ -174,9 +174,10 @@ def test_impulse_and_kkt_inverse_match_pinocchio(name):
     for seed, reference in enumerate(("local", "local_world_aligned")):
         contacts = robot_contacts(name, reference)
         q, qd, _ = random_state(m, 10 + seed)
-        qd_plus, impulse = sd.impulse_dynamics(m, q, qd, contacts, restitution=0.4)
-        v_p, imp_p = P.impulse_dynamics(q, qd, contacts, 0.4)
-        assert rel(qd_plus, v_p) < TOL and rel(impulse, imp_p) < TOL
+        for damping in (0.0, 1e-3):   # damping: Pinocchio's one solve with mu = damping
+            qd_plus, impulse = sd.impulse_dynamics(m, q, qd, contacts, 0.4, damping)
+            v_p, imp_p = P.impulse_dynamics(q, qd, contacts, 0.4, damping)
+            assert rel(qd_plus, v_p) < TOL and rel(impulse, imp_p) < TOL
         for damping in (0.0, 1e-3):
             K = sd.kkt_matrix_inverse(m, q, contacts, damping)
             assert rel(K, P.kkt_inverse(q, contacts, damping)) < TOL
@@ -322,6 +323,19 @@ def test_kkt_identities_on_random_trees(seed):
     nc = J.shape[0]
     K = np.block([[M, J.T], [J, -0.1 * np.eye(nc)]])
     assert np.abs(sd.kkt_matrix_inverse(m, q, contacts, 0.1) @ K - np.eye(m.nv + nc)).max() < 1e-9
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_jacobian_time_variation_is_the_derivative_along_the_motion(seed):
+    """dJ/dt from central differences of J along q(t) = integrate(q, qd t) (constant speeds)."""
+    rng = np.random.default_rng(20 + seed)
+    m = sd.models.random_tree(7, seed=seed, floating_base=True, joint_kinds=("revolute", "spherical"))
+    q, qd, _ = random_state(m, seed)
+    contacts = _draw_contacts(m, rng, 3)
+    eps = 1e-5
+    Jp, Jm = (sd.contact_jacobian(m, sd.integrate(m, q, qd, s * eps), contacts) for s in (1, -1))
+    dJ = sd.contact_jacobian_time_variation(m, q, qd, contacts)
+    assert np.abs(dJ - (Jp - Jm) / (2 * eps)).max() < 1e-7 * max(np.abs(dJ).max(), 1)
 
 
 def test_world_and_world_aligned_6d_contacts_are_one_constraint():
