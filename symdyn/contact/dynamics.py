@@ -166,7 +166,7 @@ def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contac
     F = factor_mass_matrix(B, model, qs)
     J = contact_terms(B, model, qs, None, resolved).J
     op = _Operational(B, model, F, J, resolved, d, "kkt_matrix_inverse")
-    n, nc = model.nv, op.nc
+    nc = op.nc
     Minv = inverse_from_factors(unit_lower_inverse(F.H, F.anc), F.anc, F.Dinv)
     Y = l_solve(F, op.W)                                         # rows of M^-1 J^T
     I = B.eye(nc)
@@ -174,7 +174,7 @@ def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contac
     Ym = B.vcat([B.zeros(1, nc) if y is None else y for y in Y])   # n x nc
     YG = Ym @ Ginv
     top_left = B.matrix(Minv) - YG @ Ym.T
-    return B.block([[top_left, YG], [YG.T, -Ginv]]) if n else -Ginv
+    return B.block([[top_left, YG], [YG.T, -Ginv]])
 
 
 def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
