@@ -245,6 +245,10 @@ def test_contact_jacobian_matches_frame_jacobian():
                         sd.frame_jacobian(m, q, FEET[1], "local_world_aligned"),
                         sd.frame_jacobian(m, q, "base_link", "world")])
     assert J.shape == (15, m.nv) and rel(J, expect) < 1e-14
+    body = m.names.index("FL_LOWER_LEG")       # a body index, a joint name: the body frame
+    J_body = sd.contact_jacobian(m, q, [sd.Contact(body, 6), sd.Contact("FL_KFE", 6)])
+    assert rel(J_body[:6], sd.frame_jacobian(m, q, "FL_LOWER_LEG")) < 1e-14
+    assert rel(J_body[6:], J_body[:6]) < 1e-14
 
 
 # --- identities on random trees ------------------------------------------------------------------
@@ -479,6 +483,14 @@ def test_contact_functions_reject_bad_contact_sets():
         sd.contact_inverse_dynamics(m, q, qd, tau, [sd.Contact(FEET[0])], 1e-2, 0.0)
     with pytest.raises(ValueError, match=r"restitution must be in \[0, 1\]"):
         sd.impulse_dynamics(m, q, qd, [sd.Contact(FEET[0])], restitution=1.5)
+    bad = tau.copy()
+    bad[4] = np.nan
+    with pytest.raises(ValueError, match=r"tau contains NaN or inf at index \[4\]"):
+        sd.constraint_dynamics(m, q, qd, bad, [sd.Contact(FEET[0])])
+    from symdyn.backends import get_backend
+    from symdyn.contact.sparse import small_ldl
+    with pytest.raises(ValueError, match="test: J M.*non-finite entries"):
+        small_ldl(get_backend("numpy"), [[1.0, 0.0], [0.0, np.inf]], "test")
     panda = sd.load_robot("panda")
     with pytest.raises(ValueError, match="mimic joints.*panda_finger_joint2"):
         sd.contact_jacobian(panda, panda.random_q(0), [sd.Contact("panda_hand_tcp", 6)])
@@ -504,6 +516,8 @@ def test_redundant_contacts_raise_and_damping_regularizes():
             call()
     qdd, lam = sd.constraint_dynamics(m, q, qd, tau, twice, damping=1e-6)
     assert np.all(np.isfinite(qdd)) and np.all(np.isfinite(lam))
+    tiny, _ = sd.constraint_dynamics(m, q, qd, tau, twice, damping=1e-13)   # any damping > 0
+    assert np.all(np.isfinite(tiny))
     # the motion is the one of the non-redundant set (up to the regularization)
     qdd1, _ = sd.constraint_dynamics(m, q, qd, tau, [twice[0], twice[2]])
     assert rel(qdd, qdd1) < 1e-4

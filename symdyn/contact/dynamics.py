@@ -22,7 +22,9 @@ Solution route (no dense solve of the (nv + nc) system; :mod:`.sparse`): ``M = L
 ``J qdd + gamma = -damping lam`` instead of 0, which is what one step of Pinocchio's proximal
 algorithm from ``lam = 0`` returns (``ProximalSettings(accuracy, mu=damping, max_iter=1)``),
 and the unique answer for redundant contacts. With ``damping = 0`` a rank-deficient J raises
-``ValueError`` on numeric backends (the pivot test of :func:`.sparse.small_ldl`).
+``ValueError`` wherever values are known (NumPy, JAX outside a trace; the pivot test of
+:func:`.sparse.small_ldl`); symbolic backends return the closed form, valid where J has full
+rank.
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ class _Operational:
         G = weighted_gram(F, self.W, nc, B)
         self.G = [[G[i, j] + (damping if i == j and damping else 0) for j in range(nc)]
                   for i in range(nc)]
-        self.L, self.Dinv = small_ldl(B, self.G, what)
+        self.L, self.Dinv = small_ldl(B, self.G, what, check=not damping)
 
     def project(self, F: MassFactors, z: list) -> list:
         """``W^T D^-1 z`` as nc scalars."""

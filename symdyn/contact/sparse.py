@@ -15,6 +15,7 @@ right-hand sides at once, backend rows (1 x m); ``None`` is a structural zero.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..algorithms.common import joint_kinematics
@@ -92,29 +93,24 @@ def weighted_gram(F: MassFactors, W: list, nc: int, B: Backend):
     return B.zeros(nc, nc) if G is None else G
 
 
-def small_ldl(B: Backend, G: list[list[Any]], what: str) -> tuple[list, list]:
+def small_ldl(B: Backend, G: list[list[Any]], what: str, check: bool = True) -> tuple[list, list]:
     """``G = L D L^T`` for a small symmetric positive definite matrix given as scalars (no
-    pivoting). Returns ``(L, Dinv)`` with ``L[i][k]`` for k < i. Where the values are known
-    (NumPy, JAX outside a trace) a pivot ``d_k <= RANK_RTOL * G_kk`` (or a zero diagonal) raises
-    ``ValueError`` naming ``what``: the rows of J are linearly dependent."""
+    pivoting). Returns ``(L, Dinv)`` with ``L[i][k]`` for k < i. With ``check`` and where the
+    values are known (NumPy, JAX outside a trace), a non-finite pivot or a pivot
+    ``d_k <= RANK_RTOL * G_kk`` (or a zero diagonal) raises ``ValueError`` naming ``what``: the
+    inputs hold NaN/inf, or the rows of J are linearly dependent."""
     n = len(G)
     L: list[list[Any]] = [[None] * n for _ in range(n)]
     d: list[Any] = [None] * n
     Dinv: list[Any] = [None] * n
-    scale = None
+    scale = 0.0
     for k in range(n):
         dk = G[k][k]
         for m in range(k):
             dk = dk - L[k][m] * L[k][m] * d[m]
-        if B.concrete(dk):                      # values known: NumPy, eager JAX
-            gkk = float(G[k][k])
-            scale = gkk if scale is None else max(scale, gkk)
-            if not float(dk) > RANK_RTOL * max(gkk, 1e-300) or gkk <= 1e-14 * scale:
-                raise ValueError(
-                    f"{what}: J M^-1 J^T is singular (row {k} of the contact Jacobian depends on "
-                    f"the rows before it: pivot {float(dk):.3g} against diagonal {gkk:.3g}); the "
-                    "contacts are redundant or at a singular configuration. Remove redundant "
-                    "contacts or pass damping > 0 for the regularized solution")
+        if check and B.concrete(dk):                   # values known: NumPy, eager JAX
+            _check_pivot(float(dk), float(G[k][k]), k, what, scale)
+            scale = max(scale, float(G[k][k]))
         d[k] = dk
         Dinv[k] = 1 / dk
         for i in range(k + 1, n):
@@ -123,6 +119,18 @@ def small_ldl(B: Backend, G: list[list[Any]], what: str) -> tuple[list, list]:
                 s = s - L[i][m] * L[k][m] * d[m]
             L[i][k] = s * Dinv[k]
     return L, Dinv
+
+
+def _check_pivot(dk: float, gkk: float, k: int, what: str, scale: float) -> None:
+    if not (math.isfinite(dk) and math.isfinite(gkk)):
+        raise ValueError(f"{what}: J M^-1 J^T has non-finite entries (row {k}): the state or "
+                         "the torques hold NaN or inf")
+    if not dk > RANK_RTOL * gkk or gkk <= 1e-14 * max(scale, gkk) or gkk <= 0:
+        raise ValueError(
+            f"{what}: J M^-1 J^T is singular (row {k} of the contact Jacobian depends on the rows "
+            f"before it: pivot {dk:.3g} against diagonal {gkk:.3g}); the contacts are redundant "
+            "or at a singular configuration. Remove redundant contacts or pass damping > 0 for "
+            "the regularized solution")
 
 
 def small_ldl_solve(L: list, Dinv: list, b: list) -> list:
