@@ -115,8 +115,9 @@ def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
     (:class:`~symdyn.contact.contact.Contact`). Module docstring: conventions (lam as Pinocchio's
     ``lambda_c`` with 6-D blocks in ``[angular; linear]`` order) and the sparse route.
 
-    Raises ``ValueError`` for redundant contacts (rank-deficient J) with ``damping = 0`` on
-    numeric backends; symbolic backends return the closed form (valid where J has full rank)."""
+    Raises ``ValueError`` for redundant contacts (rank-deficient J) with ``damping = 0`` wherever
+    values are known (NumPy, JAX outside a trace); symbolic backends return the closed form
+    (valid where J has full rank)."""
     d = _nonneg(damping, "damping")
     resolved = resolve_contacts(model, contacts)
     B, (qs, vs, taus) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
