@@ -441,6 +441,25 @@ def test_sympy_closed_form_of_an_arm_against_a_wall():
     assert rel(a_2, a_s) < 1e-12 and rel(l_2, l_s) > 1e-3
 
 
+def test_sympy_impulse_kkt_and_inverse_dynamics_match_numpy():
+    sp = pytest.importorskip("sympy")
+    arm, tip = wall_arm()
+    q, qd, qdd = (sp.Matrix(sp.symbols(n)) for n in ("z q1 q2", "zd qd1 qd2", "zdd qdd1 qdd2"))
+    x, v, a = np.array([0.1, 0.4, -0.7]), np.array([0.3, -0.2, 0.5]), np.array([1.0, 2.0, -3.0])
+    sub = dict(zip([*q, *qd, *qdd], [*x, *v, *a]))
+
+    def value(M):
+        return np.array(M.xreplace(sub).evalf(), float).reshape(np.shape(M) if M.shape[1] > 1
+                                                                 else (M.shape[0],))
+
+    cases = [(lambda q, qd, qdd: sd.impulse_dynamics(arm, q, qd, [tip], 0.5)[0]),
+             (lambda q, qd, qdd: sd.kkt_matrix_inverse(arm, q, [tip], 0.1)),
+             (lambda q, qd, qdd: sd.contact_inverse_dynamics(arm, q, qd, qdd, [tip], 0.01, 0.02)[0]),
+             (lambda q, qd, qdd: sd.contact_jacobian_time_variation(arm, q, qd, [tip]))]
+    for fn in cases:
+        assert rel(value(fn(q, qd, qdd)), fn(x, v, a)) < 1e-12
+
+
 # --- bad input ---------------------------------------------------------------------------------
 
 def test_contact_rejects_bad_descriptions():
