@@ -463,8 +463,10 @@ def test_sympy_impulse_kkt_and_inverse_dynamics_match_numpy():
 # --- bad input ---------------------------------------------------------------------------------
 
 def test_contact_rejects_bad_descriptions():
-    with pytest.raises(ValueError, match="dim must be 3"):
-        sd.Contact("x", dim=4)
+    for dim in (4, 3.0, True):
+        with pytest.raises(ValueError, match="dim must be 3"):
+            sd.Contact("x", dim=dim)
+    assert sd.Contact("x", dim=np.int64(6)).dim == 6 and type(sd.Contact("x", dim=np.int64(6)).dim) is int
     with pytest.raises(ValueError, match="reference must be one of"):
         sd.Contact("x", reference="body")
     with pytest.raises(ValueError, match="kp must be finite"):

@@ -67,9 +67,11 @@ class Contact:
     target: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.dim, bool) or self.dim not in (3, 6):
+        d = self.dim
+        if isinstance(d, bool) or not hasattr(d, "__index__") or d.__index__() not in (3, 6):
             raise ValueError(f"Contact dim must be 3 (point contact) or 6 (frame contact), "
-                             f"got {self.dim!r}")
+                             f"got {d!r}")
+        object.__setattr__(self, "dim", d.__index__())
         if self.reference not in REFERENCES:
             raise ValueError(f"Contact reference must be one of {', '.join(map(repr, REFERENCES))}, "
                              f"got {self.reference!r}")
