@@ -8,7 +8,8 @@ A contact holds a frame of the robot at rest against the (fixed) environment:
 
 References (Pinocchio's, see :mod:`symdyn.algorithms.frames`): ``"local"`` (frame axes),
 ``"local_world_aligned"`` (world axes at the frame origin) and, for 6-D contacts only,
-``"world"`` (the spatial velocity in world coordinates, at the world origin). A 3-D contact in
+``"world"`` (the spatial velocity in world coordinates, at the world origin; Pinocchio 4.1's
+``RigidConstraintModel`` accepts only the first two). A 3-D contact in
 ``"world"`` is refused: the linear rows of a ``"world"`` Jacobian are the velocity of the body
 point at the world origin, not of the contact point.
 """
