@@ -40,11 +40,13 @@ from .kinematics import contact_terms
 from .sparse import (MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl,
                      small_ldl_solve, weighted_gram)
 
-__all__ = ["constraint_dynamics", "contact_inverse_dynamics", "impulse_dynamics",
-           "kkt_matrix_inverse"]
+__all__ = ["OperationalSpace", "constraint_dynamics", "contact_inverse_dynamics",
+           "impulse_dynamics", "kkt_matrix_inverse", "nonneg_number"]
 
 
-def _nonneg(x: Any, what: str, upper: float | None = None) -> float:
+def nonneg_number(x: Any, what: str, upper: float | None = None) -> float:
+    """``x`` as a float that is finite, >= 0 and at most ``upper``; TypeError / ValueError naming
+    ``what`` otherwise."""
     if isinstance(x, bool):
         raise TypeError(f"{what} must be a number, got {x!r}")
     try:
@@ -66,8 +68,11 @@ def _support(model, resolved: Sequence[ResolvedContact]) -> set:
     return out
 
 
-class _Operational:
-    """``W = L^-T J^T`` (rows, None for zeros) and the factors of ``G + damping I``."""
+class OperationalSpace:
+    """The contact problem reduced to the contact rows at one state: ``W = L^-T J^T`` (a list of
+    nv rows 1 x nc, None for structural zeros), ``G = J M^-1 J^T + damping I`` (``G``, nc x nc
+    scalars) and its ``L D L^T`` factors (``L``, ``Dinv``; :func:`.sparse.small_ldl`, which
+    raises for rank-deficient J when ``damping = 0``)."""
 
     def __init__(self, B: Backend, model, F: MassFactors, J, resolved, damping: float, what: str):
         self.nc = nc = sum(rc.contact.dim for rc in resolved)
@@ -102,6 +107,10 @@ class _Operational:
         return out
 
 
+# the private spellings that symdyn.contact.derivatives imports
+_Operational, _nonneg = OperationalSpace, nonneg_number
+
+
 def _vector(B: Backend, x: list):
     return B.vector([0 if e is None else e for e in x])
 
@@ -118,13 +127,13 @@ def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
     Raises ``ValueError`` for redundant contacts (rank-deficient J) with ``damping = 0`` wherever
     values are known (NumPy, JAX outside a trace); symbolic backends return the closed form
     (valid where J has full rank)."""
-    d = _nonneg(damping, "damping")
+    d = nonneg_number(damping, "damping")
     resolved = resolve_contacts(model, contacts)
     B, (qs, vs, taus) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                               backend=backend)
     F = factor_mass_matrix(B, model, qs, vs)
     T = contact_terms(B, model, qs, vs, resolved)
-    op = _Operational(B, model, F, T.J, resolved, d, "constraint_dynamics")
+    op = OperationalSpace(B, model, F, T.J, resolved, d, "constraint_dynamics")
     tau_v = B.vcat(taus)
     z = lt_solve(F, [tau_v[k] - F.h[k] for k in range(model.nv)])
     rhs = op.project(F, z)
@@ -142,13 +151,13 @@ def impulse_dynamics(model: Any, q: Array, qd_minus: Array, contacts: Contact | 
     (restitution in [0, 1]; with ``damping > 0``: ``J qd_plus + restitution J qd_minus =
     -damping impulse``). Pinocchio's ``impulseDynamics`` (its ``data.impulse_c`` with 6-D blocks
     in ``[angular; linear]`` order); gravity and velocity-product terms play no part."""
-    r = _nonneg(restitution, "restitution", upper=1.0)
-    d = _nonneg(damping, "damping")
+    r = nonneg_number(restitution, "restitution", upper=1.0)
+    d = nonneg_number(damping, "damping")
     resolved = resolve_contacts(model, contacts)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd_minus", qd_minus, "v"), backend=backend)
     F = factor_mass_matrix(B, model, qs)
     J = contact_terms(B, model, qs, None, resolved).J
-    op = _Operational(B, model, F, J, resolved, d, "impulse_dynamics")
+    op = OperationalSpace(B, model, F, J, resolved, d, "impulse_dynamics")
     vel = J @ B.vcat(vs)
     impulse = small_ldl_solve(op.L, op.Dinv, [-(1 + r) * vel[j] for j in range(op.nc)])
     dv = l_solve(F, op.spread([None] * model.nv, impulse))
@@ -163,12 +172,12 @@ def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contac
     Jacobian: ``[[M^-1 - Y Gh^-1 Y^T, Y Gh^-1], [Gh^-1 Y^T, -Gh^-1]]`` with ``Y = M^-1 J^T``
     and ``Gh = J M^-1 J^T + damping I``. Built from the sparse factors (``M^-1 = Z D^-1 Z^T``,
     ``Z = L^-1``; ``Y = L^-1 D^-1 W``)."""
-    d = _nonneg(damping, "damping")
+    d = nonneg_number(damping, "damping")
     resolved = resolve_contacts(model, contacts)
     B, (qs,) = entry(model, ("q", q, "q"), backend=backend)
     F = factor_mass_matrix(B, model, qs)
     J = contact_terms(B, model, qs, None, resolved).J
-    op = _Operational(B, model, F, J, resolved, d, "kkt_matrix_inverse")
+    op = OperationalSpace(B, model, F, J, resolved, d, "kkt_matrix_inverse")
     nc = op.nc
     Minv = inverse_from_factors(unit_lower_inverse(F.H, F.anc), F.anc, F.Dinv)
     Y = l_solve(F, op.W)                                         # rows of M^-1 J^T
@@ -202,7 +211,7 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
     friction cone (iteratively); where the result lies inside the cones (and with
     ``solve_ncp=False``) the two agree; the cone and its projection are not modelled here.
     """
-    h = _nonneg(dt, "dt")
+    h = nonneg_number(dt, "dt")
     if h == 0:
         raise ValueError("dt must be a time step > 0, got 0")
     resolved = resolve_contacts(model, contacts)
@@ -211,7 +220,7 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
     if len(comp) != nc:
         raise ValueError(f"compliance must be one number or {nc} numbers (one per contact row), "
                          f"got {len(comp)}")
-    R = [_nonneg(c, f"compliance[{k}]") for k, c in enumerate(comp)]
+    R = [nonneg_number(c, f"compliance[{k}]") for k, c in enumerate(comp)]
     if any(c == 0 for c in R):
         raise ValueError("compliance must be > 0 on every row (lam = -c_ref / R)")
     B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
