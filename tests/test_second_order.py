@@ -129,6 +129,30 @@ def test_casadi_backend_graph_equals_numpy():
           f(q, qd, qdd)[0].full().reshape(nv, nv, nv, order="F"), 1e-12)
 
 
+@pytest.mark.parametrize("which", ["rnea", "aba"])
+def test_symengine_backend_equals_numpy(which):
+    pytest.importorskip("symengine")
+    fn = getattr(sd, f"{which}_second_derivatives")
+    model = random_tree(3, seed=1, joint_kinds=("revolute", "spherical"))
+    q, qd, u, fx = state(model, 0, True)
+    T = fn(model, q, qd, u, fx, backend="symengine")
+    assert all(isinstance(X, sd.backends.Tensor3) for X in T)
+    for X, R in zip(T, fn(model, q, qd, u, fx)):
+        close(X, R, 1e-12)
+
+
+@pytest.mark.slow
+def test_jax_backend_under_jit_equals_numpy():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    model = serial_chain(2, joint=("spherical", "revolute"), seed=1)  # compile time grows fast
+    q, qd, u, fx = state(model, 0, True)
+    for fn in (sd.rnea_second_derivatives, sd.aba_second_derivatives):
+        T = jax.jit(lambda a, b, c: fn(model, a, b, c, fx, backend="jax"))(q, qd, u)
+        for X, R in zip(T, fn(model, q, qd, u, fx)):
+            close(np.asarray(X), R, 1e-12)
+
+
 def two_link_arm():
     bodies = [Body("l1", None, Revolute("z"), 1.3, [0.5, 0.1, 0.0], np.diag([0.02, 0.1, 0.1]),
                    Transform(np.eye(3), np.zeros(3))),
