@@ -27,13 +27,15 @@ an ancestor column cost O(N d) and every triple a few 6-vector products: O(N d^2
 paper's complexity.
 
 Conventions. ``d2tau_dq2[i, j, k] = d/dq_k (dtau_i/dq_j)``, ``d2tau_dqd2[i, j, k] =
-d^2 tau_i/(dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i/(dq_j dqd_k)`` and
-``dM_dq[i, j, k] = dM_ij/dq_k``. Derivatives with respect to q are in the tangent space, as the
-first-order derivatives: ``d/dq_k`` of a function of q is ``d/de f(q (+) e e_k)`` at e = 0 with
-``(+)`` the joints' :meth:`integrate` (body-velocity perturbations for quaternion joints); so
-``d2tau_dq2[:, j, k] = d^2/(de_j de_k) tau((q (+) e_k e_k) (+) e_j e_j)``. That is symmetric in
-(j, k) for generalized coordinates (revolute, prismatic, helical joints) and differs by the Lie
-bracket of the joint's modes within one spherical or floating joint.
+d^2 tau_i/(dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i/(dq_j dqd_k)`` (the listing's mixed
+tensor is indexed (i, qd, q); it is stored transposed) and ``dM_dq[i, j, k] = dM_ij/dq_k``.
+Derivatives with respect to q are in the tangent space, as the first-order derivatives: ``d/dq_k``
+of a function of q is ``d/db f(q (+) b e_k)`` at b = 0 with ``(+)`` the joints' :meth:`integrate`
+(body-velocity perturbations for quaternion joints), so ``d2tau_dq2[:, j, k] = d^2/(da db)
+tau((q (+) b e_k) (+) a e_j)`` at a = b = 0. That is symmetric in (j, k) for generalized
+coordinates (revolute, prismatic, helical joints); within one spherical or floating joint
+``d2tau_dq2[:, j, k] - d2tau_dq2[:, k, j]`` is ``dtau_dq`` along the Lie bracket ``e_k x e_j`` of
+the joint's modes.
 """
 from __future__ import annotations
 
@@ -60,11 +62,11 @@ def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
 
     ``d2tau_dq2[i, j, k] = d^2 tau_i / (dq_j dq_k)``, ``d2tau_dqd2[i, j, k] =
     d^2 tau_i / (dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i / (dq_j dqd_k)`` and
-    ``dM_dq[i, j, k] = dM_ij / dq_k`` (``M = crba(model, q)``; also ``d^2 tau / (dqdd dq)``).
+    ``dM_dq[i, j, k] = dM_ij / dq_k`` (``M = crba(model, q)``; also ``d^2 tau_i / (dqdd_j dq_k)``).
     q-derivatives are taken in the tangent space as in
     :func:`~symdyn.algorithms.rnea_derivatives.rnea_derivatives`, the second one outermost:
-    ``d2tau_dq2[:, j, k]`` is column j of ``dtau_dq`` differentiated along ``q (+) e e_k``; it is
-    symmetric in (j, k) except within a spherical or floating joint. ``f_ext[i]`` is a force
+    ``d2tau_dq2[:, j, k]`` is column j of ``dtau_dq`` differentiated along ``q (+) b e_k``; it is
+    symmetric in (j, k) except within a spherical or floating joint (module docstring). ``f_ext[i]`` is a force
     [n; f] on body i in body-i coordinates. Spatial vectors are [angular; linear].
 
     Storage as :func:`~symdyn.algorithms.christoffel.christoffel`: an ndarray for NumPy,
