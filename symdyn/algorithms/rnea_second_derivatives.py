@@ -62,7 +62,8 @@ def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
 
     ``d2tau_dq2[i, j, k] = d^2 tau_i / (dq_j dq_k)``, ``d2tau_dqd2[i, j, k] =
     d^2 tau_i / (dqd_j dqd_k)``, ``d2tau_dq_dqd[i, j, k] = d^2 tau_i / (dq_j dqd_k)`` and
-    ``dM_dq[i, j, k] = dM_ij / dq_k`` (``M = crba(model, q)``; also ``d^2 tau_i / (dqdd_j dq_k)``).
+    ``dM_dq[i, j, k] = dM_ij / dq_k`` (``M = crba(model, q)``; also
+    ``d^2 tau_i / (dqdd_j dq_k)``).
     q-derivatives are taken in the tangent space as in
     :func:`~symdyn.algorithms.rnea_derivatives.rnea_derivatives`, the second one outermost:
     ``d2tau_dq2[:, j, k]`` is column j of ``dtau_dq`` differentiated along ``q (+) b e_k``; it is
