@@ -67,8 +67,9 @@ def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
     q-derivatives are taken in the tangent space as in
     :func:`~symdyn.algorithms.rnea_derivatives.rnea_derivatives`, the second one outermost:
     ``d2tau_dq2[:, j, k]`` is column j of ``dtau_dq`` differentiated along ``q (+) b e_k``; it is
-    symmetric in (j, k) except within a spherical or floating joint (module docstring). ``f_ext[i]`` is a force
-    [n; f] on body i in body-i coordinates. Spatial vectors are [angular; linear].
+    symmetric in (j, k) except within a spherical or floating joint (module docstring).
+    ``f_ext[i]`` is a force [n; f] on body i in body-i coordinates. Spatial vectors are
+    [angular; linear].
 
     Storage as :func:`~symdyn.algorithms.christoffel.christoffel`: an ndarray for NumPy,
     otherwise a :class:`~symdyn.backends.Tensor3` (pages ``T[:, :, k]``). Joints whose motion
