@@ -55,7 +55,8 @@ from ..algorithms.rnea_derivatives import rnea_derivatives
 from ..spatial import cross_motion, crfbar, skew, xform_force, xform_force_T, xform_motion
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, resolve_contacts
-from .dynamics import _nonneg, _Operational, constraint_dynamics, impulse_dynamics
+from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics, nonneg_number
+from .kinematics import contact_terms
 from .sparse import MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl_solve
 
 __all__ = ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
@@ -179,9 +180,9 @@ def _force_terms(B: Backend, X0b, Xf0, Xf, ref: str, dim: int, lam, J, Omega):
     return (local if Xf is None else xform_force_T(B, Xf, local)), extra
 
 
-# --- the KKT solve ---------------------------------------------------------------------------------
+# --- the KKT solve -------------------------------------------------------------------------------
 
-def _kkt_partials(B: Backend, F: MassFactors, op: _Operational, dr1, dr2):
+def _kkt_partials(B: Backend, F: MassFactors, op: OperationalSpace, dr1, dr2):
     """``(dy, dlam)`` = ``(-M^-1 (dr1 - J^T dlam), G^-1 (J M^-1 dr1 - dr2))`` for the partials
     ``dr1`` (nv x m) and ``dr2`` (nc x m) (module docstring), through ``M = L^T D L``
     (``J M^-1 = W^T D^-1 L^-T``, ``M^-1 J^T = L^-1 D^-1 W``) and the factors of G."""
@@ -247,17 +248,18 @@ def constraint_dynamics_derivatives(model: Any, q: Array, qd: Array, tau: Array,
     mimic joints, bad damping, redundant contacts without damping) and ``ValueError`` for a
     planar joint supporting a contact."""
     what = "constraint_dynamics_derivatives"
-    d = _nonneg(damping, "damping")
+    d = nonneg_number(damping, "damping")
     resolved = _prepare(model, contacts, what)
     B, (qs, vs, _) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                            backend=backend)
+    same: Any = B                                    # the resolved backend, for the calls below
     F = factor_mass_matrix(B, model, qs)
-    qdd, lam = constraint_dynamics(model, q, qd, tau, contacts, d, backend=B)
+    op = OperationalSpace(B, model, F, contact_terms(B, model, qs, None, resolved).J, resolved, d,
+                          what)                      # raises for redundant contacts
+    qdd, lam = constraint_dynamics(model, q, qd, tau, contacts, d, backend=same)
     us = _segments(B, model, qdd)
     rows, f_ext = _partials(B, model, qs, vs, us, resolved, lam)
-    J = B.vcat([r.J for r in rows])
-    op = _Operational(B, model, F, J, resolved, d, what)
-    dtau_dq, dtau_dqd = rnea_derivatives(model, B.vcat(qs), B.vcat(vs), qdd, f_ext, backend=B)
+    dtau_dq, dtau_dqd = rnea_derivatives(model, B.vcat(qs), B.vcat(vs), qdd, f_ext, backend=same)
     dr1 = B.hcat([_add_extras(dtau_dq, rows), dtau_dqd, -B.eye(model.nv)])
     zero = B.zeros(op.nc, model.nv)
     dr2 = B.hcat([B.vcat([r.dr_dq for r in rows]), B.vcat([r.dr_dqd for r in rows]), zero])
@@ -282,21 +284,22 @@ def impulse_dynamics_derivatives(model: Any, q: Array, qd_minus: Array,
     restitution qd_minus) + damping impulse`` (module docstring). Tangent-space derivatives in
     q. Raises like :func:`~symdyn.contact.impulse_dynamics`."""
     what = "impulse_dynamics_derivatives"
-    r = _nonneg(restitution, "restitution", upper=1.0)
-    d = _nonneg(damping, "damping")
+    r = nonneg_number(restitution, "restitution", upper=1.0)
+    d = nonneg_number(damping, "damping")
     resolved = _prepare(model, contacts, what)
     B, (qs, vs) = entry(model, ("q", q, "q"), ("qd_minus", qd_minus, "v"), backend=backend)
+    same: Any = B                                    # the resolved backend, for the calls below
     F = factor_mass_matrix(B, model, qs)
-    qd_plus, impulse = impulse_dynamics(model, q, qd_minus, contacts, r, d, backend=B)
+    J = contact_terms(B, model, qs, None, resolved).J
+    op = OperationalSpace(B, model, F, J, resolved, d, what)     # raises for redundant contacts
+    qd_plus, impulse = impulse_dynamics(model, q, qd_minus, contacts, r, d, backend=same)
     v_minus = B.vcat(vs)
     seen = _segments(B, model, qd_plus + r * v_minus)       # r2 = J(q) (qd_plus + r qd_minus)
     rows, f_ext = _partials(B, model, qs, seen, None, resolved, impulse)
-    J = B.vcat([x.J for x in rows])
-    op = _Operational(B, model, F, J, resolved, d, what)
     zeros = B.zeros(model.nv)
     q_v = B.vcat(qs)
-    jump_dq, _ = rnea_derivatives(model, q_v, zeros, qd_plus - v_minus, f_ext, backend=B)
-    gravity_dq, _ = rnea_derivatives(model, q_v, zeros, zeros, backend=B)
+    jump_dq, _ = rnea_derivatives(model, q_v, zeros, qd_plus - v_minus, f_ext, backend=same)
+    gravity_dq, _ = rnea_derivatives(model, q_v, zeros, zeros, backend=same)   # rnea's g(q)
     dr1 = B.hcat([_add_extras(jump_dq - gravity_dq, rows), B.zeros(model.nv, model.nv)])
     dr2 = B.hcat([B.vcat([x.dr_dq for x in rows]), (1 + r) * J])
     dy, dlam = _kkt_partials(B, F, op, dr1, dr2)
