@@ -145,8 +145,8 @@ def _stack(B: Backend, blocks, axis: int):
 
 
 class _Writer:
-    """The four dense tensors, filled from the triples' vectors: by index lists on the numeric
-    backends (``B.assign3``), entry by entry (``B.set3``) on the graph backends."""
+    """The four dense tensors, filled from the triples' vectors with ``B.assign3``: by index
+    lists on the numeric backends, by slices of one body's speeds on the graph backends."""
 
     def __init__(self, B: Backend, nv: int):
         self.B = B
@@ -158,13 +158,14 @@ class _Writer:
         (i, q index, qd index)."""
         if which == 2:
             j, k = k, j
-        if not self.B.graph:
-            self.T[which] = self.B.assign3(self.T[which], i, j, k, vec)
-            return
-        idx = next(x for x in (i, j, k) if isinstance(x, list))
-        for n, m in enumerate(idx):
-            a, b, c = (m if isinstance(x, list) else x for x in (i, j, k))
-            self.T[which] = self.B.set3(self.T[which], a, b, c, vec[n])
+        if self.B.graph:          # one body's speeds: a slice, the other axes as 2-D blocks
+            if isinstance(i, list):
+                i, j, vec = slice(i[0], i[-1] + 1), slice(j, j + 1), vec
+            elif isinstance(j, list):
+                i, j, vec = slice(i, i + 1), slice(j[0], j[-1] + 1), vec.T
+            else:
+                i, k, vec = slice(i, i + 1), slice(k[0], k[-1] + 1), vec.T
+        self.T[which] = self.B.assign3(self.T[which], i, j, k, vec)
 
     def triple(self, rows: list[int], skip: int, dd: int, cc: int, res) -> None:
         """Write one group's vectors (:func:`triple`): ``rows`` are the row bodies' speeds, the
