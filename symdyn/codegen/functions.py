@@ -19,10 +19,15 @@ Scalar outputs (energies) have rank 0: NumPy shape ``()``, one double in C.
 
 Groups of :data:`ALGORITHMS` (``AlgorithmSpec.group``): ``"dynamics"`` (rnea ... aba_derivatives,
 what :func:`available_algorithms` lists by default), ``"frames"`` (frame placement, velocity,
-Jacobian, its time variation, classical acceleration; the frame and ``reference`` are fixed at build
-time: ``frame`` is a required option), ``"com"`` (centre of mass, its Jacobian, centroidal momentum),
-``"energy"``, ``"regressors"`` and ``"baselines"`` (the chain-rule and body-coordinate
-derivative algorithms papers 003/004 compare IDSVA with). Spatial vectors and Jacobian rows are ``[angular; linear]``.
+Jacobian, its time variation, classical and spatial acceleration; the frame and ``reference`` are
+fixed at build time: ``frame`` is a required option), ``"com"`` (centre of mass, its Jacobian,
+centroidal momentum), ``"energy"``, ``"regressors"``, ``"derivatives"`` (frame velocity and
+acceleration derivatives, the kinematic Hessian, gravity and centroidal derivatives, the
+second-order derivatives of inverse and forward dynamics), ``"contact"`` (contact Jacobian,
+constraint and impulse dynamics, the KKT inverse; ``contacts`` is a required option, a list of
+:class:`symdyn.Contact`) and ``"baselines"`` (the chain-rule and body-coordinate derivative
+algorithms papers 003/004 compare IDSVA with). Spatial vectors and Jacobian rows are
+``[angular; linear]``.
 """
 from __future__ import annotations
 
@@ -92,6 +97,7 @@ def _com_position_velocity(model, q, qd, *, backend=None):
 def _registry() -> dict[str, AlgorithmSpec]:
     """The algorithms the code generator knows, as callables (imported here, not by name)."""
     from .. import algorithms as alg
+    from .. import contact
     from ..algorithms import chain_rule as cr
     from ..algorithms import idsva_body as ib
     from ..algorithms import regressors as reg
@@ -167,6 +173,45 @@ def _registry() -> dict[str, AlgorithmSpec]:
                       (("Y", 2),), "Y (1 x 10N) with T = Y pi", "regressors", False),
         AlgorithmSpec("potential_energy_regressor", reg.potential_energy_regressor, (_Q,),
                       (("Y", 2),), "Y (1 x 10N) with V = Y pi", "regressors", False),
+        # kinematic derivatives (the frame and reference are build-time options)
+        AlgorithmSpec("frame_acceleration", alg.frame_acceleration, (_Q, _QD, _QDD),
+                      (("a", 1),), "frame spatial acceleration [alpha; a] in the reference",
+                      "frames", False),
+        AlgorithmSpec("frame_velocity_derivatives", alg.frame_velocity_derivatives, (_Q, _QD),
+                      (("dv_dq", 2), ("dv_dqd", 2)), "partials of frame_velocity", "derivatives",
+                      False),
+        AlgorithmSpec("frame_acceleration_derivatives", alg.frame_acceleration_derivatives,
+                      (_Q, _QD, _QDD), (("dv_dq", 2), ("da_dq", 2), ("da_dqd", 2),
+                                        ("da_dqdd", 2)),
+                      "partials of frame_velocity and frame_acceleration", "derivatives", False),
+        AlgorithmSpec("frame_kinematic_hessian", alg.frame_kinematic_hessian, (_Q,),
+                      (("H", 3),), "H[:, i, j] = dJ[:, i]/dq_j of frame_jacobian", "derivatives",
+                      False),
+        AlgorithmSpec("generalized_gravity_derivatives", alg.generalized_gravity_derivatives,
+                      (_Q,), (("dg_dq", 2),), "dg/dq of gravity_vector", "derivatives"),
+        AlgorithmSpec("centroidal_dynamics_derivatives", alg.centroidal_dynamics_derivatives,
+                      (_Q, _QD, _QDD), (("dh_dq", 2), ("dhdot_dq", 2), ("dhdot_dqd", 2),
+                                        ("dhdot_dqdd", 2)),
+                      "partials of the centroidal momentum and its rate", "derivatives"),
+        # second-order derivatives (SO-IDSVA): [i, j, k] = d^2 y_i / (dx_j dz_k)
+        AlgorithmSpec("rnea_second_derivatives", alg.rnea_second_derivatives, (_Q, _QD, _QDD),
+                      (("d2tau_dq2", 3), ("d2tau_dqd2", 3), ("d2tau_dq_dqd", 3), ("dM_dq", 3)),
+                      "second-order partials of inverse dynamics and dM/dq", "derivatives"),
+        AlgorithmSpec("aba_second_derivatives", alg.aba_second_derivatives, (_Q, _QD, _TAU),
+                      (("d2qdd_dq2", 3), ("d2qdd_dqd2", 3), ("d2qdd_dq_dqd", 3),
+                       ("dMinv_dq", 3)),
+                      "second-order partials of forward dynamics and dM^-1/dq", "derivatives"),
+        # contact dynamics: the contacts are a build-time option
+        AlgorithmSpec("contact_jacobian", contact.contact_jacobian, (_Q,), (("J", 2),),
+                      "stacked contact Jacobian", "contact", False),
+        AlgorithmSpec("constraint_dynamics", contact.constraint_dynamics, (_Q, _QD, _TAU),
+                      (("qdd", 1), ("lam", 1)),
+                      "accelerations and contact forces of the KKT system", "contact"),
+        AlgorithmSpec("impulse_dynamics", contact.impulse_dynamics, (_Q, ("qd_minus", "v")),
+                      (("qd_plus", 1), ("impulse", 1)),
+                      "velocities after an impact and the contact impulses", "contact"),
+        AlgorithmSpec("kkt_matrix_inverse", contact.kkt_matrix_inverse, (_Q,), (("Kinv", 2),),
+                      "inverse of the KKT matrix [M J^T; J -damping I]", "contact"),
         # baselines of papers 003/004: same outputs as rnea_/aba_derivatives, other algorithms
         AlgorithmSpec("rnea_derivatives_cr", cr.rnea_derivatives_cr, (_Q, _QD, _QDD),
                       (("dtau_dq", 2), ("dtau_dqd", 2)),
@@ -188,10 +233,12 @@ def _registry() -> dict[str, AlgorithmSpec]:
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = _registry()
-GROUPS = ("dynamics", "frames", "com", "energy", "regressors", "baselines")
+GROUPS = ("dynamics", "frames", "com", "energy", "regressors", "derivatives", "contact",
+          "baselines")
 
 # parameters of the algorithm functions that are inputs or fixed by the code generator
-_NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "qr_d", "qr_dd", "backend", "f_ext"}
+_NOT_OPTIONS = {"model", "q", "qd", "qdd", "tau", "qr_d", "qr_dd", "qd_minus", "backend",
+                "f_ext"}
 
 
 def algorithm_spec(algorithm: str) -> AlgorithmSpec:

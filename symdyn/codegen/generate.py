@@ -20,6 +20,7 @@ the manifest keeps both (``name`` and ``fname``).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 
@@ -472,20 +473,23 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
 
 
 def jsonable_options(options: dict) -> dict:
-    """Options as JSON for the manifest and the cache key: a :class:`~symdyn.model.Frame` becomes
-    ``{"body", "E", "r"}`` with every digit of its transform (a repr would round NumPy arrays, and
+    """Options as JSON for the manifest and the cache key: a :class:`~symdyn.Contact` becomes its
+    fields, a :class:`~symdyn.model.Frame` ``{"body", "E", "r"}`` with every digit of its transform (a repr would round NumPy arrays, and
     two frames differing beyond that would share a cache entry)."""
     def conv(v):
         if isinstance(v, (str, int, float, bool, type(None))):
             return v
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, (list, tuple, np.ndarray)):
             return [conv(x) for x in v]
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):     # a Contact
+            return {"type": type(v).__name__,
+                    **{f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}}
         X = getattr(v, "X", None)
         if hasattr(v, "body") and X is not None and hasattr(X, "E"):
             return {"body": int(v.body), "E": np.asarray(X.E, dtype=float).tolist(),
                     "r": np.asarray(X.r, dtype=float).reshape(-1).tolist()}
-        raise TypeError(f"option value {v!r} cannot be recorded (expected a name, number or "
-                        "Frame)")
+        raise TypeError(f"option value {v!r} cannot be recorded (expected a name, number, "
+                        "Frame or Contact)")
     return {k: conv(v) for k, v in options.items()}
 
 

@@ -1,0 +1,112 @@
+"""Compiled kinematic derivatives, second-order derivatives and contact dynamics
+(symdyn.codegen groups "derivatives" and "contact"): the recorded graph of each equals NumPy, the
+contacts are a build-time option recorded in the manifest and the cache key, and the compiled
+constraint dynamics equal sd.constraint_dynamics. Models are tiny so the file stays fast."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symdyn as sd
+from symdyn.codegen import ALGORITHMS, available_algorithms, build, casadi_function
+from symdyn.models import random_tree
+
+from conftest import requires_cc
+
+DERIVATIVES = available_algorithms("derivatives")
+CONTACT = available_algorithms("contact")
+
+
+def _model():
+    # a free-flying base with two branches of three joints: a leg in point contact, an arm in
+    # frame contact (9 independent rows for 12 speeds)
+    return random_tree(7, seed=11, parents=[-1, 0, 1, 2, 0, 4, 5],
+                       joint_kinds=("revolute", "prismatic"), floating_base=True,
+                       name="contact-tree")
+
+
+def _contacts(model, gains=(2.0, 3.0)):
+    return [sd.Contact(model.names[6], 3, "local_world_aligned", baumgarte=gains),
+            sd.Contact(model.names[3], 6, "local")]
+
+
+def _state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
+            "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv),
+            "qd_minus": rng.uniform(-1, 1, model.nv)}
+
+
+def _options(model, alg):
+    if alg in CONTACT:
+        return {"contacts": _contacts(model)}
+    if "frame" in ALGORITHMS[alg].input_names or alg.startswith("frame_"):
+        return {"frame": model.names[-1], "reference": "local_world_aligned"}
+    return {}
+
+
+def test_groups():
+    assert {"rnea_second_derivatives", "aba_second_derivatives", "frame_kinematic_hessian",
+            "frame_velocity_derivatives", "generalized_gravity_derivatives"} <= set(DERIVATIVES)
+    assert {"constraint_dynamics", "impulse_dynamics", "kkt_matrix_inverse"} <= set(CONTACT)
+    assert "frame_acceleration" in available_algorithms("frames")
+    assert not set(DERIVATIVES + CONTACT) & set(available_algorithms())   # default list unchanged
+
+
+@pytest.mark.parametrize("alg", DERIVATIVES + CONTACT)
+def test_graph_equals_numpy(alg):
+    model = _model()
+    st = _state(model)
+    spec = ALGORITHMS[alg]
+    opts = _options(model, alg)
+    f = casadi_function(model, alg, layout="numpy", **opts)
+    got = f(*[st[n] for n in spec.input_names])
+    got = got if isinstance(got, tuple) else (got,)
+    want = spec.function(model, *[st[n] for n in spec.input_names], **opts)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want) == len(spec.outputs)
+    for g, w in zip(got, want):
+        w = np.asarray(w, dtype=float)
+        g = np.asarray(g, dtype=float).reshape(w.shape)
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(w).max()))
+
+
+@requires_cc
+def test_compiled_constraint_dynamics(tmp_path):
+    model = _model()
+    st = _state(model, seed=3)
+    soft, stiff = _contacts(model, (2.0, 3.0)), _contacts(model, (20.0, 3.0))
+    lib = build(model, {"constraint_dynamics:soft": {"contacts": soft},
+                        "constraint_dynamics:stiff": {"contacts": stiff}},
+                opt="-O1", cache_dir=tmp_path, progress=False)
+    for key, contacts in (("soft", soft), ("stiff", stiff)):
+        qdd, lam = lib[f"constraint_dynamics:{key}"](st["q"], st["qd"], st["tau"])
+        want = sd.constraint_dynamics(model, st["q"], st["qd"], st["tau"], contacts)
+        np.testing.assert_allclose(qdd, want[0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(lam, want[1], rtol=1e-10, atol=1e-10)
+    recorded = [f["options"]["contacts"] for f in lib.manifest["functions"]]
+    assert recorded[0][0]["baumgarte"] == [2.0, 3.0] and recorded[1][0]["baumgarte"] == [20.0, 3.0]
+    assert recorded[0][1] == {"type": "Contact", "frame": model.names[3], "dim": 6,
+                              "reference": "local", "baumgarte": [0.0, 0.0], "target": None}
+
+
+def test_contacts_are_required():
+    with pytest.raises((TypeError, ValueError), match="contacts"):
+        casadi_function(_model(), "constraint_dynamics")
+
+
+def test_jax_compile_of_constraint_dynamics():
+    """symdyn.jax.compile lowers the same recorded program (graph route) for contacts."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import symdyn.jax as sjax
+
+    model = _model()
+    st = _state(model, seed=5)
+    contacts = _contacts(model)
+    f = sjax.compile(model, "constraint_dynamics", contacts=contacts)
+    assert f.route == "graph"
+    qdd, lam = f.single(st["q"], st["qd"], st["tau"])
+    want = sd.constraint_dynamics(model, st["q"], st["qd"], st["tau"], contacts)
+    np.testing.assert_allclose(np.asarray(qdd), want[0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(lam), want[1], rtol=1e-10, atol=1e-10)
