@@ -168,6 +168,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "(random-geometry chains and trees, robots): instructions, cold build time and gcc "
                "memory, run-time ratios, fitted exponents, the auto rule, the targets",
                ("scaling.md", "scaling.png", "scaling.json"), minutes=(35.0, 4.0)),
+    Experiment("contact_dynamics", "contact_dynamics.py",
+               "Contact dynamics (issue 48): compiled constraint_dynamics / impulse_dynamics vs "
+               "Pinocchio's constraintDynamics / impulseDynamics per call and batched on solo12, "
+               "anymal_c, go2, b1, talos, g1, panda; agreement, derivatives included",
+               ("contact_dynamics.md", "contact_dynamics.png"), minutes=(4.0, 0.5),
+               cold_minutes=10.0),
 ]}
 
 
