@@ -355,3 +355,20 @@ def test_robots_equal_casadi_ad(robot):
     for n, X, R in zip(NAMES, sd.aba_second_derivatives(model, q, qd, qdd, fx),
                        ad_fd_second(model, q, qd, qdd, fx)):
         close(X, R, 1e-9, f"{robot} FD {n}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["rnea", "aba"])
+def test_recorded_step_program_equals_numpy(which):
+    """Every computation runs inside steps, so the recursive form records them; its program
+    evaluates to the same tensors."""
+    from symdyn.codegen import recursive
+    from symdyn.codegen.recursive.program import evaluate
+
+    fn = getattr(sd, f"{which}_second_derivatives")
+    model = random_tree(5, seed=1, joint_kinds=("revolute", "spherical"), floating_base=True)
+    q, qd, u, _ = state(model, 0)
+    prog = recursive.record(model, fn, [model.nq, model.nv, model.nv], name=f"so_{which}",
+                            cse=True, fuse=1)
+    for X, R in zip(evaluate(prog, q, qd, u), fn(model, q, qd, u)):
+        close(X, R, 1e-12)

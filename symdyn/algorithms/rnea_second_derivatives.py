@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..spatial import cross_force, cross_motion
 from .aba import aba_pass
-from .aba_derivatives import aza
+from .aba_derivatives import fdsva_ground
 from .chain_rule import check_constant_S
 from .common import entry, external_forces, joint_kinematics, per_body
-from .rnea_derivatives import crfbar_mul, idsva, idsva_backward, idsva_forward
+from .rnea_derivatives import crfbar_mul, idsva_backward, idsva_forward
 from .steps import step
 from ..types import Array, Backend, ExternalForces
 
@@ -317,8 +317,9 @@ def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
         d2qdd_dq_dqd[:, j, k] = -M^-1 (d2tau_dq_dqd[:, j, k] + dM_j Gv[:, k])
         dMinv_dq[:, :, k]     = -M^-1 dM_k M^-1
 
-    (``d/dqdd_l`` of ``dtau_dq[:, j]`` is ``dM_j[:, l]``). M^-1 comes from the
-    ABA-Zero-Algorithm on the ABA pass's articulated inertias.
+    (``d/dqdd_l`` of ``dtau_dq[:, j]`` is ``dM_j[:, l]``). G, Gv and M^-1 come from
+    :func:`~symdyn.algorithms.aba_derivatives.aba_derivatives`' ground-frame route
+    (``method="aza"``).
     """
     B, (q, qd, tau) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                             backend=backend, extra=(f_ext,))
@@ -329,10 +330,8 @@ def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
     if nv == 0:
         return tuple(out)
     Xup, S = joint_kinematics(B, model, q)
-    qdd, U, Dinv = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
-    dtau_dq, dtau_dqd = idsva(B, model, qd, qdd, f_ext, Xup, S)
-    Minv = aza(B, model, Xup, S, U, Dinv, B.eye(nv))
-    G, Gv = fd_first_order(B, Minv, dtau_dq, dtau_dqd)
+    qdd, _, _ = aba_pass(B, model, q, qd, tau, f_ext, Xup, S)
+    G, Gv, Minv = fdsva_ground(B, model, qd, tau, f_ext, Xup, S)     # eq. (5), M^-1 by AZA
     d2q, d2v, d2x, dM = so_idsva(B, model, qd, qdd, f_ext, Xup, S)
     dMk = B.pages(dM)
     MG = [dM_products(B, P, G, Gv) for P in dMk]                     # dM_j G, dM_j Gv
@@ -343,12 +342,6 @@ def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
         for n, P in enumerate(pages):
             out[n] = B.assign3(out[n], slice(None), slice(None), k, P)
     return tuple(out)
-
-
-@step
-def fd_first_order(B: Backend, Minv, dtau_dq, dtau_dqd):
-    """Eq. (5): ``dqdd/dq = -M^-1 dtau/dq``, ``dqdd/dqd = -M^-1 dtau/dqd``."""
-    return -(Minv @ dtau_dq), -(Minv @ dtau_dqd)
 
 
 @step
