@@ -118,6 +118,7 @@ def so_idsva(B: Backend, model, qd, qdd, f_ext, Xup, S):
                     [i for r in g for i in range(*model.v_idx[r])]) for g in groups]
         j0, nj = model.v_idx[j][0], model.joints[j].nv
         for d in range(nj):
+            Fd = [_stack(B, [forms[r, j, d] for r in g], 0) for g, _, _ in stacked]
             for k in model.ancestors[j]:                              # k = j, lambda(j), ...
                 k0 = model.v_idx[k][0]
                 for c in range(model.joints[k].nv):
@@ -126,11 +127,10 @@ def so_idsva(B: Backend, model, qd, qdd, f_ext, Xup, S):
                     if k != j:
                         out.put(1, cc, list(range(j0, j0 + nj)), dd,
                                 joint_dqd(B, IC[j], S0[j], d, S0[k], c))
-                    for g, tg, rows in stacked:
-                        Fd = _stack(B, [forms[r, j, d] for r in g], 0)
-                        Fc = _stack(B, [forms[r, k, c] for r in g], 0)
+                    for (g, tg, rows), Fd_g in zip(stacked, Fd):
+                        Fc_g = _stack(B, [forms[r, k, c] for r in g], 0)
                         deeper = len(g) > 1 or g[0] != j
-                        res = triple(B, Fd, Fc, tg, vecs, k == j, deeper)
+                        res = triple(B, Fd_g, Fc_g, tg, vecs, k == j, deeper)
                         out.triple(rows, nj if g[0] == j else 0, dd, cc, res)
     return out.tensors()
 
