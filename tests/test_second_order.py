@@ -21,6 +21,7 @@ TREES = {   # (random_tree arguments), N up to 12
     "chain8_helical": dict(n=8, parents=list(range(-1, 7)), joint_kinds=("helical", "revolute")),
     "tree7_spherical": dict(n=7, joint_kinds=("revolute", "spherical", "prismatic")),
     "floating6": dict(n=6, joint_kinds=("revolute", "helical", "spherical"), floating_base=True),
+    "forest6": dict(n=6, parents=[-1, 0, -1, 2, 1, -1], joint_kinds=("spherical", "revolute")),
 }
 ONE_DOF = ("chain12", "tree10_rph", "chain8_helical")
 NAMES = ("d2tau_dq2", "d2tau_dqd2", "d2tau_dq_dqd", "dM_dq")
@@ -93,7 +94,7 @@ def ad_fd_second(model, q, qd, tau, fx=None):
 @pytest.mark.parametrize("name, with_fext", [
     ("chain12", True), ("tree10_rph", False), ("tree10_rph", True), ("chain8_helical", False),
     ("tree7_spherical", False), ("tree7_spherical", True), ("floating6", False),
-    ("floating6", True)])
+    ("floating6", True), ("forest6", True)])
 def test_equals_casadi_ad(name, with_fext):
     seed = int(with_fext)
     model = make(name, seed)

@@ -1,8 +1,13 @@
 """Second-order partial derivatives of inverse dynamics: SO-IDSVA (Singh, Russell & Wensing,
 arXiv 2203.01497, with multi-DoF joints, floating bases and external forces as in arXiv 2302.06001).
 
-Everything is in ground coordinates, as in first-order IDSVA (:mod:`.rnea_derivatives`, whose
-forward pass and composite recursion this module reuses). For a column ``d`` of joint ``j`` the
+Every spatial quantity is expressed in one common frame, as in first-order IDSVA
+(:mod:`.rnea_derivatives`, whose forward pass and composite recursion this module reuses), but the
+frame of each tree's root body instead of the ground (:mod:`.root_frame`): the expressions are
+coordinate-free sums and products of true spatial vectors, so any fixed frame gives the same
+numbers, and in root coordinates a floating base keeps its constant ``S = 1`` (on solo12 the CasADi
+graph has 2.3x fewer instructions than in ground coordinates); gravity is moved into the root
+frame instead. For a column ``d`` of joint ``j`` the
 listing's per-column quantities are ``S_d``, ``Sd_d = v_j x S_d``, ``psid_d = v_lambda(j) x S_d``
 and ``psidd_d = a_lambda(j) x S_d + v_lambda(j) x psid_d``; each body ``i`` carries its composite
 ``I^C_i``, ``2 B^C_i`` (eq. (28) of the first-order paper) and ``f^C_i`` and the blocks
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..spatial import cross_force, cross_motion
+from ..spatial import Transform, cross_force, cross_motion, xform_motion
 from .aba import aba_pass
 from .aba_derivatives import fdsva_ground
 from .chain_rule import check_constant_S
@@ -90,11 +95,13 @@ def so_idsva(B: Backend, model, qd, qdd, f_ext, Xup, S):
     consts = model.constants(B)
     N, parents = model.N, model.parents
     X0, S0, v, a, Sd, Psid, Psidd, IC, BC, fC = per_body(N, 10)
-    for i, p in enumerate(parents):                                   # forward pass (ground)
+    identity = Transform(B.eye(3), B.zeros(3))
+    for i, p in enumerate(parents):                                   # forward pass (root frame)
         m, c, Ic = consts.inertia_params[i]
         (X0[i], S0[i], v[i], a[i], Sd[i], Psid[i], Psidd[i], IC[i], BC[i],
-         fC[i]) = idsva_forward(B, model.joints[i], Xup[i], None if p < 0 else X0[p], S[i],
-                                None if p < 0 else v[p], consts.a_grav if p < 0 else a[p],
+         fC[i]) = idsva_forward(B, model.joints[i], identity if p < 0 else Xup[i],
+                                None if p < 0 else X0[p], S[i], None if p < 0 else v[p],
+                                gravity_in(B, Xup[i], consts.a_grav) if p < 0 else a[p],
                                 m, c, Ic, qd[i], qdd[i], f_ext[i])
     t: list[Any] = [None] * N
     for i in reversed(range(N)):                                      # composites, T1..T4
@@ -142,6 +149,9 @@ def _stack(B: Backend, blocks, axis: int):
         return blocks[0]
     cat = B.vcat if axis == 0 else B.hcat
     return tuple(cat([b[n] for b in blocks]) for n in range(len(blocks[0])))
+
+
+gravity_in = step(xform_motion)   # a_grav in a root body's coordinates
 
 
 class _Writer:
