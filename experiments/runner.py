@@ -174,6 +174,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "anymal_c, go2, b1, talos, g1, panda; agreement, derivatives included",
                ("contact_dynamics.md", "contact_dynamics.png"), minutes=(4.0, 0.5),
                cold_minutes=10.0),
+    Experiment("solo12_ocp", "solo12_ocp.py",
+               "Issue 48's example: a solo12 squat with sideways sway by trajectory optimisation "
+               "(casadi.Opti, IPOPT) with the contact dynamics as the dynamics constraint, "
+               "torque limits and friction cones; IPOPT status, residuals, figure",
+               ("solo12_ocp.md", "solo12_ocp.png"), minutes=(1.0, 0.8)),
 ]}
 
 

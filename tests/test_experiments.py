@@ -1,5 +1,6 @@
 """The report runner (experiments/runner.py), report provenance and staleness
-(experiments/provenance.py) and the passivity study's key properties."""
+(experiments/provenance.py), the passivity study's key properties and the solo12 trajectory
+optimisation of experiments/solo12_ocp.py."""
 from __future__ import annotations
 
 import importlib
@@ -257,3 +258,65 @@ def test_sources_of_a_report_are_the_modules_its_script_imports():
     assert "symdyn/codegen/loader.py" in fastpath
     assert "symdyn/codegen/loader.py" not in symbolic
     assert all((REPO / p).is_file() for p in symbolic + fastpath)
+
+
+# --- the solo12 trajectory optimisation (experiments/solo12_ocp.py) -------------------------------
+
+@pytest.fixture(scope="module")
+def solo12_ocp():
+    import symdyn as sd
+
+    if "solo12" not in sd.available_robots():
+        pytest.skip("example-robot-data (solo12) is not installed")
+    return importlib.import_module("solo12_ocp")
+
+
+def test_solo12_ocp_euler_step_is_the_numpy_dynamics(solo12_ocp):
+    """The SX step the Opti problem is built from equals sd.constraint_dynamics + sd.integrate
+    on NumPy at a random state (moving base, quaternion off the identity)."""
+    import symdyn as sd
+    from symdyn.codegen import casadi_function
+
+    ocp = solo12_ocp
+    model = sd.load_robot("solo12")
+    q0, feet = ocp.standing_state(model)
+    np.testing.assert_allclose([p[2] for p in feet], 0.0, atol=1e-12)   # feet on the ground
+    contacts = [sd.Contact(f, 3, "local_world_aligned", baumgarte=ocp.BAUMGARTE, target=tuple(p))
+                for f, p in zip(ocp.FEET, feet)]
+    dt = 0.05
+    step = ocp.euler_step(model, casadi_function(model, "constraint_dynamics",
+                                                 contacts=contacts), dt)
+    rng = np.random.default_rng(3)
+    q = model.random_q(rng)
+    v, u = rng.uniform(-1, 1, model.nv), rng.uniform(-2, 2, 12)
+    q_next, v_next, lam = (np.asarray(x, float).ravel() for x in step(q, v, u))
+    qdd, lam_np = sd.constraint_dynamics(model, q, v, np.concatenate([np.zeros(6), u]), contacts)
+    np.testing.assert_allclose(v_next, v + dt * qdd, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(lam, lam_np, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(q_next, sd.integrate(model, q, v_next, dt), rtol=1e-12, atol=1e-12)
+    assert abs(np.linalg.norm(q_next[3:7]) - 1.0) < 1e-12
+    with pytest.raises(ValueError, match="n >= 1"):
+        ocp.build_problem(0)
+
+
+@pytest.mark.slow
+def test_solo12_ocp_tiny_horizon_solves_with_consistent_dynamics(solo12_ocp):
+    """Three knots: IPOPT converges; the Euler steps, recomputed on NumPy at the returned
+    solution, are violated by no more than the constraint violation IPOPT reports (inf_pr of
+    its last iterate); the torque limits and friction cones hold."""
+    ocp = solo12_ocp
+    problem = ocp.build_problem(3, 0.05, max_iter=30)
+    s = ocp.solve(problem)
+    assert s.success, s.status
+    assert 0 < s.iterations <= 30
+    inf_pr = problem.opti.stats()["iterations"]["inf_pr"][-1]
+    residual = ocp.dynamics_residual(problem, s)
+    assert residual <= inf_pr + 1e-11 and residual < 1e-6, (residual, inf_pr)
+    assert np.abs(s.U).max() <= ocp.U_MAX + 1e-6
+    fz, fx, fy = s.lam[:, 2::3], s.lam[:, 0::3], s.lam[:, 1::3]
+    assert fz.min() >= ocp.F_MIN - 1e-6
+    assert np.all(np.abs(fx) <= ocp.MU * fz + 1e-6) and np.all(np.abs(fy) <= ocp.MU * fz + 1e-6)
+    assert abs(s.Q[2, -1] - s.h_ref[-1]) < 0.02      # the base follows the height reference
+    # a perturbed solution breaks the check: the residual is not vacuous
+    bad = ocp.Solution(**{**s.__dict__, "U": s.U + 0.1})
+    assert ocp.dynamics_residual(problem, bad) > 1e-4
