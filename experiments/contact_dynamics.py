@@ -194,6 +194,16 @@ def robot_row(name: str, repeat: int, rng) -> dict:
     return r
 
 
+DYNAMICS_ERRORS = ("qdd", "lam", "qd_plus", "impulse")
+DERIVATIVE_ERRORS = ("constraint_derivatives", "impulse_derivatives")
+DERIVS_TIMED = "compiled functions timed above; the agreement column is the NumPy evaluation"
+DERIVS_NOT_TIMED = "NumPy; not yet registered as compiled functions, so not timed here"
+
+
+def worst_err(rows, keys) -> float:
+    return max(r["err"][k] for r in rows for k in keys)
+
+
 def plot(rows, directory):
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -277,15 +287,13 @@ def report(rows, fig, args, t0):
           f"{AGREE_STATES} states of the batch (compiled outputs), each against a fresh "
           "Pinocchio solve at that state. Derivatives: symdyn's analytical "
           "`sd.constraint_dynamics_derivatives` / `sd.impulse_dynamics_derivatives` "
-          f"({'compiled functions timed above; the agreement column is the NumPy evaluation' if derivs else 'NumPy; not yet registered as compiled functions, so not timed here'}) "
+          f"({DERIVS_TIMED if derivs else DERIVS_NOT_TIMED}) "
           "against `computeConstraintDynamicsDerivatives` / "
           "`computeImpulseDynamicsDerivatives` at the per-call state, each matrix against its "
           "largest entry (dqdd/dtau against max |M^-1|, tests/test_contact_derivatives.py).", ""]
     L += table(["robot", "qdd", "lam", "qd_plus", "impulse", "constraint derivatives",
                 "impulse derivatives"],
-               [[r["name"]] + [sci(r["err"][k]) for k in ("qdd", "lam", "qd_plus", "impulse",
-                                                          "constraint_derivatives",
-                                                          "impulse_derivatives")]
+               [[r["name"]] + [sci(r["err"][k]) for k in DYNAMICS_ERRORS + DERIVATIVE_ERRORS]
                 for r in rows])
     worst_ratio = max(rows, key=lambda r: r["ratio_constraint"])
     slow_b = [r["name"] for r in rows if r["bratio_constraint"] >= 1.0]
@@ -297,11 +305,8 @@ def report(rows, fig, args, t0):
           "- Batch per state against the Pinocchio loop: "
           + ", ".join(f"{r['name']} {r['bratio_constraint']:.2f}" for r in rows)
           + (f"; not faster on {', '.join(slow_b)}." if slow_b else "; faster on every robot."),
-          f"- Largest relative difference to Pinocchio: "
-          f"{max(max(r['err'][k] for k in ('qdd', 'lam', 'qd_plus', 'impulse')) for r in rows):.1e}"
-          " (dynamics), "
-          f"{max(max(r['err']['constraint_derivatives'], r['err']['impulse_derivatives']) for r in rows):.1e}"
-          " (derivatives).", ""]
+          f"- Largest relative difference to Pinocchio: {worst_err(rows, DYNAMICS_ERRORS):.1e} "
+          f"(dynamics), {worst_err(rows, DERIVATIVE_ERRORS):.1e} (derivatives).", ""]
     return L
 
 

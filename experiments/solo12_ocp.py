@@ -266,7 +266,8 @@ def report(p: Problem, s: Solution, residual: float, fig: str, args, t0) -> list
           "(`sd.integrate` on the CasADi backend). Constraints: unactuated base (tau = [0_6; u]), "
           f"|u| <= {U_MAX} N m, linearized friction cones f_z >= {F_MIN} N, |f_x|, |f_y| <= "
           f"{MU} f_z, start at rest. Cost: torques, base-height tracking (down {DEPTH * 100:.0f} "
-          f"cm and up, raised cosine) and sideways sway (+-{SWAY * 100:.0f} cm, left then right), base "
+          f"cm and up, raised cosine) and sideways sway (+-{SWAY * 100:.0f} cm, left then "
+          "right), base "
           "orientation, joint posture and speeds "
           f"(weights {WEIGHTS}). See experiments/solo12_ocp.py.", ""]
     L += table(["quantity", "value"], [
@@ -276,15 +277,16 @@ def report(p: Problem, s: Solution, residual: float, fig: str, args, t0) -> list
         ["IPOPT status", s.status],
         ["IPOPT iterations", s.iterations],
         ["solve time (s, shared machine)", f"{s.seconds:.1f}"],
-        ["max |base height - reference| (mm)",
+        ["largest base height error (mm)",
          f"{np.abs(s.Q[2] - s.h_ref).max() * 1000:.2f}"],
-        ["max |base y - reference| (mm)", f"{np.abs(s.Q[1] - s.y_ref).max() * 1000:.2f}"],
+        ["largest sideways error (mm)", f"{np.abs(s.Q[1] - s.y_ref).max() * 1000:.2f}"],
         ["lowest base height (cm), reference", f"{s.Q[2].min() * 100:.2f}, "
                                                f"{s.h_ref.min() * 100:.2f}"],
-        ["max |u| (N m)", f"{np.abs(s.U).max():.3f}"],
+        ["largest torque magnitude (N m)", f"{np.abs(s.U).max():.3f}"],
         ["normal forces min / max (N); weight / 4", f"{fz.min():.3f} / {fz.max():.3f}; "
                                                     f"{weight / 4:.3f}"],
-        ["max |f_t| / (mu f_z) over feet and knots", f"{(ft / (MU * fz)).max():.3f}"],
+        ["largest tangential / (mu normal) force, any foot and knot",
+         f"{(ft / (MU * fz)).max():.3f}"],
         ["dynamics residual, NumPy re-evaluation", f"{residual:.1e}"]])
     L += ["", "The dynamics residual is the largest violation of the Euler steps at the "
           "solution, recomputed with `sd.constraint_dynamics` and `sd.integrate` on NumPy "
