@@ -83,7 +83,7 @@ def step_jacobians(dyn: ArmDynamics, x, u, dt: float):
     n = dyn.nv
     aq, av, au = dyn.first(x[:n], x[n:], u)
     Av = np.hstack([dt * aq, np.eye(n) + dt * av])          # d v+ / d x
-    fx = np.vstack([np.hstack([np.eye(n), dt * np.eye(n)]) + dt * Av, Av])
+    fx = np.vstack([np.hstack([np.eye(n), np.zeros((n, n))]) + dt * Av, Av])   # q+ = q + dt v+
     fu = np.vstack([dt * dt * au, dt * au])
     return fx, fu
 
@@ -279,24 +279,32 @@ def reach_problem(dyn: ArmDynamics, T: int, dt: float) -> tuple[Reach, np.ndarra
     return p, np.tile(g0, (T, 1))
 
 
-def plot(hs: dict, directory, name="ddp_arm.png"):
+SOLVERS = (("DDP (second-order dynamics)", True), ("iLQR (first-order dynamics)", False))
+SCENARIOS = {"cold": "from gravity compensation at q0 (far from the solution)",
+             "warm": "warm start: the goal moved by 0.1 rad on every joint, the previous "
+                     "(cold) iLQR solution as initial controls (as in receding-horizon MPC)"}
+
+
+def plot(results: dict, directory, name="ddp_arm.png"):
     plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
-    J_star = min(min(h.cost) for h in hs.values())
-    for (label, h), style in zip(hs.items(), ("o-", "s--")):
-        it = np.arange(len(h.cost))
-        ax[0].semilogy(it, h.cost, style, ms=3, label=label)
-        gap = np.maximum(np.array(h.cost) - J_star, 1e-16) / J_star
-        ax[1].semilogy(it, gap, style, ms=3, label=label)
-    ax[0].set_xlabel("iteration")
-    ax[0].set_ylabel("cost")
-    ax[0].set_title("cost vs iteration")
-    ax[1].set_xlabel("iteration")
-    ax[1].set_ylabel("(J - J*) / J*")
-    ax[1].set_title("relative gap to the best cost found")
-    for a in ax:
+    fig, ax = plt.subplots(1, len(results), figsize=(5 * len(results), 3.8), squeeze=False)
+    for a, (scen, hs) in zip(ax[0], results.items()):
+        J_star = min(min(h.cost) for h in hs.values())
+        for (label, h), style in zip(hs.items(), ("o-", "s--")):
+            gap = np.maximum(np.array(h.cost) - J_star, 1e-16) / J_star
+            a.semilogy(np.arange(len(h.cost)), gap, style, ms=3, label=label)
+        a.set_xlabel("iteration")
+        a.set_ylabel("(J - J*) / J*")
+        a.set_title(f"{scen} start: gap to the best cost found")
         a.legend()
     return save(fig, directory, name)
+
+
+def run_solvers(p: Reach, U0, max_iter: int, scen: str) -> dict:
+    return {label: solve(p, U0, so, max_iter=max_iter,
+                         on_iter=lambda i, J, mu, a, lb=label: log(
+                             f"{scen} {lb}: it {i:3d} cost {J:.10g} mu {mu:.0e} alpha {a:g}"))
+            for label, so in SOLVERS}
 
 
 def main(argv=None) -> int:
@@ -314,13 +322,13 @@ def main(argv=None) -> int:
     t_build = time.perf_counter() - tb
     log(f"dynamics ready in {t_build:.1f} s ({'compiled' if dyn.compiled else 'NumPy'})")
     p, U0 = reach_problem(dyn, T, dt)
-    hs = {}
-    for label, so in (("DDP (second-order dynamics)", True), ("iLQR (first-order dynamics)", False)):
-        hs[label] = solve(p, U0, so, max_iter=max_iter,
-                          on_iter=lambda i, J, mu, a, lb=label: log(
-                              f"{lb}: it {i:3d} cost {J:.10g} mu {mu:.0e} alpha {a:g}"))
-    fig = plot(hs, d)
-    write(d, "ddp_arm.md", report(hs, p, dyn, t_build, fig, args, t0))
+    results = {"cold": run_solvers(p, U0, max_iter, "cold")}
+    n = dyn.nv
+    p_warm = Reach(dyn, p.x0, p.x_goal + np.r_[np.full(n, 0.1), np.zeros(n)], T, dt)
+    results["warm"] = run_solvers(p_warm, results["cold"][SOLVERS[1][0]].U, max_iter, "warm")
+    fig = plot(results, d)
+    write(d, "ddp_arm.md", report(results, {"cold": p, "warm": p_warm}, dyn, t_build, fig,
+                                  args, t0))
     return 0
 
 
@@ -328,8 +336,20 @@ BUILD_CALL = ("compiled C (`symdyn.codegen.build(model, ['aba', 'aba_derivatives
               "'aba_second_derivatives'])`, cached)")
 
 
-def report(hs, p, dyn, t_build, fig, args, t0):
-    J_star = min(min(h.cost) for h in hs.values())
+def result_rows(hs: dict, J_star: float) -> list:
+    rows = []
+    for label, h in hs.items():
+        it6, it3 = iterations_to(h, J_star, 1e-6), iterations_to(h, J_star, 1e-3)
+        rows.append([label, h.converged_at if h.converged_at is not None else
+                     f"not within {len(h.cost) - 1}", "-" if it3 is None else it3,
+                     "-" if it6 is None else it6, f"{h.cost[0]:.6g}", f"{h.cost[-1]:.10g}",
+                     sum(1 for m in h.mu if m > 0), f"{max(h.mu, default=0.0):.0e}",
+                     f"{h.seconds:.2f}", f"{h.seconds / max(len(h.cost) - 1, 1) * 1e3:.1f}"])
+    return rows
+
+
+def report(results, problems, dyn, t_build, fig, args, t0):
+    p = problems["cold"]
     L = header("Full second-order DDP vs iLQR on a 7-DoF arm (second-order dynamics derivatives)",
                command("ddp_arm.py", args), t0)
     n = dyn.nv
@@ -339,8 +359,8 @@ def report(hs, p, dyn, t_build, fig, args, t0):
           f"u = tau); reach from q0 = {np.round(p.x0[:n], 2).tolist()} to "
           f"q* = {np.round(p.x_goal[:n], 2).tolist()} at rest. Cost "
           f"sum_t dt (1/2 {p.wq} |q - q*|^2 + 1/2 {p.wv} |v|^2 + 1/2 {p.r} |u - g(q*)|^2) + "
-          f"1/2 ({p.wq_final} |q_T - q*|^2 + {p.wv_final} |v_T|^2). Initial controls: gravity "
-          "compensation at q0.", "",
+          f"1/2 ({p.wq_final} |q_T - q*|^2 + {p.wv_final} |v_T|^2). Two starts: "
+          + "; ".join(f"**{k}**: {v}" for k, v in SCENARIOS.items()) + ".", "",
           "Both solvers share the backward pass, the regularization (mu added to the next "
           "state's value Hessian in Q_uu and Q_ux, Tassa, Erez & Todorov 2012; mu = 0 at first, "
           "x10 (at least 1e-6) when Q_uu is not positive definite or no step is accepted, /10 "
@@ -348,46 +368,37 @@ def report(hs, p, dyn, t_build, fig, args, t0):
           "accept when the cost decreases by at least 1e-4 of the model's prediction). They stop "
           "when an accepted step lowers the cost by less than 1e-8 relative. DDP adds "
           "sum_i c_i d^2 a_i to Q_xx and Q_ux, c = dt^2 V'_q + dt V'_v, from "
-          "`aba_second_derivatives` (the four rank-3 tensors); iLQR drops that term.", "",
+          "`aba_second_derivatives` (the four rank-3 tensors); iLQR drops that term. "
+          "`tests/test_experiments.py` checks that term against central differences of "
+          "f_x^T w, f_u^T w.", "",
           "Dynamics: " + (BUILD_CALL if dyn.compiled else "the NumPy algorithms")
-          + f"; ready in {t_build:.1f} s in this run (a cache hit when it is under a second).", "",
-          "## Result", ""]
-    rows = []
-    for label, h in hs.items():
-        it6 = iterations_to(h, J_star, 1e-6)
-        it3 = iterations_to(h, J_star, 1e-3)
-        rows.append([label, h.converged_at if h.converged_at is not None else
-                     f"not within {len(h.cost) - 1}", it3 if it3 is not None else "-",
-                     it6 if it6 is not None else "-", f"{h.cost[0]:.6g}", f"{h.cost[-1]:.10g}",
-                     f"{h.seconds:.2f}",
-                     f"{h.seconds / max(len(h.cost) - 1, 1) * 1e3:.1f}"])
-    L += table(["solver", "iterations to stop", "to within 1e-3 of J*", "to within 1e-6 of J*",
-                "initial cost", "final cost", "time (s)", "ms / iteration"], rows)
-    (l1, h1), (l2, h2) = hs.items()
-    dq = np.abs(h1.X[-1, :n] - p.x_goal[:n]).max()
-    L += ["", f"J* = {J_star:.10g} is the lowest cost either solver reached. Final joint error "
-          f"of the DDP solution: {dq:.2e} rad (max over joints); the two solutions differ by "
-          f"{np.abs(h1.U - h2.U).max():.2e} N m (max over steps and joints).", "",
-          f"![cost vs iteration]({fig})", "", "## Discussion", ""]
-    i1, i2 = iterations_to(h1, J_star, 1e-6), iterations_to(h2, J_star, 1e-6)
-    if i1 is not None and i2 is not None:
-        L.append(f"- DDP reaches J* to 1e-6 in {i1} iterations, iLQR in {i2}. "
-                 + ("The second-order dynamics term pays off in iterations here. " if i1 < i2 else
-                    "The second-order dynamics term does not save iterations on this problem. ")
-                 + "Each DDP iteration costs more: one `aba_second_derivatives` call a step on "
-                 "top of `aba_derivatives` and four nv x nv x nv contractions.")
-    else:
-        L.append("- One of the solvers did not reach J* to 1e-6 within the iteration limit "
-                 "(table).")
-    for label, h in hs.items():
-        reg = sum(1 for m in h.mu if m > 0)
-        L.append(f"- {label}: the regularization was active (mu > 0 after the step) in {reg} of "
-                 f"{len(h.mu)} iterations, largest mu {max(h.mu, default=0.0):.0e}.")
+          + f"; ready in {t_build:.1f} s in this run (a cache hit when it is under a second).",
+          "", "## Result", ""]
+    hdr = ["solver", "iterations to stop", "to 1e-3 of J*", "to 1e-6 of J*", "initial cost",
+           "final cost", "iterations with mu > 0", "largest mu", "time (s)", "ms / iteration"]
+    facts = {}
+    for scen, hs in results.items():
+        J_star = min(min(h.cost) for h in hs.values())
+        (l1, h1), (l2, h2) = hs.items()
+        facts[scen] = (iterations_to(h1, J_star, 1e-6), iterations_to(h2, J_star, 1e-6))
+        L += [f"### {scen.capitalize()} start", "", SCENARIOS[scen][0].upper()
+              + SCENARIOS[scen][1:] + ".", ""]
+        L += table(hdr, result_rows(hs, J_star))
+        L += ["", f"J* = {J_star:.10g} (the lowest cost either solver reached). Final joint error "
+              f"of the DDP solution {np.abs(h1.X[-1, :n] - problems[scen].x_goal[:n]).max():.2e} "
+              f"rad, of iLQR's {np.abs(h2.X[-1, :n] - problems[scen].x_goal[:n]).max():.2e} rad; "
+              f"the two control sequences differ by {np.abs(h1.U - h2.U).max():.2e} N m at most.",
+              ""]
+    L += [f"![gap to J* vs iteration]({fig})", "", "## Discussion", ""]
+    for scen, (i1, i2) in facts.items():
+        say = lambda i: "not within the limit" if i is None else f"{i} iterations"  # noqa: E731
+        L.append(f"- {scen.capitalize()} start: DDP reaches J* to 1e-6 in {say(i1)}, iLQR in "
+                 f"{say(i2)}.")
     L += ["- With the dynamics Hessian term, Q_xx and hence the value Hessian can be indefinite "
           "where the value gradient V'_x is large (far from the target); DDP then needs mu > 0 "
-          "for a positive-definite Q_uu, which shortens its steps. iLQR's Gauss-Newton Q_uu is "
-          "positive definite by construction. The table and the figure show which effect wins "
-          "on this problem.",
+          "for a positive-definite Q_uu, which shortens its steps (the 'iterations with mu > 0' "
+          "column). iLQR's Gauss-Newton Q_uu is positive definite by construction. Each DDP "
+          "iteration also costs one `aba_second_derivatives` call a step more (ms / iteration).",
           "- Timings were measured on a shared machine; the iteration counts do not depend on it."]
     return L
 

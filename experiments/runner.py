@@ -168,6 +168,16 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "(random-geometry chains and trees, robots): instructions, cold build time and gcc "
                "memory, run-time ratios, fitted exponents, the auto rule, the targets",
                ("scaling.md", "scaling.png", "scaling.json"), minutes=(35.0, 4.0)),
+    Experiment("second_order", "second_order.py",
+               "Singh, Russell & Wensing (arXiv 2203.01497, 2302.06001): compiled second-order "
+               "ID / FD derivatives (SO-IDSVA) vs compiled CasADi AD on serial chains and robots: "
+               "per call, agreement, build time and memory, exponent vs N, the humanoid vs ATLAS",
+               ("second_order.md", "second_order.png"), full_args=("--budget", "1800"),
+               minutes=(40.0, 1.5), cold_minutes=0.0),
+    Experiment("ddp_arm", "ddp_arm.py",
+               "Full second-order DDP (aba_second_derivatives) vs iLQR on the 7-DoF Panda: "
+               "iterations to converge and cost vs iteration, cold and warm starts",
+               ("ddp_arm.md", "ddp_arm.png"), minutes=(1.5, 0.5), cold_minutes=2.0),
     Experiment("contact_dynamics", "contact_dynamics.py",
                "Contact dynamics (issue 48): compiled constraint_dynamics / impulse_dynamics vs "
                "Pinocchio's constraintDynamics / impulseDynamics per call and batched on solo12, "

@@ -320,3 +320,92 @@ def test_solo12_ocp_tiny_horizon_solves_with_consistent_dynamics(solo12_ocp):
     # a perturbed solution breaks the check: the residual is not vacuous
     bad = ocp.Solution(**{**s.__dict__, "U": s.U + 0.1})
     assert ocp.dynamics_residual(problem, bad) > 1e-4
+
+
+# --- second-order derivatives (experiments/second_order.py) and DDP (experiments/ddp_arm.py) ---
+
+@pytest.fixture(scope="module")
+def second_order():
+    return importlib.import_module("second_order")
+
+
+@pytest.fixture(scope="module")
+def ddp_arm():
+    return importlib.import_module("ddp_arm")
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_second_order_ad_routes_equal_so_idsva(second_order, floating):
+    """Every CasADi AD route of the experiment gives symdyn's four tensors (rnea and aba), also in
+    the tangent space of a floating base."""
+    import symdyn as sd
+    from symdyn.models import random_tree, serial_chain
+
+    model = random_tree(2, seed=3, floating_base=True) if floating else serial_chain(2, seed=1)
+    nv = model.nv
+    rng = np.random.default_rng(0)
+    q, v, x = model.random_q(rng), rng.normal(size=nv), rng.normal(size=nv)
+    for alg, fn in (("rnea", sd.rnea_second_derivatives), ("aba", sd.aba_second_derivatives)):
+        ref = fn(model, q, v, x)
+        modes = second_order.AD_MODES if alg == "rnea" else ("jac_jac",)
+        for mode in modes:
+            f = second_order.ad_function(model, alg, mode)
+            got = [np.array(o).reshape(nv, nv, nv, order="F") for o in f(q, v, x)]
+            assert second_order.rel_diff(ref, got) < 1e-10, (alg, mode)
+    with pytest.raises(ValueError, match="AD mode"):
+        second_order.ad_function(model, "rnea", "reverse_twice")
+
+
+@pytest.mark.slow
+def test_second_order_measure_tiny_chain(second_order, tmp_path):
+    """The whole per-model path on a 2-link chain: cold builds in child processes (time, CPU,
+    memory recorded), the raw C call of symdyn's library, agreement with compiled AD."""
+    r = second_order.measure("chain2", "rnea", tmp_path, np.random.default_rng(0), states=2,
+                             repeat=3, timeout=300)
+    assert r["err"] < 1e-12 and r["t_sd"] > 0 and r["t_ad"] > 0 and r["ratio"] > 0
+    for b in (r["b_sd"], r["b_ad"]):
+        assert b["t_wall"] > 0 and b["cpu"] > 0 and b["maxrss_mb"] > 10
+    assert r["b_ad"]["mode"] in second_order.AD_MODES
+    with pytest.raises(RuntimeError, match="over 0 s"):
+        second_order.run_child("ad", "chain2", "rnea", tmp_path / "t", timeout=0.0)
+
+
+def test_ddp_hessian_contraction_matches_finite_differences(ddp_arm):
+    """sum_i w_i d^2 f_i of the discrete dynamics (from aba_second_derivatives) equals central
+    differences of (f_x^T w, f_u^T w) built from the first-order derivatives."""
+    from symdyn.models import serial_chain
+
+    dyn = ddp_arm.ArmDynamics(serial_chain(2, seed=1))
+    rng = np.random.default_rng(0)
+    x, u, w, dt = rng.normal(size=4), rng.normal(size=2), rng.normal(size=4), 0.05
+    Hxx, Hux, Huu = ddp_arm.step_hessian_contraction(dyn, x, u, w, dt)
+    H = np.block([[Hxx, Hux.T], [Hux, Huu]])
+
+    def grad(z):
+        fx, fu = ddp_arm.step_jacobians(dyn, z[:4], z[4:], dt)
+        return np.r_[fx.T @ w, fu.T @ w]
+
+    z, e = np.r_[x, u], 1e-6
+    fd = np.array([(grad(z + e * d) - grad(z - e * d)) / (2 * e) for d in np.eye(6)]).T
+    assert np.abs(H - fd).max() < 1e-7 * np.abs(H).max()
+    assert np.abs(H).max() > 1e-3           # the term is not vacuous
+    fx, fu = ddp_arm.step_jacobians(dyn, x, u, dt)   # and f_x, f_u are the step's Jacobians
+    J = np.array([(ddp_arm.step(dyn, z[:4] + e * d[:4], z[4:] + e * d[4:], dt)
+                   - ddp_arm.step(dyn, z[:4] - e * d[:4], z[4:] - e * d[4:], dt)) / (2 * e)
+                  for d in np.eye(6)]).T
+    assert np.abs(np.hstack([fx, fu]) - J).max() < 1e-7 * np.abs(J).max()
+
+
+def test_ddp_and_ilqr_decrease_the_cost_on_a_two_link_arm(ddp_arm):
+    from symdyn.models import serial_chain
+
+    dyn = ddp_arm.ArmDynamics(serial_chain(2, seed=1))
+    p, U0 = ddp_arm.reach_problem(dyn, 5, 0.05)
+    for second in (True, False):
+        h = ddp_arm.solve(p, U0, second, max_iter=3)
+        assert len(h.cost) == 4 and np.all(np.diff(h.cost) < 0), h.cost
+        assert h.cost[-1] < 0.5 * h.cost[0]
+        np.testing.assert_allclose(p.cost(p.rollout(h.U), h.U), h.cost[-1], rtol=1e-12)
+    with pytest.raises(ValueError, match="fixed-base"):
+        from symdyn.models import random_tree
+        ddp_arm.ArmDynamics(random_tree(2, seed=0, floating_base=True))
