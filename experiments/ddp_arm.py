@@ -222,8 +222,12 @@ def solve(p: Reach, U0, second_order: bool, max_iter: int = 100, tol: float = 1e
                 Xn, Un = [p.x0], []
                 for t in range(p.T):
                     un = U[t] + alpha * ks[t] + Ks[t] @ (Xn[-1] - X[t])
+                    if not (np.all(np.isfinite(un)) and np.all(np.isfinite(Xn[-1]))):
+                        break                       # the rollout diverged: reject this alpha
                     Un.append(un)
                     Xn.append(step(p.dyn, Xn[-1], un, p.dt))
+                if len(Un) < p.T or not np.all(np.isfinite(Xn[-1])):
+                    continue
                 Xn, Un = np.array(Xn), np.array(Un)
                 Jn = p.cost(Xn, Un)
                 expected = -(alpha * dV1 + alpha * alpha * dV2)
