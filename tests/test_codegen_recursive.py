@@ -25,6 +25,10 @@ ARM_PANDA = exact_rotations(sd.load_robot("panda")).replace(
 # the options the recursive form records with (symdyn.codegen asks for them explicitly): "aza"
 # is aba_derivatives' method made of steps
 OPTIONS = {"aba_derivatives": {"method": "aza"}}
+# the first-order algorithms run on every test tree; the second-order ones (recorded in seconds,
+# not milliseconds) on one tree each way below
+FIRST_ORDER = [a for a in RECURSIVE_ALGORITHMS if "second" not in a]
+SECOND_ORDER = [a for a in RECURSIVE_ALGORITHMS if "second" in a]
 
 
 def _reference(model, alg, q, qd, qdd):
@@ -32,12 +36,13 @@ def _reference(model, alg, q, qd, qdd):
     args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
             "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd),
             "christoffel": (q,), "rnea_derivatives": (q, qd, qdd),
-            "aba_derivatives": (q, qd, qdd)}[alg]
+            "aba_derivatives": (q, qd, qdd), "rnea_second_derivatives": (q, qd, qdd),
+            "aba_second_derivatives": (q, qd, qdd)}[alg]
     out = fn(model, *args)
     return (list(out) if isinstance(out, tuple) else [out]), args
 
 
-@pytest.mark.parametrize("alg", RECURSIVE_ALGORITHMS)
+@pytest.mark.parametrize("alg", FIRST_ORDER)
 @pytest.mark.parametrize("name", [*MODELS, "armature"])
 def test_recorded_program_equals_numpy(name, alg):
     model = ARM if name == "armature" else MODELS[name]
@@ -121,7 +126,7 @@ def test_workspace_holds_only_live_values():
     np.testing.assert_allclose(evaluate(prog, q)[0], sd.crba(model, q), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("alg", RECURSIVE_ALGORITHMS)
+@pytest.mark.parametrize("alg", FIRST_ORDER)
 def test_folded_constants_give_the_same_results_with_less_work(alg):
     """fold=True: the model's constants 0 and +-1 (Panda's tree rotations by +-pi/2, its zero
     offsets) become literals of the kernels; the program runs fewer operations, same numbers."""
@@ -232,14 +237,14 @@ def test_choose_by_size():
 @pytest.mark.parametrize("name", ["floating", "mixed", "armature"])
 def test_compiled_recursive_equals_numpy(name, tmp_path):
     model = ARM if name == "armature" else MODELS[name]
-    lib = build(model, list(RECURSIVE_ALGORITHMS), form="recursive", cache_dir=tmp_path,
+    lib = build(model, FIRST_ORDER, form="recursive", cache_dir=tmp_path,
                 opt="-O1", progress=False)
     for fd in lib.manifest["functions"]:
         assert fd["form"] == "recursive" and fd["recursive"]["n_kernels"] > 0
     rng = np.random.default_rng(0)
     states = [random_state(model, seed=s) for s in range(3)]
     for q, qd, qdd in states:
-        for alg in RECURSIVE_ALGORITHMS:
+        for alg in FIRST_ORDER:
             ref, args = _reference(model, alg, q, qd, qdd)
             out = getattr(lib, alg)(*args)
             for o, r in zip(out if isinstance(out, tuple) else [out], ref, strict=True):
@@ -399,3 +404,22 @@ def test_algorithms_without_steps_are_recorded_as_one_kernel():
         for got, w, s in zip(evaluate(prog, *args), want, shapes.values()):
             assert s == np.shape(w)
             np.testing.assert_allclose(got.reshape(s), w, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.slow          # recording 60-120 kernels, and gcc over them
+@pytest.mark.parametrize("alg", SECOND_ORDER)
+def test_second_order_derivatives_record_and_compile_in_the_recursive_form(alg, tmp_path):
+    """SO-IDSVA and its forward-dynamics route are made of steps: recorded, their program equals
+    NumPy on a floating-base tree with a spherical joint, and so does its compiled C loop."""
+    model = MODELS["floating"]
+    q, qd, qdd = random_state(model, seed=8)
+    ref, args = _reference(model, alg, q, qd, qdd)
+    prog = record(model, getattr(sd, alg), [len(a) for a in args], name=f"t_{alg}")
+    for out, r in zip(evaluate(prog, *args), ref, strict=True):
+        np.testing.assert_allclose(out.reshape(np.shape(r)), r, rtol=1e-12, atol=1e-10)
+    if alg == "rnea_second_derivatives":
+        lib = build(model, [alg], form="recursive", cache_dir=tmp_path, opt="-O1",
+                    progress=False)
+        assert lib.manifest["functions"][0]["form"] == "recursive"
+        for o, r in zip(lib[alg](*args), ref, strict=True):
+            np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-10)

@@ -24,7 +24,8 @@ __all__ = ["C", "FORMS", "JAX", "RECURSIVE_ALGORITHMS", "RECURSIVE_OPTIONS", "Ch
 FORMS = ("auto", "unrolled", "recursive")
 # algorithms whose every computation is in steps (recordable)
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
-                        "coriolis_matrix", "christoffel", "rnea_derivatives", "aba_derivatives")
+                        "coriolis_matrix", "christoffel", "rnea_derivatives", "aba_derivatives",
+                        "rnea_second_derivatives", "aba_second_derivatives")
 # options whose other values compute outside steps (no recorded form): aba_derivatives'
 # "dmm" (a dense product) and "ltdl" (scalar loops) routes
 RECURSIVE_OPTIONS = {"aba_derivatives": {"method": ("auto", "aza")}}
