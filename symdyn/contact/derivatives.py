@@ -87,6 +87,28 @@ def _blocks(B: Backend, x, dim: int) -> list:
     return [x] if dim == 3 else [_ang(B, x), _lin(B, x)]
 
 
+def _frame_partials(B: Backend, model, T, Xf0, world: bool):
+    """The frame's spatial velocity ``v`` and acceleration ``a`` (None without accelerations)
+    and the exact tangent partials ``J``, ``dv`` (d/dq), ``da`` (d/dq), ``dad`` (d/dqd) as
+    6 x nv matrices, in world coordinates (``world``) or frame coordinates (``^fX_0`` of the
+    world-form columns ``Psid_j`` and ``Psidd_j - v x Psid_j``; kinematics_derivatives
+    docstring)."""
+    with_acc = T.a is not None
+    cols: dict[str, dict] = {"J": T.S, "dv": {}, "da": {}, "dad": {}}
+    for j, S in T.S.items():
+        vxS = cross_motion(B, T.v, S)
+        cols["dv"][j] = T.Psid[j] - vxS if world else T.Psid[j]
+        if with_acc:
+            cols["dad"][j] = T.Psid[j] + T.Sd[j] - vxS
+            da = T.Psidd[j] - cross_motion(B, T.v, T.Psid[j])
+            cols["da"][j] = da - cross_motion(B, T.a, S) if world else da
+    mats = {k: assemble_columns(B, model, v) for k, v in cols.items() if v}
+    if world:
+        return T.v, T.a, mats
+    mats = {k: xform_motion(B, Xf0, m) for k, m in mats.items()}
+    return (xform_motion(B, Xf0, T.v), xform_motion(B, Xf0, T.a) if with_acc else None, mats)
+
+
 def _contact_rows(B: Backend, model, qs, vs, us, rc: ResolvedContact, lam, speed_gain: float,
                   position_gain: float) -> _Rows:
     """:class:`_Rows` of one contact for ``r2 = c + speed_gain v_c + position_gain e_c``, with
@@ -97,22 +119,8 @@ def _contact_rows(B: Backend, model, qs, vs, us, rc: ResolvedContact, lam, speed
     dim, ref = c.dim, c.reference
     T = support_terms(B, model, qs, vs, us, body=fr.body)
     Xf0, Xf = frame_transform(B, model, T.K, fr)
-    world, with_acc = ref == "world", us is not None
-    cols: dict[str, dict] = {"J": T.S, "dv": {}, "da": {}, "dad": {}}
-    for j, S in T.S.items():
-        vxS = cross_motion(B, T.v, S)
-        cols["dv"][j] = T.Psid[j] - vxS if world else T.Psid[j]
-        if with_acc:
-            cols["dad"][j] = T.Psid[j] + T.Sd[j] - vxS
-            da = T.Psidd[j] - cross_motion(B, T.v, T.Psid[j])
-            cols["da"][j] = da - cross_motion(B, T.a, S) if world else da
-    # world columns; frame coordinates: ^fX_0 of the columns (kinematics_derivatives docstring)
-    mats = {k: assemble_columns(B, model, v) for k, v in cols.items() if v}
-    v, a = T.v, T.a
-    if not world:
-        mats = {k: xform_motion(B, Xf0, m) for k, m in mats.items()}
-        v = xform_motion(B, Xf0, v)
-        a = xform_motion(B, Xf0, a) if with_acc else None
+    with_acc = us is not None
+    v, a, mats = _frame_partials(B, model, T, Xf0, ref == "world")
     J, dv_dq = mats["J"], mats["dv"]
     # (value, d/dq, d/dqd) of each term of r2 (d/dqd None: no qd dependence)
     if dim == 6:
