@@ -398,11 +398,14 @@ def report(results, problems, dyn, t_build, fig, args, t0):
         say = lambda i: "not within the limit" if i is None else f"{i} iterations"  # noqa: E731
         L.append(f"- {scen.capitalize()} start: DDP reaches J* to 1e-6 in {say(i1)}, iLQR in "
                  f"{say(i2)}.")
-    L += ["- With the dynamics Hessian term, Q_xx and hence the value Hessian can be indefinite "
-          "where the value gradient V'_x is large (far from the target); DDP then needs mu > 0 "
-          "for a positive-definite Q_uu, which shortens its steps (the 'iterations with mu > 0' "
-          "column). iLQR's Gauss-Newton Q_uu is positive definite by construction. Each DDP "
-          "iteration also costs one `aba_second_derivatives` call a step more (ms / iteration).",
+    L += ["- Why the regularization matters: with the dynamics Hessian term, weighted by the "
+          "value gradient V'_x, Q_xx and the value Hessian need not be positive definite, and "
+          "Q_uu = R + f_u^T V'_xx f_u (+ the dynamics term) inherits that. The control weight "
+          "r dt sets Q_uu's smallest eigenvalues, so a small r leaves little margin; DDP then "
+          "runs with mu > 0, which damps its steps (the 'iterations with mu > 0' column), while "
+          "iLQR's Gauss-Newton Q_uu is positive definite by construction. Each DDP iteration "
+          "also costs one `aba_second_derivatives` call a step more (ms / iteration). Both "
+          "solvers reach the same optimum (J* and the control sequences above).",
           "- Timings were measured on a shared machine; the iteration counts do not depend on it."]
     return L
 
