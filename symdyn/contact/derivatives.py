@@ -38,6 +38,12 @@ placement). This is not the derivative of :func:`~symdyn.contact.constraint_dyna
 function of q alone, whose anchor follows q (and whose ``kp`` term then vanishes identically);
 it equals that derivative for contacts with a target or with ``kp = 0``.
 
+Pinocchio 4.1 agrees (tests/test_contact_derivatives.py) except for ``"local_world_aligned"``
+contacts with ``damping > 0``: its q columns use identities that hold only while the contact
+rows vanish (``damping = 0``); e.g. it adds the turning of a world-axes force to ``dlam/dq``
+after the solve instead of to the dynamics, which for 3-D contacts is the whole difference.
+The derivatives here are exact in that case too (checked against CasADi AD).
+
 Derivatives with respect to q are taken in the tangent space: column k is
 ``d/de x(q (+) e e_k)`` at e = 0 (free-flyer and spherical joints: a body twist), as
 :func:`symdyn.rnea_derivatives`. Rows of ``lam`` follow :func:`~symdyn.contact.constraint_dynamics`
