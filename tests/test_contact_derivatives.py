@@ -102,9 +102,9 @@ def test_constraint_dynamics_derivatives_match_pinocchio(name, reference, gains)
 @pytest.mark.parametrize("name", ["solo12", "panda"])
 def test_regularized_derivatives_match_pinocchio_for_local_contacts(name):
     """damping > 0 (Pinocchio: one proximal step). Only "local" contacts: for
-    "local_world_aligned" ones Pinocchio 4.1 holds the world axes of the contact rows fixed in
-    its q columns, exact only while the contact acceleration vanishes (damping = 0); symdyn's
-    are the exact derivatives there too (checked against CasADi AD below)."""
+    "local_world_aligned" ones Pinocchio 4.1's q columns are exact only while the contact rows
+    vanish (damping = 0; module docstring of symdyn.contact.derivatives); symdyn's are exact
+    there too (checked against CasADi AD below)."""
     m, P = robot(name), twin(name)
     contacts = robot_contacts(name, "local", (0.0, 3.0))
     q, qd, tau = random_state(m, 2)
