@@ -2,13 +2,14 @@
 ``computeConstraintDynamicsDerivatives`` and ``computeImpulseDynamicsDerivatives``, written once
 over the backends (no finite differences, no differentiation through the solver).
 
-Route (Carpentier & Mansard, RSS 2018, Sec. IV): the solution ``(y, lam)`` of a KKT system
+Route (Carpentier & Mansard, RSS 2018): the solution ``(y, lam)`` of a KKT system::
 
     r1 = M(q) y + (terms in q, qd) - tau - J(q)^T lam = 0,    r2 = c(q, qd, y) + damping lam = 0
 
 (``y = qdd`` and ``c`` the contact acceleration plus Baumgarte terms for
 :func:`~symdyn.contact.constraint_dynamics`; ``y = qd_plus`` and ``c = J (qd_plus + e qd_minus)``
-for :func:`~symdyn.contact.impulse_dynamics`) has, for any input x, the implicit derivatives
+for :func:`~symdyn.contact.impulse_dynamics`, e the restitution) has, for any input x, the
+implicit derivatives::
 
     dlam/dx = G^-1 (J M^-1 dr1/dx - dr2/dx),    dy/dx = -M^-1 (dr1/dx - J^T dlam/dx),
 
