@@ -38,7 +38,10 @@ ALGS = {"rnea": ("rnea_second_derivatives", ("d2tau_dq2", "d2tau_dqd2", "d2tau_d
 AD_MODES = ("jac_jac", "fwd_over_rev", "fwd_over_fwd")
 FULL_N, QUICK_N = [5, 10, 20], [2, 3]
 FULL_ROBOTS, QUICK_ROBOTS = ["ur5", "talos", "solo12"], []
-FULL_ORDER = ["chain5", "chain10", "ur5", "talos", "chain20", "solo12"]   # most telling first
+FULL_PLAN = [("rnea", "chain5"), ("rnea", "chain10"), ("rnea", "ur5"), ("rnea", "talos"),
+             ("aba", "chain5"), ("aba", "ur5"), ("rnea", "chain20"), ("rnea", "solo12"),
+             ("aba", "chain10"), ("aba", "talos"), ("aba", "solo12"), ("aba", "chain20")]
+FULL_AD_MAX_NV = 12   # AD builds above this nv take longer than the preset's timeout
 PAPER = {"ID_us": 200.0, "FD_ms": 2.1, "robot": "ATLAS (36 DoF)", "ref": "arXiv 2302.06001"}
 
 
@@ -237,7 +240,7 @@ def identity_overhead(directory: Path) -> float:
 
 
 def measure(spec: str, alg: str, work: Path, rng, states: int, repeat: int,
-            timeout: float) -> dict:
+            timeout: float, ad_max_nv: int | None = None) -> dict:
     """One model and one of rnea / aba: cold builds, agreement, per-call times. The AD columns
     are None when the AD build does not finish (``r["ad_note"]`` says why)."""
     from symdyn.codegen import build
@@ -251,6 +254,9 @@ def measure(spec: str, alg: str, work: Path, rng, states: int, repeat: int,
     r = {"model": spec, "nv": nv, "alg": alg, "b_sd": b_sd, "b_ad": None, "t_ad": None,
          "ratio": None, "err": None, "ad_note": "", "floating": bool(model.is_floating)}
     try:
+        if ad_max_nv is not None and nv > ad_max_nv:
+            raise RuntimeError(f"not built: nv = {nv} > {ad_max_nv} (--ad-max-nv; AD build "
+                               "times grow steeply with N, see the Builds table)")
         r["b_ad"] = run_child("ad", spec, alg, d_ad, timeout)
         log(f"{spec} {alg}: AD {r['b_ad']['mode']} {r['b_ad']['t_wall']:.1f} s")
     except RuntimeError as exc:
@@ -422,9 +428,14 @@ def main(argv=None) -> int:
     ap.add_argument("--robots", nargs="*", help="robots (default: preset)")
     ap.add_argument("--timeout", type=float, default=900.0,
                     help="seconds one build may take before it is stopped (default 900)")
+    ap.add_argument("--ad-max-nv", type=int, default=None,
+                    help=f"build AD only up to this nv (default: {FULL_AD_MAX_NV} for the full "
+                         "preset, no limit otherwise)")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds after which the remaining cases are skipped (default: none)")
     args = ap.parse_args(argv)
+    if args.ad_max_nv is None and not args.quick and args.n is None and args.robots is None:
+        args.ad_max_nv = FULL_AD_MAX_NV
     if args.build_child:
         build_child(*args.build_child)
         return 0
@@ -439,21 +450,21 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="sd_second_order_") as tmp:
         work = Path(tmp)
         overhead = identity_overhead(work / "identity")
-        for alg in algs:
-            specs = [f"chain{n}" for n in ns] + list(robots)
-            if args.n is None and args.robots is None and not args.quick:
-                specs = FULL_ORDER
-            for spec in specs:
-                if args.budget is not None and time.perf_counter() - t0 > args.budget:
-                    skipped.append(f"{spec} {ALGS[alg][0]}: over the run's time budget of "
-                                   f"{args.budget:.0f} s")
-                    continue
-                try:
-                    rows.append(measure(spec, alg, work, rng, states=2 if args.quick else 3,
-                                        repeat=7 if args.quick else 15, timeout=args.timeout))
-                except (RuntimeError, ValueError) as exc:
-                    skipped.append(f"{spec} {ALGS[alg][0]}: {str(exc).splitlines()[0]}")
-                    log(f"{spec} {alg}: skipped ({exc})")
+        plan = [(a, s) for a in algs for s in [f"chain{n}" for n in ns] + list(robots)]
+        if args.n is None and args.robots is None and not args.quick:
+            plan = FULL_PLAN                 # most telling first, within the budget
+        for alg, spec in plan:
+            if args.budget is not None and time.perf_counter() - t0 > args.budget:
+                skipped.append(f"{spec} {ALGS[alg][0]}: over the run's time budget of "
+                               f"{args.budget:.0f} s")
+                continue
+            try:
+                rows.append(measure(spec, alg, work, rng, states=2 if args.quick else 3,
+                                    repeat=7 if args.quick else 15, timeout=args.timeout,
+                                    ad_max_nv=args.ad_max_nv))
+            except (RuntimeError, ValueError) as exc:
+                skipped.append(f"{spec} {ALGS[alg][0]}: {str(exc).splitlines()[0]}")
+                log(f"{spec} {alg}: skipped ({exc})")
     if args.quick:
         skipped.append("aba_second_derivatives and the robots: not in the quick preset")
     write(d, "second_order.md", report(rows, skipped, overhead, args, t0))
