@@ -48,7 +48,8 @@ def _options(model, alg):
 def test_groups():
     assert {"rnea_second_derivatives", "aba_second_derivatives", "frame_kinematic_hessian",
             "frame_velocity_derivatives", "generalized_gravity_derivatives"} <= set(DERIVATIVES)
-    assert {"constraint_dynamics", "impulse_dynamics", "kkt_matrix_inverse"} <= set(CONTACT)
+    assert {"constraint_dynamics", "impulse_dynamics", "kkt_matrix_inverse",
+            "constraint_dynamics_derivatives", "impulse_dynamics_derivatives"} <= set(CONTACT)
     assert "frame_acceleration" in available_algorithms("frames")
     assert not set(DERIVATIVES + CONTACT) & set(available_algorithms())   # default list unchanged
 
