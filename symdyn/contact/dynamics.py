@@ -107,9 +107,6 @@ class OperationalSpace:
         return out
 
 
-# the private spellings that symdyn.contact.derivatives imports
-_Operational, _nonneg = OperationalSpace, nonneg_number
-
 
 def _vector(B: Backend, x: list):
     return B.vector([0 if e is None else e for e in x])
