@@ -178,9 +178,27 @@ def robot_row(name: str, repeat: int, rng) -> dict:
         for s in pin_states:
             P.impulse(s[0], s[1])
 
-    for key, mine, theirs in (
-            ("constraint", lambda: fc.batch(Q, QD, TAU, out=out_c, threads=1), pin_loop_c),
-            ("impulse", lambda: fi.batch(Q, QD, out=out_i, threads=1), pin_loop_i)):
+    batches = [("constraint", lambda: fc.batch(Q, QD, TAU, out=out_c, threads=1), pin_loop_c),
+               ("impulse", lambda: fi.batch(Q, QD, out=out_i, threads=1), pin_loop_i)]
+    if with_derivs:
+        out_dc = fdc.batch(Q, QD, TAU, threads=1)
+        out_di = fdi.batch(Q, QD, threads=1)
+
+        def pin_loop_dc():
+            for s in pin_states:
+                P.constraint_derivatives(*s)
+
+        def pin_loop_di():
+            for s in pin_states:
+                P.impulse_derivatives(s[0], s[1])
+
+        batches += [("constraint_derivatives",
+                     lambda: fdc.batch(Q, QD, TAU, out=out_dc, threads=1), pin_loop_dc),
+                    ("impulse_derivatives", lambda: fdi.batch(Q, QD, out=out_di, threads=1),
+                     pin_loop_di)]
+        r["form_d"] = f"{fdc.meta.get('form', 'unrolled')} / {fdi.meta.get('form', 'unrolled')}"
+        r["ins_d"] = f"{fdc.stats['n_instructions']} / {fdi.stats['n_instructions']}"
+    for key, mine, theirs in batches:
         tb, tl = interleaved([mine, theirs], repeat=max(3, repeat // 3), target=0.05)
         r[f"b_{key}"], r[f"bp_{key}"] = median(tb) / BATCH, median(tl) / BATCH
         r[f"bratio_{key}"] = paired_ratio(tb, tl)
@@ -307,6 +325,21 @@ def report(rows, fig, args, t0):
                  f"{r['bratio_constraint']:.2f}", us(r["b_impulse"]), us(r["bp_impulse"]),
                  f"{r['bratio_impulse']:.2f}", r["form"], f"{r['ins']} / {r['ins_imp']}",
                  f"{r['build_s']:.1f}"] for r in rows])
+    if derivs:
+        L += ["", "Derivatives, batch per state (same states) against a Python loop of "
+              "`constraintDynamics` + `computeConstraintDynamicsDerivatives` (and "
+              "`impulseDynamics` + `computeImpulseDynamicsDerivatives`):", ""]
+        L += table(["robot", "constraint derivs batch (us)", "Pinocchio loop (us)", "ratio",
+                    "impulse derivs batch (us)", "Pinocchio loop (us)", "ratio",
+                    "code form (constraint / impulse derivs)", "SX instr."],
+                   [[r["name"]] + [x for k in DERIVATIVE_ERRORS
+                                   for x in (us(r[f"b_{k}"]), us(r[f"bp_{k}"]),
+                                             f"{r[f'bratio_{k}']:.2f}")]
+                    + [r["form_d"], r["ins_d"]] for r in rows])
+        L += ["", "The Pinocchio side of the derivative columns includes its forward pass "
+              "(`constraintDynamics` / `impulseDynamics`, which "
+              "`computeConstraintDynamicsDerivatives` / `computeImpulseDynamicsDerivatives` "
+              "need), as symdyn's derivative functions compute the dynamics themselves."]
     L += ["", "Build: wall seconds of `build` in this run (a warm cache reads the library back).",
           "", "## Agreement with Pinocchio", "",
           f"Max over states of max |x - x_pin| / max |x_pin|: the per-call state and the first "
@@ -334,6 +367,17 @@ def report(rows, fig, args, t0):
               for r in rows for k in ("constraint", "impulse") if r[f"ratio_{k}"] >= 1.0) + "."
              if any(r[f"ratio_{k}"] >= 1.0 for r in rows for k in ("constraint", "impulse"))
              else " Below 1 on every robot."),
+          *([f"- constraint_dynamics_derivatives per call: "
+             + ", ".join(f"{r['name']} {r['ratio_constraint_derivatives']:.2f}" for r in rows)
+             + "; impulse_dynamics_derivatives: "
+             + ", ".join(f"{r['name']} {r['ratio_impulse_derivatives']:.2f}" for r in rows)
+             + "; batched per state against the Pinocchio loop: "
+             + ", ".join(f"{r['name']} {r['bratio_constraint_derivatives']:.2f} / "
+                         f"{r['bratio_impulse_derivatives']:.2f}" for r in rows)
+             + ". At or above 1 per call: "
+             + (", ".join(f"{r['name']} {k}" for r in rows for k in DERIVATIVES
+                          if r[f"ratio_{k.replace('_dynamics', '')}"] >= 1.0) or "none")
+             + "."] if derivs else []),
           "- Batch per state against the Pinocchio loop: "
           + ", ".join(f"{r['name']} {r['bratio_constraint']:.2f}" for r in rows)
           + (f"; not faster on {', '.join(slow_b)}." if slow_b else "; faster on every robot."),
