@@ -377,7 +377,13 @@ def report(rows, fig, args, t0):
              + ". At or above 1 per call: "
              + (", ".join(f"{r['name']} {k}" for r in rows for k in DERIVATIVES
                           if r[f"ratio_{k.replace('_dynamics', '')}"] >= 1.0) or "none")
-             + "."] if derivs else []),
+             + ". Code of the derivative functions (form, SX instructions, constraint / "
+             "impulse): " + ", ".join(f"{r['name']} {r['form_d']}, {r['ins_d']}" for r in rows)
+             + ". Where a derivative ratio is above 1 the batch per state is above 1 too "
+             "or close to it: the time is spent in the generated code (straight-line "
+             "functions of up to a few hundred thousand operations), not in the Python call "
+             "(not profiled further)."]
+            if derivs else []),
           "- Batch per state against the Pinocchio loop: "
           + ", ".join(f"{r['name']} {r['bratio_constraint']:.2f}" for r in rows)
           + (f"; not faster on {', '.join(slow_b)}." if slow_b else "; faster on every robot."),
