@@ -379,10 +379,7 @@ def report(rows, fig, args, t0):
                           if r[f"ratio_{k.replace('_dynamics', '')}"] >= 1.0) or "none")
              + ". Code of the derivative functions (form, SX instructions, constraint / "
              "impulse): " + ", ".join(f"{r['name']} {r['form_d']}, {r['ins_d']}" for r in rows)
-             + ". Where a derivative ratio is above 1 the batch per state is above 1 too "
-             "or close to it: the time is spent in the generated code (straight-line "
-             "functions of up to a few hundred thousand operations), not in the Python call "
-             "(not profiled further)."]
+             + " (not profiled further)."]
             if derivs else []),
           "- Batch per state against the Pinocchio loop: "
           + ", ".join(f"{r['name']} {r['bratio_constraint']:.2f}" for r in rows)
