@@ -54,7 +54,9 @@ def test_groups():
     assert not set(DERIVATIVES + CONTACT) & set(available_algorithms())   # default list unchanged
 
 
-@pytest.mark.parametrize("alg", DERIVATIVES + CONTACT)
+@pytest.mark.parametrize("alg", [
+    pytest.param(a, marks=pytest.mark.slow) if "second" in a else a     # recorded in seconds
+    for a in DERIVATIVES + CONTACT])
 def test_graph_equals_numpy(alg):
     model = _model()
     st = _state(model)

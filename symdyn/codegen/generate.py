@@ -191,7 +191,7 @@ _SOURCE_DIGEST: list[str] = []
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) does not invalidate the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
-                   "types.py", "identification", "reduce.py", "progress.py",
+                   "types.py", "identification", "contact", "reduce.py", "progress.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "choose",
                                                   "compiler", "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
