@@ -258,8 +258,9 @@ def plot(rows, directory):
     ax.set_title("per call (< 1: symdyn faster)")
     ax.legend()
     ax = axes[1]
-    for i, (k, label) in enumerate(keys[:2]):
-        ax.bar(x + (i - 0.5) * 0.4, [r[f"bratio_{k}"] for r in rows], 0.4, label=label)
+    for i, (k, label) in enumerate(keys):
+        ax.bar(x + (i - (len(keys) - 1) / 2) * w, [r[f"bratio_{k}"] for r in rows], w,
+               label=label)
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xticks(x, names)
     ax.set_ylabel(".batch / Pinocchio loop, per state")
