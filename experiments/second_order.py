@@ -13,8 +13,12 @@ Each build runs in a child process with an empty cache; its wall time, CPU time 
 
 Writes second_order.md and second_order.png.
 
-    python experiments/second_order.py            # chains N = 5, 10, 20 and robots (long: builds)
-    python experiments/second_order.py --quick    # chains N = 2, 3, rnea only (about a minute)
+    python experiments/second_order.py --budget 1800   # FULL_PLAN, AD up to nv = 12 (~30 min)
+    python experiments/second_order.py --quick          # chains N = 2, 3, rnea only (~1 min)
+
+The full preset measures the (derivatives, model) pairs of ``FULL_PLAN`` in that order (chains
+N = 5, 10, 20, ur5, talos, solo12), builds AD only up to nv = ``FULL_AD_MAX_NV`` and stops a build
+after ``--timeout`` seconds; pairs left when ``--budget`` runs out are listed as not run.
 """
 from __future__ import annotations
 
@@ -327,7 +331,7 @@ def pinocchio_note() -> str:
         import pinocchio as pin
     except ImportError:
         return "Pinocchio is not installed here, so it is not compared."
-    names = [n for n in dir(pin) if "second" in n.lower() or "SO" in n]
+    names = [n for n in dir(pin) if "secondorder" in n.lower()]
     have = f" (names found: {', '.join(names)})" if names else ""
     return (f"Pinocchio {pin.__version__}'s Python package has no second-order derivatives of "
             f"the dynamics (no `*SecondOrderDerivatives` function in `dir(pinocchio)`{have}), "
