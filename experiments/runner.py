@@ -179,13 +179,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "iterations to converge and cost vs iteration, cold and warm starts",
                ("ddp_arm.md", "ddp_arm.png"), minutes=(1.5, 0.5), cold_minutes=2.0),
     Experiment("contact_dynamics", "contact_dynamics.py",
-               "Contact dynamics (issue 48): compiled constraint_dynamics / impulse_dynamics vs "
+               "Contact dynamics: compiled constraint_dynamics / impulse_dynamics vs "
                "Pinocchio's constraintDynamics / impulseDynamics per call and batched on solo12, "
                "anymal_c, go2, b1, talos, g1, panda; agreement, derivatives included",
                ("contact_dynamics.md", "contact_dynamics.png"), minutes=(4.0, 0.5),
                cold_minutes=10.0),
     Experiment("solo12_ocp", "solo12_ocp.py",
-               "Issue 48's example: a solo12 squat with sideways sway by trajectory optimisation "
+               "A solo12 squat with sideways sway by trajectory optimisation "
                "(casadi.Opti, IPOPT) with the contact dynamics as the dynamics constraint, "
                "torque limits and friction cones; IPOPT status, residuals, figure",
                ("solo12_ocp.md", "solo12_ocp.png"), minutes=(1.0, 0.8)),
