@@ -19,8 +19,8 @@ import symdyn as sd
 from symdyn.model import Frame
 from symdyn.spatial import Transform
 
-from test_contact_dynamics import (FEET, TOL, random_state, rel, robot, robot_contacts, swap6,
-                                   twin)
+from test_contact_dynamics import (FEET, PIN_CASES, TOL, random_state, rel, robot, robot_contacts,
+                                   swap6, twin)
 
 NAMES = ("dqdd_dq", "dqdd_dqd", "dqdd_dtau", "dlam_dq", "dlam_dqd", "dlam_dtau")
 IMPULSE_NAMES = ("dqdplus_dq", "dqdplus_dqdminus", "dimpulse_dq", "dimpulse_dqdminus")
@@ -78,12 +78,6 @@ def worst(got, expect, names, floors=None):
 
 # --- against Pinocchio -------------------------------------------------------------------------
 
-FAST = ("solo12", "panda")
-PIN_CASES = [
-    pytest.param(name, ref, gains, marks=[] if name in FAST else [pytest.mark.slow])
-    for name in ("solo12", "panda", "talos", "anymal_c", "go2", "b1", "g1", "solo12/fixed",
-                 "talos/fixed")
-    for ref in ("local", "local_world_aligned") for gains in ((0.0, 0.0), (25.0, 4.0))]
 
 
 @pytest.mark.parametrize("name,reference,gains", PIN_CASES)

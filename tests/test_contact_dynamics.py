@@ -471,7 +471,7 @@ def test_contact_rejects_bad_descriptions():
         sd.Contact("x", reference="body")
     with pytest.raises(ValueError, match="kp must be finite"):
         sd.Contact("x", baumgarte=(float("nan"), 1.0))
-    with pytest.raises(ValueError, match="kd must be >= 0"):
+    with pytest.raises(ValueError, match="kd must be finite and >= 0"):
         sd.Contact("x", baumgarte=(1.0, -1.0))
     with pytest.raises(TypeError, match="pair"):
         sd.Contact("x", baumgarte=3.0)

@@ -24,22 +24,22 @@ from ..algorithms.frames import REFERENCES, FrameRef, resolve_frame
 if TYPE_CHECKING:
     from ..model import Frame, Model
 
-__all__ = ["Contact", "ResolvedContact", "resolve_contacts"]
+__all__ = ["Contact", "ResolvedContact", "nonneg_number", "resolve_contacts"]
 
 
-def _gain(x: Any, what: str) -> float:
+def nonneg_number(x: Any, what: str, upper: float | None = None) -> float:
+    """``x`` as a float that is finite, >= 0 and at most ``upper``; TypeError / ValueError naming
+    ``what`` otherwise."""
     if isinstance(x, bool):
-        raise TypeError(f"Contact baumgarte {what} must be a number, got {x!r}")
+        raise TypeError(f"{what} must be a number, got {x!r}")
     try:
-        g = float(x)
+        v = float(x)
     except (TypeError, ValueError):
-        raise TypeError(f"Contact baumgarte {what} must be a number, got {x!r}") from None
-    if math.isnan(g) or math.isinf(g):
-        raise ValueError(f"Contact baumgarte {what} must be finite, got {g}")
-    if g < 0:
-        raise ValueError(f"Contact baumgarte {what} must be >= 0 (a negative gain destabilizes the "
-                         f"constraint), got {g}")
-    return g
+        raise TypeError(f"{what} must be a number, got {x!r}") from None
+    if not math.isfinite(v) or v < 0 or (upper is not None and v > upper):
+        rng = f"in [0, {upper:g}]" if upper is not None else "finite and >= 0"
+        raise ValueError(f"{what} must be {rng}, got {v}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,8 @@ class Contact:
         except (TypeError, ValueError):
             raise TypeError(f"Contact baumgarte must be a pair (kp, kd), got {self.baumgarte!r}") \
                 from None
-        object.__setattr__(self, "baumgarte", (_gain(kp, "kp"), _gain(kd, "kd")))
+        object.__setattr__(self, "baumgarte", (nonneg_number(kp, "Contact baumgarte kp"),
+                                                nonneg_number(kd, "Contact baumgarte kd")))
         if self.target is not None:
             if self.dim != 3:
                 raise ValueError("a 6-D Contact takes no target: its reference placement is the "

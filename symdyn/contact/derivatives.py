@@ -61,8 +61,8 @@ from ..algorithms.kinematics_derivatives import check_support, support_terms
 from ..algorithms.rnea_derivatives import rnea_derivatives
 from ..spatial import cross_motion, crfbar, skew, xform_force, xform_force_T, xform_motion
 from ..types import Array, Backend
-from .contact import Contact, ResolvedContact, resolve_contacts
-from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics, nonneg_number
+from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
+from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics
 from .kinematics import contact_terms
 from .sparse import MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl_solve
 

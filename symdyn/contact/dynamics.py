@@ -28,35 +28,19 @@ rank.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from ..algorithms.common import entry
 from ..algorithms.ltdl import inverse_from_factors, unit_lower_inverse
 from ..algorithms.rnea import rnea
 from ..types import Array, Backend
-from .contact import Contact, ResolvedContact, resolve_contacts
+from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
 from .kinematics import contact_terms
 from .sparse import (MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl,
                      small_ldl_solve, weighted_gram)
 
 __all__ = ["OperationalSpace", "constraint_dynamics", "contact_inverse_dynamics",
-           "impulse_dynamics", "kkt_matrix_inverse", "nonneg_number"]
-
-
-def nonneg_number(x: Any, what: str, upper: float | None = None) -> float:
-    """``x`` as a float that is finite, >= 0 and at most ``upper``; TypeError / ValueError naming
-    ``what`` otherwise."""
-    if isinstance(x, bool):
-        raise TypeError(f"{what} must be a number, got {x!r}")
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a number, got {x!r}") from None
-    if not math.isfinite(v) or v < 0 or (upper is not None and v > upper):
-        rng = f"in [0, {upper:g}]" if upper is not None else "finite and >= 0"
-        raise ValueError(f"{what} must be {rng}, got {v}")
-    return v
+           "impulse_dynamics", "kkt_matrix_inverse"]
 
 
 def _support(model, resolved: Sequence[ResolvedContact]) -> set:
