@@ -64,6 +64,18 @@ class Joint:
     def Sring(self, B, q, qd):
         return None
 
+    def _constant(self, B, key: str, build):
+        """``build()``, a matrix that does not depend on q: built once per numeric backend and
+        kept in the joint (as the model keeps its constants); built anew on every other backend,
+        whose values may belong to one trace or graph."""
+        if not B.numeric:
+            return build()
+        cache = self.__dict__.setdefault("_numeric_constants", {})
+        value = cache.get((B.name, key))
+        if value is None:
+            value = cache[B.name, key] = build()
+        return value
+
     def neutral(self) -> list[float]:
         return [0.0] * self.nq
 
@@ -88,6 +100,9 @@ class _AxisJoint(Joint):
         return f"{type(self).__name__}({a!r})"
 
     def _S(self, B, pitch=None, angular=True):
+        return self._constant(B, "S", lambda: self._build_S(B, pitch, angular))
+
+    def _build_S(self, B, pitch, angular):
         a = list(self.axis)
         if pitch is None:
             col = a + [0, 0, 0] if angular else [0, 0, 0] + a
@@ -174,7 +189,8 @@ class Spherical(Joint):
 
     def calc(self, B, q):
         R = quat_to_rot(B, q[0], q[1], q[2], q[3])
-        S = B.matrix([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
+        S = self._constant(B, "S", lambda: B.matrix([[1, 0, 0], [0, 1, 0], [0, 0, 1],
+                                                     [0, 0, 0], [0, 0, 0], [0, 0, 0]]))
         return Transform(R.T, B.zeros(3)), S
 
     def neutral(self):
@@ -197,7 +213,7 @@ class Floating(Joint):
 
     def calc(self, B, q):
         R = quat_to_rot(B, q[3], q[4], q[5], q[6])
-        return Transform(R.T, B.rows(q, 0, 3)), B.eye(6)
+        return Transform(R.T, B.rows(q, 0, 3)), self._constant(B, "S", lambda: B.eye(6))
 
     def neutral(self):
         return [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]

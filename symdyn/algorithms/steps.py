@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, TypeVar
 
+from ..backends._plain import DirectCall
 from ..types import Backend
 
 F = TypeVar("F", bound=Callable)
@@ -25,6 +26,9 @@ def step(fn: F) -> F:
     """Mark ``fn(B, *args)`` as a per-body step (see the module docstring)."""
     @functools.wraps(fn)
     def call(B: Backend, *args: Any) -> Any:
-        return B.call_step(fn, args)
+        hook = B.call_step
+        if type(hook) is DirectCall:   # a backend module: the hook would call fn(B, *args)
+            return fn(B, *args)
+        return hook(fn, args)
     call.__wrapped_step__ = fn  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]

@@ -10,13 +10,23 @@ if TYPE_CHECKING:
     from ..model import Model, ModelConstants
 
 
-def plain_hooks(module: str) -> tuple[Callable[[Callable[..., Any], tuple[Any, ...]], Any],
-                                      Callable[["Model"], "ModelConstants"]]:
-    """``(call_step, model_constants)`` of the backend module named ``module``."""
-    def call_step(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        return fn(sys.modules[module], *args)
+class DirectCall:
+    """``call_step`` of a backend module that computes directly: ``fn(module, *args)``.
+    :func:`symdyn.algorithms.steps.step` recognizes it by type and calls the step itself,
+    so that a step costs one Python call on these backends."""
 
-    def model_constants(model: Model) -> ModelConstants:
+    __slots__ = ("module",)
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def __call__(self, fn: Callable[..., Any], args: tuple[Any, ...], /) -> Any:
+        return fn(sys.modules[self.module], *args)
+
+
+def plain_hooks(module: str) -> tuple[DirectCall, Callable[["Model"], "ModelConstants"]]:
+    """``(call_step, model_constants)`` of the backend module named ``module``."""
+    def model_constants(model: Model, /) -> ModelConstants:
         return model.cached_constants(sys.modules[module])
 
-    return call_step, model_constants
+    return DirectCall(module), model_constants

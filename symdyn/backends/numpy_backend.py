@@ -24,8 +24,12 @@ def zeros(n: int, m: int | None = None):
     return np.zeros(n if m is None else (n, m))
 
 
+_EYE = {k: np.eye(k) for k in range(1, 7)}   # copied: a copy costs a fraction of np.eye
+
+
 def eye(n: int):
-    return np.eye(n)
+    I = _EYE.get(n)
+    return np.eye(n) if I is None else I.copy()
 
 
 def matrix(rows):
@@ -52,7 +56,7 @@ def cols(x, a: int, b: int):
 def vcat(parts):
     if not len(parts):   # a model with nv = 0: the empty vector
         return np.zeros(0)
-    return np.concatenate(parts, axis=0)
+    return np.concatenate(parts)
 
 
 def hcat(parts):
@@ -60,9 +64,14 @@ def hcat(parts):
 
 
 def block(blocks):
+    """The matrix of a list of rows of 2-D blocks (np.block's result, without its generic
+    depth checks: two levels of concatenation); other inputs go to np.block."""
     if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
         return np.zeros((0, 0))
-    return np.block(blocks)
+    try:
+        return np.concatenate([np.concatenate(row, axis=1) for row in blocks])
+    except (ValueError, TypeError):   # 1-D or 0-D blocks, ragged rows: np.block decides
+        return np.block(blocks)
 
 
 def inv(A):
@@ -101,6 +110,9 @@ def pages(T) -> list:
     return [T[:, :, k] for k in range(_rank3(T, "pages").shape[2])]
 
 
+_FLOAT = np.dtype(float)
+
+
 def _real_array(x, what: str, expect: str):
     """float64 array of x; complex input is refused, not truncated to its real part."""
     if isinstance(x, (complex, np.complexfloating)):
@@ -126,6 +138,9 @@ def _real_array(x, what: str, expect: str):
 
 def to_vector(x, n: int, what: str):
     """Validate and convert a user vector of length n (list, tuple or array) to float64 1-D."""
+    if type(x) is np.ndarray and x.dtype == _FLOAT and x.shape == (n,) \
+            and math.isfinite(x.dot(x)):   # finite entries (an overflow takes the full check)
+        return x
     arr = _real_array(x, what, f"a vector of {n}")
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.reshape(-1)
@@ -186,9 +201,15 @@ def is_symbol(x) -> bool:
     return False
 
 
+_SKEW_TAKE = np.array([0, 2, 1, 2, 0, 0, 1, 0, 0])          # S(w) row-major = w[take] * sign
+_SKEW_SIGN = np.array([0.0, -1.0, 1.0, 1.0, 0.0, -1.0, -1.0, 1.0, 0.0])
+
+
 def skew(w):
-    """3x3 cross-product matrix S(w) with S(w) u = w x u."""
-    return matrix([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+    """3x3 cross-product matrix S(w) with S(w) u = w x u (entries: +-w exactly, zero diagonal)."""
+    if type(w) is not np.ndarray or w.shape != (3,):
+        w = np.asarray(w, dtype=float).reshape(3)
+    return (w[_SKEW_TAKE] * _SKEW_SIGN).reshape(3, 3)
 
 
 def _safe(coeffs, exact):
