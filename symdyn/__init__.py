@@ -104,3 +104,13 @@ __all__ += ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinem
 from .contact import constraint_dynamics_derivatives, impulse_dynamics_derivatives  # noqa: E402
 
 __all__ += ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
+
+# A compiled model: every sd.* numeric call on it runs generated C (built on first use)
+from .compiled import CompiledModel, compiled  # noqa: E402
+
+__all__ += ["CompiledModel", "compiled"]
+
+# Snapping rotation entries within a tolerance of 0, +-1 (file loaders' snap=, Model.snapped)
+from .snapping import SNAP_TOLERANCE, SnapReport  # noqa: E402
+
+__all__ += ["SNAP_TOLERANCE", "SnapReport"]

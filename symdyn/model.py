@@ -39,6 +39,7 @@ import numpy as np
 from . import spatial
 from .backends import get_backend
 from .joints import Fixed, Joint
+from .snapping import SNAP_TOLERANCE
 from .spatial import Transform
 from .types import Array, Backend, Seed
 
@@ -543,6 +544,7 @@ class Model:
     damping: np.ndarray
     friction: np.ndarray
     mimic: dict[str, Mimic]
+    snap_report: Any
 
     def __init__(self, bodies: Sequence[Body], gravity: Array = (0.0, 0.0, -9.81), name: str = "model",
                  check_inertias: bool | str = True, allow_massless: bool = False,
@@ -641,7 +643,7 @@ class Model:
                   names=names, parents=parents, joints=joints, joint_names=joint_names,
                   Xtree=tuple(Xt), I=Is, body_params=params,
                   frames=frames, fixed_joints=fixed_joints, check_inertias=check_inertias,
-                  allow_massless=bool(allow_massless), _constants_cache={})
+                  allow_massless=bool(allow_massless), _constants_cache={}, snap_report=None)
         self._derive()
         self._set(**_actuation(self, actuation or {}))
         self._check_inertias(_prechecked)
@@ -843,6 +845,21 @@ class Model:
         new._setup(**fields)
         return new
 
+    def snapped(self, tol: float | None = SNAP_TOLERANCE) -> "Model":
+        """A copy whose rotation entries (tree transforms and frames) and joint-axis entries within
+        ``tol`` of 0, +1 or -1 are exact, so that generated graphs drop the products with them;
+        URDF angles written to 10-12 digits (``rpy="1.57079632679 0 0"``) leave such entries
+        (the file loaders apply it, ``snap=``). The rule, the re-orthonormalisation that keeps
+        each rotation proper, and the guarantee (no entry changes by more than ``tol``) are in
+        :mod:`symdyn.snapping`. ``tol`` in ``[0, 1e-3]`` (default
+        :data:`symdyn.snapping.SNAP_TOLERANCE`); ``None`` or 0 return the model itself.
+        The copy's ``snap_report`` (:class:`symdyn.snapping.SnapReport`) gives the largest change
+        made; a model not made by ``snapped`` (or made from one by :meth:`replace`, :meth:`subs`,
+        :func:`symdyn.reduced_model`) has ``snap_report = None``."""
+        from .snapping import snap_model
+
+        return snap_model(self, tol)
+
     # -- helpers ----------------------------------------------------------------------------------
     def constants(self, B: Backend) -> ModelConstants:
         """The constants in backend ``B``'s values (:class:`ModelConstants`), as the backend
@@ -910,6 +927,8 @@ class Model:
         for i, (n, p, j) in enumerate(zip(self.names, self.parents, self.joints)):
             pn = "world" if p < 0 else self.names[p]
             lines.append(f"  {i:3d} {n:<24} <- {pn:<24} {j!r}")
+        if self.snap_report is not None:
+            lines.append(f"  {self.snap_report}")
         return "\n".join(lines)
 
     @classmethod

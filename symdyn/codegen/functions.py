@@ -387,33 +387,22 @@ FRAME_CANDIDATES = ("body", "root")
 AUTO_METHODS = ("ltdl", "aza")
 AZA_MAX_RATIO = 0.72
 
-_ROTATION_SNAP = 4 * 2.0 ** -52   # 4 eps: below one rounding of a unit rotation entry
-
-
 def exact_rotations(model):
-    """``model``, or a copy whose tree-transform rotation entries within 4 eps of 0, 1 or -1 are
-    exactly 0, 1 or -1.
+    """``model``, or a copy whose rotation entries (tree transforms and frames) and joint-axis
+    entries within 4 eps of 0, 1 or -1 are exactly 0, 1 or -1 (:func:`symdyn.snapping.snap_model`
+    at :data:`~symdyn.snapping.ROUNDING_SNAP`).
 
     URDF ``rpy`` angles of +-pi/2 give entries like cos(pi/2) = 6.1e-17: numerically zero, but
     CasADi must keep every product with them, which fills the sparse joint rotations
     (robot:panda: coriolis_matrix 5.1k -> 3.7k SX instructions, crba 1.5k -> 1.0k). The change is
-    below one rounding of a rotation entry, so results agree with the model's to rounding.
+    below one rounding of a rotation entry, so results agree with the model's to rounding. The
+    larger leftovers of angles written to 10-12 digits are snapped when a file is loaded
+    (``snap=`` of the loaders, :meth:`symdyn.Model.snapped`).
     """
-    import numpy as np
+    from ..snapping import ROUNDING_SNAP, snap_model
 
-    from ..spatial import Transform
-
-    def snap(E):
-        E = np.asarray(E, dtype=float)
-        out = E.copy()
-        for target in (0.0, 1.0, -1.0):
-            out[np.abs(E - target) <= _ROTATION_SNAP] = target
-        return out
-
-    Es = [snap(X.E) for X in model.Xtree]
-    if all(np.array_equal(E, X.E) for E, X in zip(Es, model.Xtree)):
-        return model
-    return model.replace(Xtree=[Transform(E, X.r) for E, X in zip(Es, model.Xtree)])
+    snapped = snap_model(model, ROUNDING_SNAP)
+    return snapped if snapped.snap_report is not None and snapped.snap_report.entries else model
 
 
 def casadi_function(model, algorithm: str, *, name: str | None = None, layout: str = "casadi",

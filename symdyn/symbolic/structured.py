@@ -455,24 +455,13 @@ def _model(model, what):
 
 
 def snap_rotations(model, tol: float):
-    """``model`` with tree-transform rotation entries within ``tol`` of 0, 1 or -1 made exact
-    (:func:`symdyn.codegen.functions.exact_rotations` with a chosen tolerance: URDF angles such as
-    ``rpy="1.570796325 0 0"`` (ur5) leave entries of 4.9e-12 that are not rounding errors but
-    the file's precision of pi/2)."""
-    import numpy as np
+    """``model`` with rotation entries (tree transforms, frames) and joint-axis entries within
+    ``tol`` of 0, 1 or -1 made exact (:func:`symdyn.snapping.snap_model`: URDF angles such as
+    ``rpy="1.570796325 0 0"`` (ur5_gripper) leave entries of 1.8e-9 that are not rounding errors
+    but the file's precision of pi/2)."""
+    from ..snapping import snap_model
 
-    from ..spatial import Transform
-
-    Es = []
-    for X in model.Xtree:
-        E = np.asarray(X.E, dtype=float)
-        out = E.copy()
-        for target in (0.0, 1.0, -1.0):
-            out[np.abs(E - target) <= tol] = target
-        Es.append(out)
-    if all(np.array_equal(E, X.E) for E, X in zip(Es, model.Xtree)):
-        return model
-    return model.replace(Xtree=[Transform(E, X.r) for E, X in zip(Es, model.Xtree)])
+    return snap_model(model, tol)
 
 
 def structured(model, kind: str, *, parameters: str | None = None, progress: bool | Progress = False,
