@@ -53,7 +53,7 @@ class Pair:
     """A symdyn robot and Pinocchio's model of the same URDF, with index maps by joint name."""
 
     def __init__(self, name):
-        self.model = m = load_robot(name)
+        self.model = m = load_robot(name, snap=0)  # the file's values, as Pinocchio reads them
         path = str(robot_urdf(name))
         self.pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) \
             if ROBOTS[name].floating_base else pin.buildModelFromUrdf(path)

@@ -47,15 +47,15 @@ _loaded: dict = {}
 
 
 def load_pair(name: str, floating: bool):
-    """(symdyn model from symdyn.load_robot, Pinocchio model from pinocchio.buildModelFromUrdf),
-    cached for the module."""
+    """(symdyn model from symdyn.load_robot without snapping, Pinocchio model from
+    pinocchio.buildModelFromUrdf), cached for the module."""
     key = (name, floating)
     if key not in _loaded:
         path = str(robot_urdf(name))
         pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
             else pin.buildModelFromUrdf(path)
         try:
-            m = sd.load_robot(name, floating_base=floating)
+            m = sd.load_robot(name, floating_base=floating, snap=0)  # the values Pinocchio reads
         except (sd.URDFError, ModelError) as exc:
             m = exc
         _loaded[key] = (m, pm)

@@ -273,7 +273,7 @@ def pin_reduced_pair(name, lock):
     pin = pytest.importorskip("pinocchio")
     from test_actuation import pin_maps
 
-    full = sd.load_robot(name)
+    full = sd.load_robot(name, snap=0)  # the file's values, as Pinocchio reads them
     fb = sd.io.robots.ROBOTS[name].floating_base
     path = str(sd.robot_urdf(name))
     pf = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
@@ -283,7 +283,7 @@ def pin_reduced_pair(name, lock):
         a, b = full.q_idx[full.joint_names.index(jn)]
         q_lock[a:b] = v
     pm = pin.buildReducedModel(pf, [pf.getJointId(jn) for jn in lock], q_pin_full(q_lock))
-    red = sd.load_robot(name, lock=lock)
+    red = sd.load_robot(name, lock=lock, snap=0)
     return pin, red, pm, pin_maps(red, pm)
 
 

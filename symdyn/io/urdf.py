@@ -67,6 +67,7 @@ from ..joints import make_joint
 from ..model import (MAX_MAGNITUDE, Body, Model, ModelError, check_size, mass_com_inertia,
                     physical_inertia_problem)
 from ..reduce import reduced_model
+from ..snapping import SNAP_TOLERANCE, check_snap_tolerance
 from ..spatial import Transform
 from ..types import Array
 
@@ -344,7 +345,8 @@ def _mimics(ctx: _Ctx, elements: dict, kinds: dict, mode: str) -> dict:
 def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name: str | None = None,
               gravity: Array = (0.0, 0.0, -9.81), check_inertias: bool = True,
               max_bodies: int | None = None, *, armature: object = None,
-              mimic: str = "independent", lock: object = None) -> Model:
+              mimic: str = "independent", lock: object = None,
+              snap: float | None = SNAP_TOLERANCE) -> Model:
     """Build a :class:`~symdyn.model.Model` from a URDF file path or XML string.
 
     Bodies are the non-fixed links in depth-first order from the root (children in document
@@ -365,11 +367,18 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
     or ``"error"`` (refuse any ``<mimic>``).
     ``lock``: joints to lock after loading (names or a dict name -> value), as
     :func:`symdyn.reduced_model`.
+    ``snap``: rotation and joint-axis entries within this tolerance of 0, +1 or -1 are made exact
+    (:meth:`Model.snapped <symdyn.model.Model.snapped>`, applied last; ``model.snap_report`` gives
+    the largest change): angles written to 10-12 digits (``rpy="1.57079632679 0 0"``) leave
+    entries such as 4.9e-12 that would otherwise stay in every generated graph. Default
+    :data:`symdyn.snapping.SNAP_TOLERANCE` (1e-9); ``0`` or ``None`` keep the file's values
+    exactly.
 
     Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem;
     values that overflow floating point name their link or joint) and ``FileNotFoundError`` for a
     missing path.
     """
+    snap = check_snap_tolerance(snap)
     data, label = _read(source)
     root_el, lines = _parse_xml(data, label)
     ctx = _Ctx(label, lines)
@@ -480,4 +489,4 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
             model = reduced_model(model, lock)
         except ModelError as exc:
             raise URDFError(f"{label}: lock= argument: {exc}") from exc
-    return model
+    return model.snapped(snap) if snap else model
