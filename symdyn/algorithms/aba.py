@@ -7,11 +7,13 @@ from ..spatial import congruence, cross_force, cross_motion, xform_force_T, xfor
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
 from ..types import Array, Backend, ExternalForces
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def aba(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = None, *,
         backend: str | None = None) -> Array:
     """Forward dynamics qdd = M^-1 (tau - C qd - g + sum J^T f_ext).

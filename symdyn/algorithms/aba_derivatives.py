@@ -45,6 +45,7 @@ from .rnea_derivatives import (SEQUENTIAL_COLUMNS, check_joints, forward_acceler
                                forward_kinematics, idsva, idsva_backward)
 from .steps import step
 from ..types import Array, Backend, ExternalForces
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -61,6 +62,7 @@ METHODS = ("auto", "dmm", "aza", "ltdl")
 AUTO_CROSSOVER: dict[str, int | None] = {"numeric": None, "graph": 20}
 
 
+@dispatch
 def aba_derivatives(model: Model, q: Array, qd: Array, tau: Array, f_ext: ExternalForces = None,
                     method: str = "auto", *,
                     backend: str | None = None) -> tuple[Array, Array, Array]:

@@ -38,6 +38,7 @@ from .common import entry, per_body
 from .frames import check_order, in_order, path_kinematics
 from .kinematics_derivatives import check_support
 from .rnea_derivatives import crfbar_mul, ground_inertia, rnea_derivatives, twice_B
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -46,6 +47,7 @@ __all__ = ["centroidal_dynamics_derivatives", "generalized_gravity_derivatives",
            "static_torque_derivatives"]
 
 
+@dispatch
 def generalized_gravity_derivatives(model: Model, q: Array, *,
                                     backend: str | None = None) -> Array:
     """``dg/dq`` (nv x nv) of the generalized gravity ``g(q) = gravity_vector(model, q)``
@@ -57,6 +59,7 @@ def generalized_gravity_derivatives(model: Model, q: Array, *,
     return rnea_derivatives(model, q, zero, zero, backend=backend)[0]
 
 
+@dispatch
 def static_torque_derivatives(model: Model, q: Array, f_ext: ExternalForces, *,
                               backend: str | None = None) -> Array:
     """``d tau_s/dq`` (nv x nv) of the static torque ``tau_s(q) = g(q) - sum_i J_i^T f_i``
@@ -73,6 +76,7 @@ def static_torque_derivatives(model: Model, q: Array, f_ext: ExternalForces, *,
     return rnea_derivatives(model, q, zero, zero, f_ext, backend=backend)[0]
 
 
+@dispatch
 def centroidal_dynamics_derivatives(model: Model, q: Array, qd: Array, qdd: Array, *,
                                     order: str = "angular_first", backend: str | None = None
                                     ) -> tuple[Array, Array, Array, Array]:

@@ -32,6 +32,7 @@ from .crba import crba
 from .steps import step
 from ..backends.protocol import as_graph
 from ..types import Array, Backend
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -197,6 +198,7 @@ def _dense_writer(B: Backend, G):
 FRAMES = ("body", "root")
 
 
+@dispatch
 def christoffel(model: Model, q: Array, *, frame: str = "body",
                 backend: str | None = None) -> Array:
     """Generalized Christoffel symbols of the first kind, O(N d^2) (paper 000 Algorithm 2).
@@ -223,6 +225,7 @@ def christoffel(model: Model, q: Array, *, frame: str = "body",
     return emit.tensor[0]  # type: ignore[attr-defined]
 
 
+@dispatch
 def christoffel_nonzero(model: Model, q: Array, *,
                         backend: str | None = None) -> dict[tuple[int, int, int], Any]:
     """The structurally nonzero, unique Christoffel symbols as a dict ``{(i, j, k): value}``.
@@ -267,6 +270,7 @@ def _require_symbols(B: Backend, qv, nq):
                          "numbers (NumPy, differentiated by CasADi AD) for numeric symbols")
 
 
+@dispatch
 def christoffel_from_mass_matrix(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Christoffel symbols by eq. (4), ``Gamma[i,j,k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i)``,
     differentiating ``M = crba(model, q)`` (the baseline of paper 000 Table 2).

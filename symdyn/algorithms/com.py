@@ -30,6 +30,7 @@ from ..spatial import cross_motion, inertia_congruence_sym, inertia_rate_rigid, 
 from ..types import Array, Backend
 from .common import entry
 from .frames import path_kinematics
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -53,6 +54,7 @@ def _require_bodies(model, what: str) -> None:
                          f"of mass is undefined")
 
 
+@dispatch
 def total_mass(model: Model, *, backend: str | None = None) -> Any:
     """Total mass of the moving bodies (a scalar of the backend: float for NumPy, an expression
     for a model with SymPy parameters). Pinocchio: ``computeTotalMass`` / ``data.mass[0]``."""
@@ -71,6 +73,7 @@ def _first_moments(B: Backend, model, K):
     return out
 
 
+@dispatch
 def center_of_mass(model: Model, q: Array, qd: Array | None = None, *,
                    backend: str | None = None) -> Array | tuple[Array, Array]:
     """Centre of mass ``c`` (3, world coordinates), or ``(c, cdot)`` when ``qd`` is given
@@ -128,6 +131,7 @@ def _momentum_columns(B: Backend, model, K, rate: bool):
     return B.hcat(A), (B.hcat(dA) if rate else None), h
 
 
+@dispatch
 def com_jacobian(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """CoM Jacobian ``Jc`` (3 x nv) with ``cdot = Jc qd`` (Pinocchio's ``jacobianCenterOfMass``,
     whose free-flyer columns are ``[v; omega]``): column block j is
@@ -152,6 +156,7 @@ def com_jacobian(model: Model, q: Array, *, backend: str | None = None) -> Array
     return B.hcat(cols) / M
 
 
+@dispatch
 def centroidal_momentum_matrix(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """Centroidal momentum matrix ``Ag`` (6 x nv): ``h_G = Ag qd`` is the momentum about the
     centre of mass in world-aligned axes, rows ``[angular; linear]`` (Pinocchio's ``ccrba``
@@ -169,6 +174,7 @@ def _centroidal_map(B: Backend, model, qs):
     return B.vcat([B.rows(A0, 0, 3) - skew(B, c) @ lin, lin])
 
 
+@dispatch
 def centroidal_momentum(model: Model, q: Array, qd: Array, *,
                         backend: str | None = None) -> Array:
     """``h_G = Ag(q) qd`` (6, ``[angular; linear]``): the momentum about the centre of mass in
@@ -178,6 +184,7 @@ def centroidal_momentum(model: Model, q: Array, qd: Array, *,
     return _centroidal_map(B, model, qs) @ B.vcat(vs)
 
 
+@dispatch
 def centroidal_momentum_matrix_time_variation(model: Model, q: Array, qd: Array, *,
                                               backend: str | None = None) -> Array:
     """``dAg/dt`` (6 x nv, rows ``[angular; linear]``): the time derivative of

@@ -5,11 +5,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..types import Array
 from .common import entry
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def integrate(model: "Model", q: Array, v: Array, dt: Any = 1.0,
               backend: str | None = None) -> Array:
     """The configuration reached from ``q`` moving with velocity ``v`` for time ``dt``: vector

@@ -29,6 +29,7 @@ from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .steps import step
 from ..types import Array, Backend
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -222,6 +223,7 @@ def blocks_to_matrix(B: Backend, model, blocks):
     return out
 
 
+@dispatch
 def coriolis_matrix(model: Model, q: Array, qd: Array, factorization: str = "christoffel", *,
                     frame: str = "body",
                     backend: str | None = None) -> tuple[Array, Array, Array]:
@@ -268,6 +270,7 @@ def _B_times(B: Backend, v, I, w, factorization):
     return (cross_force(B, v, I @ w) + cross_force(B, w, I @ v) - I @ cross_motion(B, v, w)) / 2
 
 
+@dispatch
 def coriolis_product(model: Model, q: Array, qd: Array, qd_r: Array,
                      factorization: str = "christoffel", *,
                      backend: str | None = None) -> Array:
@@ -305,6 +308,7 @@ def coriolis_product(model: Model, q: Array, qd: Array, qd_r: Array,
     return B.vcat(tau)
 
 
+@dispatch
 def coriolis_transpose_product(model: Model, q: Array, qd: Array, *,
                                backend: str | None = None) -> Array:
     """``C(q, qd)^T qd`` in O(N) without forming C (the term of generalized-momentum observers).

@@ -8,6 +8,7 @@ from .common import assemble_blocks, entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .steps import step
 from ..types import Array, Backend
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 FRAMES = ("body", "root")
 
 
+@dispatch
 def crba(model: Model, q: Array, *, frame: str = "body", backend: str | None = None) -> Array:
     """Joint-space mass matrix M(q) (nv x nv, full and symmetric) in the inputs' backend,
     ``model.armature`` included on the diagonal (``model.replace(armature=0)`` leaves it out).

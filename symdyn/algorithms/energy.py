@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..types import Array, Backend
 from .common import entry
 from .frames import path_kinematics
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -36,6 +37,7 @@ def _twice_kinetic(B: Backend, model, vs, K):
     return T
 
 
+@dispatch
 def kinetic_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
     """Kinetic energy ``T = 1/2 qd^T M(q) qd`` (a scalar of the backend), by one velocity pass.
 
@@ -57,6 +59,7 @@ def _potential(B: Backend, model, K):
     return V
 
 
+@dispatch
 def potential_energy(model: Model, q: Array, *, backend: str | None = None) -> Any:
     """Gravitational potential energy ``V = -m g . c`` (a scalar of the backend), gravity from
     ``model.gravity``; Pinocchio's ``computePotentialEnergy``."""
@@ -64,6 +67,7 @@ def potential_energy(model: Model, q: Array, *, backend: str | None = None) -> A
     return _potential(B, model, path_kinematics(B, model, qs))
 
 
+@dispatch
 def mechanical_energy(model: Model, q: Array, qd: Array, *, backend: str | None = None) -> Any:
     """``T + V`` (Pinocchio's ``computeMechanicalEnergy``), T with ``model.armature`` as in
     :func:`kinetic_energy`."""

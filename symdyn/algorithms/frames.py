@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..spatial import Transform, compose, cross_motion, skew, xform_motion, xform_motion_inv
 from ..types import Array, Backend
 from .common import entry
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Frame, Model
@@ -81,6 +82,7 @@ def _identity_frame(body: int, name: str | None = None):
                  name)
 
 
+@dispatch
 def joint_frames(model: Model, side: str = "child") -> dict[str, Frame]:
     """Frames of the joints by joint name.
 
@@ -320,6 +322,7 @@ def in_order(B: Backend, x, order: str):
     return x if order == "angular_first" else B.vcat([B.rows(x, 3, 6), B.rows(x, 0, 3)])
 
 
+@dispatch
 def frame_placement(model: Model, q: Array, frame: FrameRef, *,
                     backend: str | None = None) -> tuple[Array, Array]:
     """``(R, p)``: ``R`` (3x3) rotates frame coordinates into world coordinates and ``p`` (3) is
@@ -333,6 +336,7 @@ def frame_placement(model: Model, q: Array, frame: FrameRef, *,
     return Xf0.E.T, Xf0.r
 
 
+@dispatch
 def frame_velocity(model: Model, q: Array, qd: Array, frame: FrameRef, reference: str = "local",
                    *, order: str = "angular_first", backend: str | None = None) -> Array:
     """Spatial velocity ``[omega; v]`` (6) of ``frame`` in ``reference`` (module docstring):
@@ -365,6 +369,7 @@ def _velocity(B: Backend, model, qs, vs, fr, reference):
     return B.vcat([R @ B.rows(vf, 0, 3), R @ B.rows(vf, 3, 6)])
 
 
+@dispatch
 def frame_jacobian(model: Model, q: Array, frame: FrameRef, reference: str = "local", *,
                    order: str = "angular_first", backend: str | None = None) -> Array:
     """Frame Jacobian (6 x nv, rows ``[angular; linear]``: NOT Pinocchio's order, see below) with
@@ -409,6 +414,7 @@ def _world_jacobian_rate(B: Backend, model, K, body):
     return assemble_columns(B, model, J), assemble_columns(B, model, dJ)
 
 
+@dispatch
 def frame_jacobian_time_variation(model: Model, q: Array, qd: Array, frame: FrameRef,
                                   reference: str = "local", *, order: str = "angular_first",
                                   backend: str | None = None) -> Array:
@@ -449,6 +455,7 @@ def _jacobian_rate(B: Backend, model, qs, vs, fr, reference):
     return lwa_shift(B, p, dJ0) - B.vcat([B.zeros(3, model.nv), skew(B, pdot) @ B.rows(J0, 0, 3)])
 
 
+@dispatch
 def frame_classical_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: FrameRef,
                                  reference: str = "local", *, order: str = "angular_first",
                                  backend: str | None = None) -> Array:

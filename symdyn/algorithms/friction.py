@@ -5,11 +5,13 @@ from typing import TYPE_CHECKING, Any
 
 from .common import entry
 from ..types import Array
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def friction_torque(model: Model, qd: Array, smooth: Any = None, *,
                     backend: str | None = None) -> Array:
     """Joint friction torques ``damping * qd + friction * sign(qd)`` (length nv, per speed).

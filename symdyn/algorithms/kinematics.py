@@ -6,11 +6,13 @@ from typing import TYPE_CHECKING, Any
 from ..spatial import compose, xform_motion
 from .common import entry, joint_kinematics
 from ..types import Array
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def forward_kinematics(model: Model, q: Array, qd: Array | None = None, *,
                        backend: str | None = None) -> tuple[list[Array], list[Array], list[Array]]:
     """Body poses in the world frame and, if qd is given, body velocities.
@@ -33,6 +35,7 @@ def forward_kinematics(model: Model, q: Array, qd: Array | None = None, *,
     return [X.E.T for X in X0], [X.r for X in X0], v
 
 
+@dispatch
 def body_jacobians(model: Model, q: Array, *, backend: str | None = None) -> list[Array]:
     """Body Jacobians J[k] (6 x nv, body-k coordinates) with v_k = J[k] qd (paper 000 Remark 4)."""
     B, (q,) = entry(model, ("q", q, "q"), backend=backend)

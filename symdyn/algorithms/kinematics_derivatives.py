@@ -66,6 +66,7 @@ from ..types import Array, Backend
 from .common import entry
 from .frames import (FrameRef, assemble_columns, check_order, check_reference, frame_transform,
                      in_order, lwa_shift, path_kinematics, resolve_frame)
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -76,6 +77,7 @@ __all__ = ["frame_acceleration", "frame_acceleration_derivatives", "frame_kinema
 
 # --- spatial acceleration ---------------------------------------------------------------------
 
+@dispatch
 def frame_acceleration(model: Model, q: Array, qd: Array, qdd: Array, frame: FrameRef,
                        reference: str = "local", *, order: str = "angular_first",
                        backend: str | None = None) -> Array:
@@ -188,6 +190,7 @@ def _prepare(model, q, qd, qdd, frame, reference, order, backend, what):
 
 # --- velocity and acceleration derivatives ------------------------------------------------------
 
+@dispatch
 def frame_velocity_derivatives(model: Model, q: Array, qd: Array, frame: FrameRef,
                                reference: str = "local", *, order: str = "angular_first",
                                backend: str | None = None) -> tuple[Array, Array]:
@@ -211,6 +214,7 @@ def frame_velocity_derivatives(model: Model, q: Array, qd: Array, frame: FrameRe
     return tuple(in_order(B, x, order) for x in out)  # type: ignore[return-value]
 
 
+@dispatch
 def frame_acceleration_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
                                    frame: FrameRef, reference: str = "local", *,
                                    order: str = "angular_first", backend: str | None = None
@@ -244,6 +248,7 @@ def frame_acceleration_derivatives(model: Model, q: Array, qd: Array, qdd: Array
 
 # --- kinematic Hessian ---------------------------------------------------------------------------
 
+@dispatch
 def frame_kinematic_hessian(model: Model, q: Array, frame: FrameRef, reference: str = "local",
                             *, order: str = "angular_first", backend: str | None = None) -> Any:
     """Kinematic Hessian ``H`` (6 x nv x nv): ``H[:, i, j] = d J[:, i] / d q_j`` with

@@ -53,6 +53,7 @@ from ..spatial import (bottom, compose, cross_force, cross_motion, skew, top, xf
 from .common import entry, joint_kinematics
 from .coriolis import check_factorization
 from ..types import Array, Backend
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -133,6 +134,7 @@ def _tree_regressor(B: Backend, model, Xup, S, Y, diag=None):
     return out
 
 
+@dispatch
 def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
                            armature: bool = False, backend: str | None = None) -> Array:
     """The joint torque regressor Y (nv x 10N) with
@@ -167,6 +169,7 @@ def joint_torque_regressor(model: Model, q: Array, qd: Array, qdd: Array, *,
     return _tree_regressor(B, model, Xup, S, Y, qdd if with_arm else None)
 
 
+@dispatch
 def slotine_li_regressor(model: Model, q: Array, qd: Array, qr_d: Array, qr_dd: Array,
                          factorization: str = "christoffel", *, armature: bool = False,
                          backend: str | None = None) -> Array:
@@ -222,6 +225,7 @@ def _velocities(B: Backend, model, q, qd):
     return v
 
 
+@dispatch
 def kinetic_energy_regressor(model: Model, q: Array, qd: Array, *, armature: bool = False,
                              backend: str | None = None) -> Array:
     """The kinetic energy regressor (1 x 10N) with ``T = 1/2 qd^T M qd = Y @ pi`` for the
@@ -249,6 +253,7 @@ def kinetic_energy_regressor(model: Model, q: Array, qd: Array, *, armature: boo
     return B.hcat(rows)
 
 
+@dispatch
 def potential_energy_regressor(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """The potential energy regressor (1 x 10N) with ``V = -sum_i m_i g . c_i = Y @ pi``.
 

@@ -7,11 +7,13 @@ from ..spatial import cross_force, cross_motion, xform_force_T, xform_motion
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
 from ..types import Array, Backend, ExternalForces
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def rnea(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = None, *,
          backend: str | None = None) -> Array:
     """Inverse dynamics tau = M(q) qdd + C(q, qd) qd + g(q) - sum J^T f_ext.
@@ -66,12 +68,14 @@ def rnea_backward(B: Backend, Xup, S, f, armature, qdd, f_p):
     return tau, (None if f_p is None else f_p + xform_force_T(B, Xup, f))
 
 
+@dispatch
 def nonlinear_effects(model: Model, q: Array, qd: Array, f_ext: ExternalForces = None, *,
                       backend: str | None = None) -> Array:
     """C(q, qd) qd + g(q) (- external forces): rnea with qdd = 0."""
     return rnea(model, q, qd, [0.0] * model.nv, f_ext, backend=backend)
 
 
+@dispatch
 def gravity_vector(model: Model, q: Array, *, backend: str | None = None) -> Array:
     """g(q): rnea with qd = qdd = 0."""
     zero = [0.0] * model.nv

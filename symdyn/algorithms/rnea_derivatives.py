@@ -29,6 +29,7 @@ from ..spatial import (compose, cross_force, cross_motion, mcI, skew, xform_forc
 from .common import entry, external_forces, joint_kinematics, per_body
 from .steps import step
 from ..types import Array, Backend, ExternalForces
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 SEQUENTIAL_COLUMNS = ("planar",)
 
 
+@dispatch
 def rnea_derivatives(model: Model, q: Array, qd: Array, qdd: Array, f_ext: ExternalForces = None, *,
                      backend: str | None = None) -> tuple[Array, Array]:
     """Partial derivatives ``(dtau_dq, dtau_dqd)`` of ``tau = rnea(model, q, qd, qdd, f_ext)``.

@@ -54,11 +54,13 @@ from .common import entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul, idsva_backward, idsva_forward
 from .steps import step
 from ..types import Array, Backend, ExternalForces
+from .dispatch import dispatch
 
 if TYPE_CHECKING:
     from ..model import Model
 
 
+@dispatch
 def rnea_second_derivatives(model: Model, q: Array, qd: Array, qdd: Array,
                             f_ext: ExternalForces = None, *,
                             backend: str | None = None) -> tuple[Any, Any, Any, Any]:
@@ -305,6 +307,7 @@ def triple(B: Backend, Fd, Fc, t, vecs, same_joint: bool, deeper: bool):
 
 # --- forward dynamics: the route through the ID second derivatives and M^-1 -----------------------
 
+@dispatch
 def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
                            f_ext: ExternalForces = None, *,
                            backend: str | None = None) -> tuple[Any, Any, Any, Any]:

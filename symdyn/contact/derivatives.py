@@ -65,6 +65,7 @@ from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
 from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics
 from .kinematics import contact_terms
 from .sparse import MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl_solve
+from ..algorithms.dispatch import dispatch
 
 __all__ = ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
 
@@ -248,6 +249,7 @@ def _add_extras(dtau_dq, rows):
 
 # --- public functions ----------------------------------------------------------------------------
 
+@dispatch
 def constraint_dynamics_derivatives(model: Any, q: Array, qd: Array, tau: Array,
                                     contacts: Contact | Sequence[Contact], damping: float = 0.0,
                                     *, backend: str | None = None
@@ -284,6 +286,7 @@ def constraint_dynamics_derivatives(model: Any, q: Array, qd: Array, tau: Array,
             B.cols(dlam, 0, n), B.cols(dlam, n, 2 * n), B.cols(dlam, 2 * n, 3 * n))
 
 
+@dispatch
 def impulse_dynamics_derivatives(model: Any, q: Array, qd_minus: Array,
                                  contacts: Contact | Sequence[Contact], restitution: float = 0.0,
                                  damping: float = 0.0, *, backend: str | None = None

@@ -38,6 +38,7 @@ from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
 from .kinematics import contact_terms
 from .sparse import (MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl,
                      small_ldl_solve, weighted_gram)
+from ..algorithms.dispatch import dispatch
 
 __all__ = ["OperationalSpace", "constraint_dynamics", "contact_inverse_dynamics",
            "impulse_dynamics", "kkt_matrix_inverse"]
@@ -96,6 +97,7 @@ def _vector(B: Backend, x: list):
     return B.vector([0 if e is None else e for e in x])
 
 
+@dispatch
 def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
                         contacts: Contact | Sequence[Contact], damping: float = 0.0, *,
                         backend: str | None = None) -> tuple[Array, Array]:
@@ -124,6 +126,7 @@ def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
     return _vector(B, qdd), B.vector(lam)
 
 
+@dispatch
 def impulse_dynamics(model: Any, q: Array, qd_minus: Array, contacts: Contact | Sequence[Contact],
                      restitution: float = 0.0, damping: float = 0.0, *,
                      backend: str | None = None) -> tuple[Array, Array]:
@@ -146,6 +149,7 @@ def impulse_dynamics(model: Any, q: Array, qd_minus: Array, contacts: Contact | 
     return qd_plus, B.vector(impulse)
 
 
+@dispatch
 def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contact],
                        damping: float = 0.0, *, backend: str | None = None) -> Array:
     """The inverse of the KKT matrix ``[M J^T; J -damping I]`` ((nv + nc) square), Pinocchio's
@@ -170,6 +174,7 @@ def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contac
     return B.block([[top_left, YG], [YG.T, -Ginv]])
 
 
+@dispatch
 def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
                              contacts: Contact | Sequence[Contact], dt: float,
                              compliance: float | Sequence[float],

@@ -29,6 +29,7 @@ from ..algorithms.frames import (assemble_columns, frame_jacobian_time_variation
 from ..spatial import skew, xform_motion, xform_motion_inv
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, resolve_contacts
+from ..algorithms.dispatch import dispatch
 
 __all__ = ["ContactTerms", "contact_acceleration_drift", "contact_jacobian",
            "contact_jacobian_time_variation", "contact_terms", "contact_velocity"]
@@ -127,6 +128,7 @@ def _prepare(model, q, qd, contacts, backend):
     return B, qs, vs, resolved
 
 
+@dispatch
 def contact_jacobian(model: Any, q: Array, contacts: Contact | Sequence[Contact], *,
                      backend: str | None = None) -> Array:
     """The stacked contact Jacobian (nc x nv): rows of each contact in turn, ``[angular; linear]``
@@ -138,6 +140,7 @@ def contact_jacobian(model: Any, q: Array, contacts: Contact | Sequence[Contact]
     return contact_terms(B, model, qs, None, resolved).J
 
 
+@dispatch
 def contact_velocity(model: Any, q: Array, qd: Array, contacts: Contact | Sequence[Contact], *,
                      backend: str | None = None) -> Array:
     """``J qd`` (nc): the contact velocities in their references."""
@@ -145,6 +148,7 @@ def contact_velocity(model: Any, q: Array, qd: Array, contacts: Contact | Sequen
     return contact_terms(B, model, qs, vs, resolved).velocity
 
 
+@dispatch
 def contact_jacobian_time_variation(model: Any, q: Array, qd: Array,
                                     contacts: Contact | Sequence[Contact], *,
                                     backend: str | None = None) -> Array:
@@ -159,6 +163,7 @@ def contact_jacobian_time_variation(model: Any, q: Array, qd: Array,
                          rc.contact.dim) for rc in resolved])
 
 
+@dispatch
 def contact_acceleration_drift(model: Any, q: Array, qd: Array,
                                contacts: Contact | Sequence[Contact], *,
                                backend: str | None = None) -> Array:
