@@ -189,6 +189,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "(casadi.Opti, IPOPT) with the contact dynamics as the dynamics constraint, "
                "torque limits and friction cones; IPOPT status, residuals, figure",
                ("solo12_ocp.md", "solo12_ocp.png"), minutes=(1.0, 0.8)),
+    Experiment("snapping", "snapping.py",
+               "Snapping file precision: SX instructions, build and evaluation time and result "
+               "differences of rnea, crba, aba, coriolis_matrix and christoffel on every "
+               "example-robot-data robot loaded with and without snap=1e-9",
+               ("snapping.md",), minutes=(5.0, 0.5)),
 ]}
 
 
