@@ -11,7 +11,10 @@ Conventions
   ``crfbar(f) v = crf(v) f``.
 
 Every function takes the backend ``B`` first and uses 3x3 blocks rather than dense 6x6 products:
-this keeps SymPy expressions and CasADi graphs small.
+this keeps SymPy expressions and CasADi graphs small. A numeric backend that offers
+``spatial_kernels`` (NumPy: see :class:`symdyn.backends.numpy_backend.SpatialKernels`) pays per
+operation rather than per expression node, so there the cross products and transforms are
+applied as one 6x6 product each (same values up to rounding).
 """
 from __future__ import annotations
 
@@ -26,18 +29,19 @@ class _CompactTransform(NamedTuple):
 class Transform(_CompactTransform):
     """Compact spatial transform ``(E, r)``; see the module docstring.
 
-    A tuple of two fields. On a numeric backend (``B.numeric``) the transform functions below
-    apply X as its 6x6 motion matrix (:func:`to_matrix`), built on first use and kept in the
-    transform's ``__dict__``: one 6x6 product costs less than the 3x3-block form's several
-    small operations there, while graph backends keep the 3x3 blocks (smaller expressions)."""
+    A tuple of two fields. With a numeric backend's kernels (``B.spatial_kernels``, NumPy)
+    the transform functions below apply X as its 6x6 motion matrix (:func:`to_matrix`), built
+    on first use and kept in the transform's ``__dict__``: one 6x6 product costs less than the
+    3x3-block form's several small operations there, while graph backends keep the 3x3 blocks
+    (smaller expressions)."""
 
 
 def _motion_matrix(B, X: Transform):
-    """X's 6x6 motion matrix on a numeric backend, built once per transform."""
+    """X's 6x6 motion matrix for a numeric backend's kernels, built once per transform."""
     cache = X.__dict__
     M = cache.get(B.name)
     if M is None:
-        M = cache[B.name] = to_matrix(B, X)
+        M = cache[B.name] = B.spatial_kernels.motion_matrix(X.E, X.r)
     return M
 
 
@@ -56,8 +60,19 @@ def bottom(B, x):
 
 # --- cross products ---------------------------------------------------------------------------
 
+def _kernels(B):
+    """The numeric backend's spatial kernels (``B.spatial_kernels``: ``crm``, ``crf``,
+    ``crfbar`` of a 6-vector, ``motion_matrix(E, r)`` (:func:`to_matrix`) and ``mul(A, x)`` =
+    A @ x, each cheaper than its generic form), or None:
+    graph backends, and numeric backends without them, take the 3x3-block forms."""
+    return getattr(B, "spatial_kernels", None) if B.numeric else None
+
+
 def crm(B, v):
     """Motion cross-product matrix (v x), 6x6."""
+    k = _kernels(B)
+    if k is not None:
+        return k.crm(v)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
     Z = B.zeros(3, 3)
     return B.block([[w, Z], [u, w]])
@@ -65,6 +80,9 @@ def crm(B, v):
 
 def crf(B, v):
     """Force cross-product matrix (v x*) = -(v x)^T, 6x6."""
+    k = _kernels(B)
+    if k is not None:
+        return k.crf(v)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
     Z = B.zeros(3, 3)
     return B.block([[w, u], [Z, w]])
@@ -72,12 +90,19 @@ def crf(B, v):
 
 def crfbar(B, f):
     """(f xbar*), 6x6: the operator with (f xbar*) v = v x* f (paper 000 App. A)."""
+    k = _kernels(B)
+    if k is not None:
+        return k.crfbar(f)
     n, g = skew(B, top(B, f)), skew(B, bottom(B, f))
     return B.block([[-n, -g], [-g, B.zeros(3, 3)]])
 
 
 def cross_motion(B, v, m):
-    """(v x) m for a motion vector or a 6xk matrix of motion vectors m, without forming 6x6."""
+    """(v x) m for a motion vector or a 6xk matrix of motion vectors m, without forming 6x6
+    (except with a numeric backend's kernels: there one 6x6 product is cheaper)."""
+    k = _kernels(B)
+    if k is not None:
+        return k.mul(k.crm(v), m)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
     m0, m1 = top(B, m), bottom(B, m)
     return B.vcat([w @ m0, w @ m1 + u @ m0])
@@ -85,6 +110,9 @@ def cross_motion(B, v, m):
 
 def cross_force(B, v, f):
     """(v x*) f for a force vector or a 6xk matrix of force vectors f."""
+    k = _kernels(B)
+    if k is not None:
+        return k.mul(k.crf(v), f)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
     f0, f1 = top(B, f), bottom(B, f)
     return B.vcat([w @ f0 + u @ f1, w @ f1])
@@ -94,16 +122,18 @@ def cross_force(B, v, f):
 
 def xform_motion(B, X: Transform, m):
     """X m: motion vector(s) from frame A to frame B."""
-    if B.numeric:
-        return _motion_matrix(B, X) @ m
+    k = _kernels(B)
+    if k is not None:
+        return k.mul(_motion_matrix(B, X), m)
     m0 = top(B, m)
     return B.vcat([X.E @ m0, X.E @ (bottom(B, m) - skew(B, X.r) @ m0)])
 
 
 def xform_force_T(B, X: Transform, f):
     """X^T f: force vector(s) from frame B back to frame A."""
-    if B.numeric:
-        return _motion_matrix(B, X).T @ f
+    k = _kernels(B)
+    if k is not None:
+        return k.mul(_motion_matrix(B, X).T, f)
     f1 = X.E.T @ bottom(B, f)
     return B.vcat([X.E.T @ top(B, f) + skew(B, X.r) @ f1, f1])
 
@@ -122,6 +152,9 @@ def xform_force(B, X: Transform, f):
 
 def compose(B, X2: Transform, X1: Transform) -> Transform:
     """X2 X1 (first X1: A->B, then X2: B->C)."""
+    k = _kernels(B)
+    if k is not None:
+        return Transform(k.mul(X2.E, X1.E), X1.r + k.mul(X1.E.T, X2.r))
     return Transform(X2.E @ X1.E, X1.r + X1.E.T @ X2.r)
 
 
@@ -136,9 +169,10 @@ def to_matrix(B, X: Transform):
 
 def congruence(B, X: Transform, A):
     """X^T A X for any 6x6 operator A in L(M, F) (inertias, B^C terms), using 3x3 blocks."""
-    if B.numeric:
+    k = _kernels(B)
+    if k is not None:
         M = _motion_matrix(B, X)
-        return M.T @ A @ M
+        return k.mul(k.mul(M.T, A), M)
     E, rx = X.E, skew(B, X.r)
     A11 = E.T @ B.rows(B.cols(A, 0, 3), 0, 3) @ E
     A12 = E.T @ B.rows(B.cols(A, 3, 6), 0, 3) @ E
@@ -153,9 +187,10 @@ def inertia_congruence(B, X: Transform, I):
     10 parameters (m, h = m c, Ibar about the frame origin): with h1 = E^T h,
     h' = h1 + m r and Ibar' = E^T Ibar E - S(r) S(h1) - S(h1) S(r) - m S(r) S(r)
     (Featherstone 2008, Sec. 2.13). About 2.5x fewer operations than :func:`congruence`."""
-    if B.numeric:   # two 6x6 products (the parameters' form takes a dozen small operations)
+    k = _kernels(B)
+    if k is not None:   # two 6x6 products (the parameters' form takes a dozen small operations)
         M = _motion_matrix(B, X)
-        return M.T @ I @ M
+        return k.mul(k.mul(M.T, I), M)
     E, m = X.E, I[3, 3]
     h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
     Ibar = B.rows(B.cols(I, 0, 3), 0, 3)

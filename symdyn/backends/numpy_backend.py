@@ -64,10 +64,15 @@ def hcat(parts):
 
 
 def block(blocks):
-    """The matrix of a list of rows of 2-D blocks (np.block's result, without its generic
-    depth checks: two levels of concatenation); other inputs go to np.block."""
+    """The matrix of a list of rows of 2-D blocks: np.block's result, without its generic depth
+    checks (1 x 1 blocks, as of 1-dof joints: one array of their entries; larger ones: two
+    levels of concatenation); other inputs go to np.block."""
     if not len(blocks):   # a model with nv = 0: the 0 x 0 matrix
         return np.zeros((0, 0))
+    try:
+        return np.array([[b.item() for b in row] for row in blocks], dtype=float)
+    except (ValueError, AttributeError):   # a block of several entries (or not an array)
+        pass
     try:
         return np.concatenate([np.concatenate(row, axis=1) for row in blocks])
     except (ValueError, TypeError):   # 1-D or 0-D blocks, ragged rows: np.block decides
@@ -201,15 +206,79 @@ def is_symbol(x) -> bool:
     return False
 
 
-_SKEW_TAKE = np.array([0, 2, 1, 2, 0, 0, 1, 0, 0])          # S(w) row-major = w[take] * sign
-_SKEW_SIGN = np.array([0.0, -1.0, 1.0, 1.0, 0.0, -1.0, -1.0, 1.0, 0.0])
+_SKEW = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0),     # S(w)[i, j] = sign * w[k]
+         (1, 2, 0, -1.0), (2, 0, 1, -1.0), (2, 1, 0, 1.0))
+
+
+def _gather(n: int, blocks) -> tuple[np.ndarray, np.ndarray]:
+    """``(take, sign)`` with ``x[take] * sign`` the n x n matrix whose 3x3 block (bi, bj) is
+    ``s * S(x[k:k + 3])`` for each ``(bi, bj, k, s)`` of ``blocks`` (zero elsewhere): skew
+    matrices built with one gather, their entries +-x exactly."""
+    take, sign = np.zeros((n, n), dtype=np.intp), np.zeros((n, n))
+    for bi, bj, k, s in blocks:
+        for i, j, c, e in _SKEW:
+            take[3 * bi + i, 3 * bj + j], sign[3 * bi + i, 3 * bj + j] = k + c, s * e
+    return take, sign
+
+
+_SKEW3 = _gather(3, [(0, 0, 0, 1.0)])
+_CRM = _gather(6, [(0, 0, 0, 1.0), (1, 0, 3, 1.0), (1, 1, 0, 1.0)])       # [[S(w), 0], [S(u), S(w)]]
+_CRF = _gather(6, [(0, 0, 0, 1.0), (0, 1, 3, 1.0), (1, 1, 0, 1.0)])       # [[S(w), S(u)], [0, S(w)]]
+_CRFBAR = _gather(6, [(0, 0, 0, -1.0), (0, 1, 3, -1.0), (1, 0, 3, -1.0)])  # [[-S(n), -S(f)], [-S(f), 0]]
+
+
+def _vector(x, n: int):
+    return x if type(x) is np.ndarray and x.shape == (n,) else np.asarray(x, float).reshape(n)
 
 
 def skew(w):
     """3x3 cross-product matrix S(w) with S(w) u = w x u (entries: +-w exactly, zero diagonal)."""
-    if type(w) is not np.ndarray or w.shape != (3,):
-        w = np.asarray(w, dtype=float).reshape(3)
-    return (w[_SKEW_TAKE] * _SKEW_SIGN).reshape(3, 3)
+    take, sign = _SKEW3
+    return _vector(w, 3)[take] * sign
+
+
+class SpatialKernels:
+    """Kernels of :mod:`symdyn.spatial` on NumPy (``spatial_kernels``; not part of the backend
+    contract: spatial uses them where a numeric backend offers them and its 3x3-block forms
+    elsewhere). NumPy pays per operation, so these do in one what the generic forms do in
+    several."""
+
+    @staticmethod
+    def crm(v):
+        """(v x) of a motion vector v = [w; u]: [[S(w), 0], [S(u), S(w)]] (one gather)."""
+        take, sign = _CRM
+        return _vector(v, 6)[take] * sign
+
+    @staticmethod
+    def crf(v):
+        """(v x*) = -(v x)^T: [[S(w), S(u)], [0, S(w)]] (one gather)."""
+        take, sign = _CRF
+        return _vector(v, 6)[take] * sign
+
+    @staticmethod
+    def crfbar(f):
+        """(f xbar*) of a force vector f = [n; g]: [[-S(n), -S(g)], [-S(g), 0]] (one gather)."""
+        take, sign = _CRFBAR
+        return _vector(f, 6)[take] * sign
+
+    @staticmethod
+    def motion_matrix(E, r):
+        """The 6x6 motion transform [[E, 0], [-E S(r), E]] of a compact transform (E, r)."""
+        X = np.zeros((6, 6))
+        X[:3, :3] = E
+        X[3:, 3:] = E
+        take, sign = _SKEW3
+        X[3:, :3] = E.dot(_vector(r, 3)[take] * -sign)
+        return X
+
+    @staticmethod
+    def mul(A, x):
+        """A @ x for a matrix A and a vector or matrix x, through ndarray.dot (the same product;
+        on 6x6 operands about half the cost of the ``@`` operator's generic dispatch)."""
+        return A.dot(x)
+
+
+spatial_kernels = SpatialKernels()
 
 
 def _safe(coeffs, exact):
