@@ -189,6 +189,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "(casadi.Opti, IPOPT) with the contact dynamics as the dynamics constraint, "
                "torque limits and friction cones; IPOPT status, residuals, figure",
                ("solo12_ocp.md", "solo12_ocp.png"), minutes=(1.0, 0.8)),
+    Experiment("fast_default", "fast_default.py",
+               "The fast numeric default: sd.rnea / crba / aba / coriolis_matrix / "
+               "frame_jacobian on sd.compiled(model) vs Pinocchio per call on ur5, panda, g1, "
+               "and what the dispatch adds",
+               ("fast_default.md",), minutes=(2.0, 1.0), cold_minutes=10.0),
     Experiment("snapping", "snapping.py",
                "Snapping file precision: SX instructions, build and evaluation time and result "
                "differences of rnea, crba, aba, coriolis_matrix and christoffel on every "

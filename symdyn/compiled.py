@@ -30,8 +30,10 @@ NumPy speed): :data:`NUMPY_FALLBACK` lists them (``body_jacobians``, ``christoff
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import threading
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
@@ -108,6 +110,7 @@ class CompiledModel:
         self.build_options = {"progress": True, **build_options}
         self._functions: dict[tuple, Any] = {}
         self._plans: dict[Callable[..., Any], _Plan] = {}
+        self._direct: dict[Callable[..., Any], tuple[Any, int]] = {}   # states-only calls
         self._lock = threading.Lock()
 
     @property
@@ -158,11 +161,9 @@ class CompiledModel:
             todo = {key: (name, options) for key, name, options in wanted
                     if key not in self._functions}
             if todo:
-                from .codegen import build
-
                 labels = {f"{name}:f{k}": key for k, (key, (name, _)) in enumerate(todo.items())}
-                lib = build(self.model, {label: todo[key][1] for label, key in labels.items()},
-                            **self.build_options)
+                request = {label: todo[key][1] for label, key in labels.items()}
+                lib = _codegen().build(self.model, request, **self.build_options)
                 for label, key in labels.items():
                     self._functions[key] = lib[label]
         return self
@@ -170,6 +171,13 @@ class CompiledModel:
     # -- the dispatch protocol -----------------------------------------------------------------
     def __symdyn_evaluate__(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Answer ``function(self, *args, **kwargs)`` (see :mod:`symdyn.algorithms.dispatch`)."""
+        if not kwargs:              # the states alone, positionally: straight to C
+            entry = self._direct.get(function)
+            if entry is not None and len(args) == entry[1] and args[0].__class__ is _ndarray:
+                try:
+                    return entry[0](*args)
+                except (TypeError, ValueError):   # a batch, or bad input: the careful path
+                    pass
         plan = self._plans.get(function)
         if plan is not None and len(args) >= plan.n:
             x = args[0]
@@ -234,6 +242,8 @@ class CompiledModel:
                   zip(names, values)]
         out = cfn(*values)
         if len(args) >= plan.n and len(names) == plan.n and not kwargs.keys() & set(plan.states):
+            if len(args) == plan.n and not kwargs and not scalar:
+                self._direct[function] = (cfn, plan.n)
             try:
                 plan.calls[(args[plan.n:], tuple(kwargs.items())) if kwargs
                            else args[plan.n:]] = (cfn, scalar)
@@ -244,12 +254,10 @@ class CompiledModel:
     @staticmethod
     def _algorithm(function: Callable[..., Any], names: list[str]) -> str:
         """The compiled algorithm that answers ``function`` with the state inputs ``names``."""
-        from .codegen.functions import ALGORITHMS
-
         name = function.__name__
         if name == "center_of_mass":
             return "center_of_mass_velocity" if "qd" in names else "center_of_mass"
-        spec = ALGORITHMS.get(name)
+        spec = _codegen().ALGORITHMS.get(name)
         if spec is None or spec.function is not function:   # pragma: no cover - registry drift
             raise TypeError(f"{name} has no compiled counterpart; call sd.{name}(fast.model, ...)")
         return name
@@ -259,18 +267,24 @@ class CompiledModel:
         """The build-time options of a call: its other arguments, less those equal to the
         function's defaults (one build serves both spellings); TypeError for the ones the
         compiled function cannot take."""
-        from .codegen.functions import algorithm_options, algorithm_spec, check_options
-
-        algorithm_spec(algorithm)          # ValueError naming the known ones
-        defaults = algorithm_options(algorithm)
+        functions = _codegen().functions
+        functions.algorithm_spec(algorithm)          # ValueError naming the known ones
+        defaults = functions.algorithm_options(algorithm)
         options = {k: v for k, v in arguments.items()
                    if not (k in defaults and _same(v, defaults[k]))}
         try:
-            check_options(algorithm, options)
+            functions.check_options(algorithm, options)
         except TypeError as exc:
             raise TypeError(f"{exc}; for other arguments call sd.{name}(fast.model, ...)") \
                 from None
         return options
+
+
+def _codegen() -> ModuleType:
+    """:mod:`symdyn.codegen`, imported on first use by name: ``import symdyn`` stays without the
+    code generator, and so do the sources that experiments/provenance.py attributes to reports
+    that never compile (scripts timing compiled models import symdyn.codegen themselves)."""
+    return importlib.import_module("symdyn.codegen")
 
 
 def _same(a: Any, b: Any) -> bool:
