@@ -12,7 +12,7 @@ Conventions
 
 Every function takes the backend ``B`` first and uses 3x3 blocks rather than dense 6x6 products:
 this keeps SymPy expressions and CasADi graphs small. A numeric backend that offers
-``spatial_kernels`` (NumPy: see :class:`symdyn.backends.numpy_backend.SpatialKernels`) pays per
+``kernels`` (NumPy: see :class:`symdyn.backends.numpy_backend.Kernels`) pays per
 operation rather than per expression node, so there the cross products and transforms are
 applied as one 6x6 product each (same values up to rounding).
 """
@@ -29,7 +29,7 @@ class _CompactTransform(NamedTuple):
 class Transform(_CompactTransform):
     """Compact spatial transform ``(E, r)``; see the module docstring.
 
-    A tuple of two fields. With a numeric backend's kernels (``B.spatial_kernels``, NumPy)
+    A tuple of two fields. With a numeric backend's kernels (``B.kernels``, NumPy)
     the transform functions below apply X as its 6x6 motion matrix (:func:`to_matrix`), built
     on first use and kept in the transform's ``__dict__``: one 6x6 product costs less than the
     3x3-block form's several small operations there, while graph backends keep the 3x3 blocks
@@ -41,7 +41,7 @@ def _motion_matrix(B, X: Transform):
     cache = X.__dict__
     M = cache.get(B.name)
     if M is None:
-        M = cache[B.name] = B.spatial_kernels.motion_matrix(X.E, X.r)
+        M = cache[B.name] = B.kernels.motion_matrix(X.E, X.r)
     return M
 
 
@@ -60,17 +60,15 @@ def bottom(B, x):
 
 # --- cross products ---------------------------------------------------------------------------
 
-def _kernels(B):
-    """The numeric backend's spatial kernels (``B.spatial_kernels``: ``crm``, ``crf``,
-    ``crfbar`` of a 6-vector, ``motion_matrix(E, r)`` (:func:`to_matrix`) and ``mul(A, x)`` =
-    A @ x, each cheaper than its generic form), or None:
-    graph backends, and numeric backends without them, take the 3x3-block forms."""
-    return getattr(B, "spatial_kernels", None) if B.numeric else None
-
+# _kernels: ``getattr(B, "kernels", None) if B.numeric else None``, written out where used (a
+# call per use would cost as much as what it saves): the numeric backend's kernels
+# (``B.kernels``: ``crm``, ``crf``, ``crfbar`` of a 6-vector, ``motion_matrix(E, r)`` as
+# :func:`to_matrix` and ``mul(A, x)`` = A @ x, each cheaper than its generic form), or None:
+# graph backends, and numeric backends without them, take the 3x3-block forms.
 
 def crm(B, v):
     """Motion cross-product matrix (v x), 6x6."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.crm(v)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
@@ -80,7 +78,7 @@ def crm(B, v):
 
 def crf(B, v):
     """Force cross-product matrix (v x*) = -(v x)^T, 6x6."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.crf(v)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
@@ -90,7 +88,7 @@ def crf(B, v):
 
 def crfbar(B, f):
     """(f xbar*), 6x6: the operator with (f xbar*) v = v x* f (paper 000 App. A)."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.crfbar(f)
     n, g = skew(B, top(B, f)), skew(B, bottom(B, f))
@@ -100,7 +98,7 @@ def crfbar(B, f):
 def cross_motion(B, v, m):
     """(v x) m for a motion vector or a 6xk matrix of motion vectors m, without forming 6x6
     (except with a numeric backend's kernels: there one 6x6 product is cheaper)."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.mul(k.crm(v), m)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
@@ -110,7 +108,7 @@ def cross_motion(B, v, m):
 
 def cross_force(B, v, f):
     """(v x*) f for a force vector or a 6xk matrix of force vectors f."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.mul(k.crf(v), f)
     w, u = skew(B, top(B, v)), skew(B, bottom(B, v))
@@ -122,7 +120,7 @@ def cross_force(B, v, f):
 
 def xform_motion(B, X: Transform, m):
     """X m: motion vector(s) from frame A to frame B."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.mul(_motion_matrix(B, X), m)
     m0 = top(B, m)
@@ -131,7 +129,7 @@ def xform_motion(B, X: Transform, m):
 
 def xform_force_T(B, X: Transform, f):
     """X^T f: force vector(s) from frame B back to frame A."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return k.mul(_motion_matrix(B, X).T, f)
     f1 = X.E.T @ bottom(B, f)
@@ -152,7 +150,7 @@ def xform_force(B, X: Transform, f):
 
 def compose(B, X2: Transform, X1: Transform) -> Transform:
     """X2 X1 (first X1: A->B, then X2: B->C)."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         return Transform(k.mul(X2.E, X1.E), X1.r + k.mul(X1.E.T, X2.r))
     return Transform(X2.E @ X1.E, X1.r + X1.E.T @ X2.r)
@@ -169,7 +167,7 @@ def to_matrix(B, X: Transform):
 
 def congruence(B, X: Transform, A):
     """X^T A X for any 6x6 operator A in L(M, F) (inertias, B^C terms), using 3x3 blocks."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
         M = _motion_matrix(B, X)
         return k.mul(k.mul(M.T, A), M)
@@ -187,7 +185,7 @@ def inertia_congruence(B, X: Transform, I):
     10 parameters (m, h = m c, Ibar about the frame origin): with h1 = E^T h,
     h' = h1 + m r and Ibar' = E^T Ibar E - S(r) S(h1) - S(h1) S(r) - m S(r) S(r)
     (Featherstone 2008, Sec. 2.13). About 2.5x fewer operations than :func:`congruence`."""
-    k = _kernels(B)
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:   # two 6x6 products (the parameters' form takes a dozen small operations)
         M = _motion_matrix(B, X)
         return k.mul(k.mul(M.T, I), M)

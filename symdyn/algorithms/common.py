@@ -95,13 +95,19 @@ def assemble_blocks(B: Backend, model, blocks, rows="v", cols="v"):
     """Full matrix from a dict {(i, j): block} of per-body blocks (missing blocks are zero)."""
     ridx = model.v_idx if rows == "v" else model.q_idx
     cidx = model.v_idx if cols == "v" else model.q_idx
-    grid = []
-    for i, (a, b) in enumerate(ridx):
-        row = []
-        for j, (c, d) in enumerate(cidx):
-            blk = blocks.get((i, j))
-            row.append(B.zeros(b - a, d - c) if blk is None else blk)
-        grid.append(row)
+    kernels = getattr(B, "kernels", None) if B.numeric else None
+    if kernels is not None:   # NumPy: places the blocks that exist, one store for 1 x 1 blocks
+        return kernels.assemble(blocks, ridx, cidx)
+    get, cols_range = blocks.get, range(len(cidx))
+    grid = [[get((i, j)) for j in cols_range] for i in range(len(ridx))]
+    zeros: dict[tuple[int, int], Any] = {}   # one zero block per shape (B.block copies)
+    for i, row in enumerate(grid):
+        for j, blk in enumerate(row):
+            if blk is None:
+                shape = (ridx[i][1] - ridx[i][0], cidx[j][1] - cidx[j][0])
+                if shape not in zeros:
+                    zeros[shape] = B.zeros(*shape)
+                row[j] = zeros[shape]
     return B.block(grid)
 
 

@@ -237,11 +237,11 @@ def skew(w):
     return _vector(w, 3)[take] * sign
 
 
-class SpatialKernels:
-    """Kernels of :mod:`symdyn.spatial` on NumPy (``spatial_kernels``; not part of the backend
-    contract: spatial uses them where a numeric backend offers them and its 3x3-block forms
-    elsewhere). NumPy pays per operation, so these do in one what the generic forms do in
-    several."""
+class Kernels:
+    """Kernels of :mod:`symdyn.spatial` and of the algorithms' shared code on NumPy
+    (``kernels``; not part of the backend contract: callers use them where a numeric backend
+    offers them and their generic forms elsewhere). NumPy pays per operation, so these do in
+    one what the generic forms do in several."""
 
     @staticmethod
     def crm(v):
@@ -272,13 +272,37 @@ class SpatialKernels:
         return X
 
     @staticmethod
-    def mul(A, x):
-        """A @ x for a matrix A and a vector or matrix x, through ndarray.dot (the same product;
-        on 6x6 operands about half the cost of the ``@`` operator's generic dispatch)."""
-        return A.dot(x)
+    def assemble(blocks: dict, row_ranges, col_ranges):
+        """The matrix whose rows ``row_ranges[i]`` and columns ``col_ranges[j]`` (``(a, b)``
+        pairs, consecutive from 0) hold ``blocks[i, j]``, zero where a block is missing; one
+        indexed store when every block is 1 x 1 (1-dof joints)."""
+        out = np.zeros((row_ranges[-1][1] if row_ranges else 0,
+                        col_ranges[-1][1] if col_ranges else 0))
+        if not blocks:
+            return out
+        scalar = all(b - a == 1 for a, b in row_ranges) and all(b - a == 1 for a, b in col_ranges)
+        if scalar:
+            try:
+                values = [blk.item() for blk in blocks.values()]
+            except ValueError:   # a block of several entries: its shape is wrong, say so below
+                scalar = False
+        if scalar:
+            out[[row_ranges[i][0] for i, _ in blocks], [col_ranges[j][0] for _, j in blocks]] = values
+            return out
+        for (i, j), blk in blocks.items():
+            (a, b), (c, d) = row_ranges[i], col_ranges[j]
+            if blk.shape != (b - a, d - c):
+                raise ValueError(f"block ({i}, {j}) has shape {blk.shape}, expected "
+                                 f"{(b - a, d - c)}")
+            out[a:b, c:d] = blk
+        return out
+
+    # mul(A, x): A @ x for a matrix A and a vector or matrix x, through ndarray.dot (the same
+    # product; on 6x6 operands about half the cost of the ``@`` operator's generic dispatch)
+    mul = staticmethod(np.ndarray.dot)
 
 
-spatial_kernels = SpatialKernels()
+kernels = Kernels()
 
 
 def _safe(coeffs, exact):
