@@ -110,7 +110,6 @@ class CompiledModel:
         self.build_options = {"progress": True, **build_options}
         self._functions: dict[tuple, Any] = {}
         self._plans: dict[Callable[..., Any], _Plan] = {}
-        self._direct: dict[Callable[..., Any], tuple[Any, int]] = {}   # states-only calls
         self._lock = threading.Lock()
 
     @property
@@ -171,29 +170,23 @@ class CompiledModel:
     # -- the dispatch protocol -----------------------------------------------------------------
     def __symdyn_evaluate__(self, function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """Answer ``function(self, *args, **kwargs)`` (see :mod:`symdyn.algorithms.dispatch`)."""
-        if not kwargs:              # the states alone, positionally: straight to C
-            entry = self._direct.get(function)
-            if entry is not None and len(args) == entry[1] and args[0].__class__ is _ndarray:
-                try:
-                    return entry[0](*args)
-                except (TypeError, ValueError):   # a batch, or bad input: the careful path
-                    pass
         plan = self._plans.get(function)
-        if plan is not None and len(args) >= plan.n:
-            x = args[0]
-            if x.__class__ is _ndarray and x.ndim == 1:        # one state: the common case
-                try:
-                    cfn, scalar = plan.calls[(args[plan.n:], tuple(kwargs.items()))
-                                             if kwargs else args[plan.n:]]
-                except (KeyError, TypeError):    # a new call form, or unhashable options
-                    pass
+        if plan is not None and args and args[0].__class__ is _ndarray:
+            # a call form seen before (the states positionally): straight to C; a batch, bad
+            # input or a new form goes the careful way
+            n = plan.n
+            try:
+                if len(args) == n and not kwargs:
+                    cfn, scalar = plan.calls[()]
+                    out = cfn(*args)
                 else:
-                    try:
-                        out = cfn(*args[:plan.n]) if len(args) > plan.n else cfn(*args)
-                    except (TypeError, ValueError):
-                        pass                     # the careful path names the problem
-                    else:
-                        return float(out) if scalar else out
+                    cfn, scalar = plan.calls[(args[n:], tuple(kwargs.items())) if kwargs
+                                             else args[n:]]
+                    out = cfn(*args[:n])
+            except (KeyError, TypeError, ValueError):
+                pass
+            else:
+                return float(out) if scalar else out
         return self._evaluate(function, args, kwargs)
 
     def _plan(self, function: Callable[..., Any]) -> _Plan:
@@ -242,8 +235,6 @@ class CompiledModel:
                   zip(names, values)]
         out = cfn(*values)
         if len(args) >= plan.n and len(names) == plan.n and not kwargs.keys() & set(plan.states):
-            if len(args) == plan.n and not kwargs and not scalar:
-                self._direct[function] = (cfn, plan.n)
             try:
                 plan.calls[(args[plan.n:], tuple(kwargs.items())) if kwargs
                            else args[plan.n:]] = (cfn, scalar)
