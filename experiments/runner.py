@@ -197,7 +197,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("snapping", "snapping.py",
                "Snapping file precision: SX instructions, build and evaluation time and result "
                "differences of rnea, crba, aba, coriolis_matrix and christoffel on every "
-               "example-robot-data robot loaded with and without snap=1e-9",
+               "example-robot-data robot loaded with and without the loaders' snap",
                ("snapping.md",), minutes=(5.0, 0.5)),
 ]}
 

@@ -47,9 +47,12 @@ __all__ = ["MAX_SNAP", "ROUNDING_SNAP", "SNAP_TOLERANCE", "SnapReport", "check_s
 log = logging.getLogger("symdyn.snapping")
 
 #: Default tolerance of the file loaders (``snap=`` of :func:`symdyn.load_urdf`,
-#: :func:`symdyn.load_robot`, :func:`symdyn.load_mjcf`): catches angles written with 10 or more
-#: significant digits (``1.570796327``: 4.9e-10 from pi/2).
-SNAP_TOLERANCE = 1e-9
+#: :func:`symdyn.load_robot`, :func:`symdyn.load_mjcf`): catches angles written with 11 or more
+#: significant digits (``1.57079632679``: 4.9e-12 from pi/2), whose entries change results by
+#: up to ~1e-11 relative on the example-robot-data robots (reports/snapping.md); 10-digit angles
+#: (``1.570796327``: 2.1e-10) are left, since their snapping changes results by ~1e-10 for little
+#: graph (``snap=1e-9`` takes them too).
+SNAP_TOLERANCE = 1e-10
 
 #: Tolerance applied whenever code is generated (:func:`symdyn.codegen.functions.exact_rotations`):
 #: 4 eps, below one rounding of a unit rotation entry, so values agree with the model's to rounding.

@@ -161,7 +161,7 @@ def test_snap_off_keeps_the_files_values_bit_identical():
 
 def test_loaders_take_the_option_and_snap_by_default():
     default = load_urdf(TWO_LINKS)
-    assert default.snap_report.tolerance == SNAP_TOLERANCE == 1e-9
+    assert default.snap_report.tolerance == SNAP_TOLERANCE == 1e-10
     assert 4e-12 < default.snap_report.largest < 1e-11
     for m in (default, load_urdf(TWO_LINKS, snap=1e-10)):
         for E in [X.E for X in m.Xtree] + [m.frames["tool"].X.E]:
@@ -243,7 +243,7 @@ def test_results_stay_within_1e_11_of_the_unsnapped_model_on_kinova():
         assert rel(sd.coriolis_matrix(m, q, qd)[2], sd.coriolis_matrix(exact, q, qd)[2]) < 1e-11
 
 
-@pytest.mark.parametrize("name", ["ur5", "kinova", "anymal_c", "g1"])
+@pytest.mark.parametrize("name", ["ur5", "kinova", "anymal_c", "baxter"])
 def test_snapped_robots_against_pinocchio(name):
     pytest.importorskip("pinocchio")
     from test_pinocchio_robots import Pair, pin

@@ -170,7 +170,7 @@ def load_robot(name: str, floating_base: bool | None = None, lock: Any = None,
     ``load_robot("panda", lock=["panda_finger_joint1", "panda_finger_joint2"])``.
     Further keyword arguments go to :func:`symdyn.io.urdf.load_urdf` (``gravity``, ``check_inertias``,
     ``max_bodies``, ``armature``, ``mimic``, ``snap``: the tolerance within which rotation and
-    joint-axis entries are made exactly 0 or +-1, default 1e-9, ``0`` to keep the file's values).
+    joint-axis entries are made exactly 0 or +-1, default 1e-10, ``0`` to keep the file's values).
     """
     from .urdf import load_urdf
 

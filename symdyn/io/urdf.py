@@ -371,7 +371,7 @@ def load_urdf(source: str | os.PathLike[str], floating_base: bool = False, name:
     (:meth:`Model.snapped <symdyn.model.Model.snapped>`, applied last; ``model.snap_report`` gives
     the largest change): angles written to 10-12 digits (``rpy="1.57079632679 0 0"``) leave
     entries such as 4.9e-12 that would otherwise stay in every generated graph. Default
-    :data:`symdyn.snapping.SNAP_TOLERANCE` (1e-9); ``0`` or ``None`` keep the file's values
+    :data:`symdyn.snapping.SNAP_TOLERANCE` (1e-10); ``0`` or ``None`` keep the file's values
     exactly.
 
     Raises :class:`URDFError` for malformed or unsupported files (naming the element and problem;
