@@ -199,6 +199,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "differences of rnea, crba, aba, coriolis_matrix and christoffel on every "
                "example-robot-data robot loaded with and without the loaders' snap",
                ("snapping.md",), minutes=(5.0, 0.5)),
+    Experiment("numpy_overhead", "numpy_overhead.py",
+               "The NumPy backend: sd.rnea / crba / aba / coriolis_matrix on NumPy arrays vs a "
+               "plain NumPy implementation and Pinocchio per call on panda and "
+               "random_tree(20), side by side in one process",
+               ("numpy_overhead.md",), minutes=(1.0, 0.3)),
 ]}
 
 
