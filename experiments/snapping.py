@@ -201,9 +201,15 @@ def report(robots, skipped, identical, rows, args, t0) -> list[str]:
           f"snapped, the largest change {sci(largest)}; graphs identical (nothing beyond 4 eps) "
           f"on {len(identical)}."]
     if pins:
-        L += [f"Against Pinocchio (rnea, crba, aba, two states each): largest relative "
-              f"difference {sci(max(p[0] for p in pins))} snapped, {sci(max(p[1] for p in pins))} "
-              "unsnapped."]
+        agree = [r for r in robots if r["pin"] is not None and r["pin"][1] < 1e-12]
+        off = [f"{r['name']} ({sci(r['pin'][1])} unsnapped, {sci(r['pin'][0])} snapped)"
+               for r in robots if r["pin"] is not None and r["pin"][1] >= 1e-12]
+        L += [f"Against Pinocchio (rnea, crba, aba, two states each), on the {len(agree)} robots "
+              f"whose unsnapped model agrees with it to 1e-12: largest relative difference "
+              f"{sci(max(r['pin'][0] for r in agree))} snapped, "
+              f"{sci(max(r['pin'][1] for r in agree))} unsnapped"
+              + (f"; differing from Pinocchio with or without snapping: {', '.join(off)}."
+                 if off else ".")]
     L += [f"Numerically (rnea, crba, aba against the unsnapped model): largest relative "
           f"difference {sci(max(r['rel'] for r in robots))} with the default, "
           f"{sci(max(r['coarse'][1] for r in robots))} with snap=1e-9 (largest change "
