@@ -3,7 +3,7 @@ and ``sd.coriolis_matrix`` on NumPy float arrays against a plain NumPy implement
 same algorithm over the same model data (the anchor: straightforward Featherstone code with 6x6
 Plucker matrices, no backend layer, no input checks) and against Pinocchio 4.1 (``pin``, its
 Python call). Per model and algorithm the three calls run side by side in one process
-(interleaved blocks, medians of the per-round ratios).
+(interleaved blocks timed in CPU time, medians of the per-round ratios).
 
 With ``--before DIR`` the same measurement also runs in a subprocess on the symdyn sources in
 DIR (a git worktree of an earlier commit), right after this one: both sides measure their
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from _common import (ROOT, command, header, interleaved, log, median, out_dir, paired_ratio,
+from _common import (ROOT, block_size, command, header, log, median, out_dir, paired_ratio,
                      parser, table, us, write)
 
 import numpy as np  # noqa: E402
@@ -196,6 +196,22 @@ class PlainNumpy:
 
 # --- one measurement (this process's symdyn) ------------------------------------------------------
 
+def cpu_interleaved(fns, repeat: int, target: float):
+    """Per-call CPU times (``time.process_time``) of each function over ``repeat`` rounds, each
+    round running one block of ~``target`` s of every function in turn (as
+    ``_common.interleaved``, with this process's CPU time instead of wall time: on a shared
+    machine the time this process waits for a core does not count)."""
+    sizes = [block_size(f, target)[0] for f in fns]
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for f, n, t in zip(fns, sizes, times):
+            t0 = time.process_time()
+            for _ in range(n):
+                f()
+            t.append((time.process_time() - t0) / n)
+    return times
+
+
 def load(sd, spec: str):
     if spec.startswith("random_tree"):
         return eval(f"sd.models.{spec}")   # noqa: S307 - the spec is one of MODELS_FULL
@@ -255,8 +271,7 @@ def measure(models, repeat: int, target: float) -> dict:
             f_sd, f_plain, f_pin = calls[alg]
             result = f_sd()
             err = max_difference(result, f_plain())
-            t_sd, t_plain, t_pin = interleaved([f_sd, f_plain, f_pin], repeat=repeat,
-                                               target=target)
+            t_sd, t_plain, t_pin = cpu_interleaved([f_sd, f_plain, f_pin], repeat, target)
             out[spec][alg] = {"sd": median(t_sd), "plain": median(t_plain), "pin": median(t_pin),
                               "sd/plain": paired_ratio(t_sd, t_plain),
                               "sd/pin": paired_ratio(t_sd, t_pin),
@@ -317,7 +332,7 @@ def main() -> None:
         profile(models)
         return
     t0 = time.perf_counter()
-    repeat, target = (5, 0.01) if args.quick else (15, 0.02)
+    repeat, target = (7, 0.01) if args.quick else (31, 0.01)
     log("after (this checkout)")
     after = measure(models, repeat, target)
     before = None
@@ -331,8 +346,10 @@ def main() -> None:
                    "plain NumPy implementation of the same algorithm over the same model data "
                    "(`PlainNumpy` in the script: Featherstone's listings with 6x6 Plucker "
                    "matrices, no backend layer, no input checks) and of Pinocchio's Python call. "
-                   "The three run side by side in one process (interleaved blocks); times are "
-                   "medians, ratios the medians of the per-round ratios. `max abs(sd - plain)`: "
+                   "The three run side by side in one process (interleaved blocks of ~"
+                   f"{target * 1e3:.0f} ms, {repeat} rounds); times are the process's CPU time "
+                   "per call (`time.process_time`: waiting for a core on the shared machine does "
+                   "not count), medians; ratios are the medians of the per-round ratios. `max abs(sd - plain)`: "
                    "the largest difference of the two results; `result change vs before`: "
                    "max abs(after - before) / max(1, max abs(before)) of symdyn's results on the "
                    "same inputs (coriolis_matrix: M, Mdot and C).")

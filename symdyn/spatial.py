@@ -37,11 +37,9 @@ class Transform(_CompactTransform):
 
 
 def _motion_matrix(B, X: Transform):
-    """X's 6x6 motion matrix for a numeric backend's kernels, built once per transform."""
-    cache = X.__dict__
-    M = cache.get(B.name)
-    if M is None:
-        M = cache[B.name] = B.kernels.motion_matrix(X.E, X.r)
+    """X's 6x6 motion matrix for a numeric backend's kernels, built once per transform (callers
+    look in ``X.__dict__`` first)."""
+    M = X.__dict__[B.name] = B.kernels.motion_matrix(X.E, X.r)
     return M
 
 
@@ -122,7 +120,8 @@ def xform_motion(B, X: Transform, m):
     """X m: motion vector(s) from frame A to frame B."""
     k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
-        return k.mul(_motion_matrix(B, X), m)
+        M = X.__dict__.get(B.name)
+        return k.mul(_motion_matrix(B, X) if M is None else M, m)
     m0 = top(B, m)
     return B.vcat([X.E @ m0, X.E @ (bottom(B, m) - skew(B, X.r) @ m0)])
 
@@ -131,7 +130,8 @@ def xform_force_T(B, X: Transform, f):
     """X^T f: force vector(s) from frame B back to frame A."""
     k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
-        return k.mul(_motion_matrix(B, X).T, f)
+        M = X.__dict__.get(B.name)
+        return k.mul((_motion_matrix(B, X) if M is None else M).T, f)
     f1 = X.E.T @ bottom(B, f)
     return B.vcat([X.E.T @ top(B, f) + skew(B, X.r) @ f1, f1])
 
@@ -169,7 +169,8 @@ def congruence(B, X: Transform, A):
     """X^T A X for any 6x6 operator A in L(M, F) (inertias, B^C terms), using 3x3 blocks."""
     k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
-        M = _motion_matrix(B, X)
+        M = X.__dict__.get(B.name)
+        M = _motion_matrix(B, X) if M is None else M
         return k.mul(k.mul(M.T, A), M)
     E, rx = X.E, skew(B, X.r)
     A11 = E.T @ B.rows(B.cols(A, 0, 3), 0, 3) @ E
@@ -187,7 +188,8 @@ def inertia_congruence(B, X: Transform, I):
     (Featherstone 2008, Sec. 2.13). About 2.5x fewer operations than :func:`congruence`."""
     k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:   # two 6x6 products (the parameters' form takes a dozen small operations)
-        M = _motion_matrix(B, X)
+        M = X.__dict__.get(B.name)
+        M = _motion_matrix(B, X) if M is None else M
         return k.mul(k.mul(M.T, I), M)
     E, m = X.E, I[3, 3]
     h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
@@ -299,7 +301,11 @@ def composite_B_products(B, BC: CompositeB, S):
     B^C S = 1/2 (Idot^C S + (h^C xbar*) S) and (B^C)^T S = 1/2 (Idot^C S - (h^C xbar*) S)."""
     if BC.dense is not None:
         return BC.dense @ S, BC.dense.T @ S
-    IdS, Sxh = BC.Idot @ S, crfbar(B, BC.h) @ S
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
+    if k is not None:
+        IdS, Sxh = k.mul(BC.Idot, S), k.mul(k.crfbar(BC.h), S)
+    else:
+        IdS, Sxh = BC.Idot @ S, crfbar(B, BC.h) @ S
     return (IdS + Sxh) / 2, (IdS - Sxh) / 2
 
 
@@ -322,7 +328,12 @@ def inertia_rate_rigid(B, v, I):
     """Idot = (v x*) I - I (v x) from the 10 parameters of a rigid-body (or composite) inertia
     I = [[Ibar, S(h)], [S(h)^T, m 1]] moving with velocity v = [w; u], with fewer operations than
     :func:`inertia_rate`: hdot = w x h + m u and Ibar_dot = P + P^T with P = S(w) Ibar - S(u) S(h)
-    (mass points x move with u + w x x); the mass rate is zero."""
+    (mass points x move with u + w x x); the mass rate is zero. With a numeric backend's kernels
+    :func:`inertia_rate`'s two 6x6 products are the cheaper form."""
+    k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
+    if k is not None:
+        A = k.mul(k.crf(v), I)
+        return A + A.T
     m = I[3, 3]
     h = B.vector([I[2, 4], I[0, 5], I[1, 3]])                       # S(h)[2,1] = h_x, ...
     Ibar = B.rows(B.cols(I, 0, 3), 0, 3)

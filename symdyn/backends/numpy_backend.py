@@ -16,7 +16,19 @@ numeric = True          # values are numbers: entries can be checked (unit quate
 graph = False           # builds no expression graph (no ``jacobian``)
 ndarray = np.ndarray
 
-sin, cos, sqrt = np.sin, np.cos, np.sqrt
+sqrt = np.sqrt
+
+
+def sin(x):
+    """sin of a number (math.sin: a ufunc call costs more than the sine) or of an array."""
+    return math.sin(x) if isinstance(x, float) else np.sin(x)
+
+
+def cos(x):
+    """cos of a number (math.cos) or of an array."""
+    return math.cos(x) if isinstance(x, float) else np.cos(x)
+
+
 sign = np.sign  # -1, 0 or 1 (friction_torque)
 
 
@@ -274,21 +286,19 @@ class Kernels:
     @staticmethod
     def assemble(blocks: dict, row_ranges, col_ranges):
         """The matrix whose rows ``row_ranges[i]`` and columns ``col_ranges[j]`` (``(a, b)``
-        pairs, consecutive from 0) hold ``blocks[i, j]``, zero where a block is missing; one
-        indexed store when every block is 1 x 1 (1-dof joints)."""
-        out = np.zeros((row_ranges[-1][1] if row_ranges else 0,
-                        col_ranges[-1][1] if col_ranges else 0))
-        if not blocks:
-            return out
-        scalar = all(b - a == 1 for a, b in row_ranges) and all(b - a == 1 for a, b in col_ranges)
-        if scalar:
+        pairs, consecutive from 0) hold ``blocks[i, j]``, zero where a block is missing; built
+        from a list of floats when every block is 1 x 1 (1-dof joints)."""
+        nr, nc = (row_ranges[-1][1] if row_ranges else 0), (col_ranges[-1][1] if col_ranges else 0)
+        if blocks and all(b - a == 1 for a, b in row_ranges) \
+                and all(b - a == 1 for a, b in col_ranges):   # 1 x 1 blocks: entry (i, j)
+            entries = [[0.0] * nc for _ in range(nr)]
             try:
-                values = [blk.item() for blk in blocks.values()]
-            except ValueError:   # a block of several entries: its shape is wrong, say so below
-                scalar = False
-        if scalar:
-            out[[row_ranges[i][0] for i, _ in blocks], [col_ranges[j][0] for _, j in blocks]] = values
-            return out
+                for (i, j), blk in blocks.items():
+                    entries[i][j] = blk.item()
+                return np.array(entries)
+            except ValueError:   # a block of several entries: its shape is wrong, said below
+                pass
+        out = np.zeros((nr, nc))
         for (i, j), blk in blocks.items():
             (a, b), (c, d) = row_ranges[i], col_ranges[j]
             if blk.shape != (b - a, d - c):
