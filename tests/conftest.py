@@ -241,7 +241,8 @@ SLOW_CASES = {
     "test_codegen_cache_integrity.py::test_damaged_fastcall_extension_is_rebuilt": r"^garbage$",
     "test_codegen_cache_integrity.py::test_load_refuses_a_manifest_that_disagrees_with_its_library":
         r"^_grow_input$",
-    "test_codegen_toolkit.py::*": r"^floating$",     # the floating-base builds of its fixtures
+    "test_codegen_toolkit.py::*": r"^floating$",
+    "test_codegen_simd.py::*": r"recursive",          # the recursive-form builds     # the floating-base builds of its fixtures
     "test_codegen.py::test_floating_base_quaternions": "",
     # whole programs in subprocesses: one spec of the demo, a short simulation
     "test_cli.py::test_demo_finishes_on_readme_specs": r"^(?!quadruped:4:floating$)",

@@ -23,6 +23,13 @@
 #define MAX_NDIM 3
 
 typedef int (*entry_fn)(void **ctx);
+/* F_batch_mode(in, out, n, nthreads, stream, simd, bad) of csource.py */
+typedef int (*batch_fn)(const double *const *, double *const *, long long, int, int, int,
+                        long long *);
+
+static void release(PyObject **arrays, Py_ssize_t n) {
+    while (n-- > 0) Py_DECREF(arrays[n]);
+}
 
 typedef struct {
     PyObject_HEAD
@@ -35,6 +42,9 @@ typedef struct {
     int out_ndim[MAX_IO];
     npy_intp out_dims[MAX_IO][MAX_NDIM];
     PyObject *python_call;            /* CompiledFunction.__call__, called with self first */
+    batch_fn batch;                   /* NULL until _attach_batch */
+    Py_ssize_t batch_max;             /* batches of at most this many states run here */
+    PyObject *python_batch;           /* CompiledFunction.batch, called with self first */
 } Function;
 
 static int is_input(PyObject *a, npy_intp size) {
@@ -55,8 +65,16 @@ static int run(Function *self, PyObject *const *ins, PyObject *const *outs) {
     return status;
 }
 
+static PyObject *python_call_with(PyObject *call, Function *self, PyObject *args,
+                                  PyObject *kw);
+
 static PyObject *python_call(Function *self, PyObject *args, PyObject *kw) {
-    if (self->python_call == NULL) {
+    return python_call_with(self->python_call, self, args, kw);
+}
+
+static PyObject *python_call_with(PyObject *call, Function *self, PyObject *args,
+                                  PyObject *kw) {
+    if (call == NULL) {
         PyErr_SetString(PyExc_TypeError, "this compiled function is not attached");
         return NULL;
     }
@@ -70,9 +88,107 @@ static PyObject *python_call(Function *self, PyObject *args, PyObject *kw) {
         Py_INCREF(a);
         PyTuple_SET_ITEM(with_self, k + 1, a);
     }
-    PyObject *res = PyObject_Call(self->python_call, with_self, kw);
+    PyObject *res = PyObject_Call(call, with_self, kw);
     Py_DECREF(with_self);
     return res;
+}
+
+/* the Python batch with the arguments of a vectorcall */
+static PyObject *python_batch(Function *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    Py_ssize_t k, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *t = PyTuple_New(nargs), *kw = NULL, *res;
+    if (t == NULL) return NULL;
+    for (k = 0; k < nargs; k++) {
+        Py_INCREF(args[k]);
+        PyTuple_SET_ITEM(t, k, args[k]);
+    }
+    if (nkw) {
+        kw = PyDict_New();
+        for (k = 0; kw != NULL && k < nkw; k++)
+            if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, k), args[nargs + k]) < 0)
+                Py_CLEAR(kw);
+        if (kw == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    res = python_call_with(self->python_batch, self, t, kw);
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return res;
+}
+
+/* batch(*arrays): C-contiguous float64 arrays of shape (B, n_k), no keywords, and a batch small
+ * enough for one thread (batch_max) run here: fresh outputs, the GIL released around C. Any
+ * other call, and any nonzero status (NaN/inf or a bad quaternion in some state), goes to the
+ * Python batch, which raises the named errors. */
+static PyObject *function_batch(PyObject *obj, PyObject *const *args, Py_ssize_t nargsf,
+                                PyObject *kwnames) {
+    Function *self = (Function *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), k;
+    const double *in[MAX_IO];
+    double *out[MAX_IO];
+    PyObject *outs[MAX_IO];
+    npy_intp n = -1, dims[MAX_NDIM + 1];
+    long long bad[2];
+    int status, d;
+    if (self->batch == NULL || !self->direct || (kwnames && PyTuple_GET_SIZE(kwnames))
+        || nargs != self->n_in)
+        return python_batch(self, args, nargs, kwnames);
+    for (k = 0; k < nargs; k++) {
+        PyArrayObject *x = (PyArrayObject *)args[k];
+        if (!PyArray_CheckExact(args[k]) || PyArray_NDIM(x) != 2 || PyArray_TYPE(x) != NPY_DOUBLE
+            || !PyArray_ISCARRAY_RO(x) || PyArray_ISBYTESWAPPED(x)
+            || PyArray_DIM(x, 1) != self->in_size[k] || (n >= 0 && PyArray_DIM(x, 0) != n))
+            return python_batch(self, args, nargs, kwnames);
+        n = PyArray_DIM(x, 0);
+        in[k] = (const double *)PyArray_DATA(x);
+    }
+    if (n < 1 || n > self->batch_max) return python_batch(self, args, nargs, kwnames);
+    for (k = 0; k < self->n_out; k++) {
+        dims[0] = n;
+        for (d = 0; d < self->out_ndim[k]; d++) dims[d + 1] = self->out_dims[k][d];
+        outs[k] = PyArray_SimpleNew(self->out_ndim[k] + 1, dims, NPY_DOUBLE);
+        if (outs[k] == NULL) {
+            release(outs, k);
+            return NULL;
+        }
+        out[k] = (double *)PyArray_DATA((PyArrayObject *)outs[k]);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = self->batch(in, out, (long long)n, 1, -1, 1, bad);
+    Py_END_ALLOW_THREADS
+    if (status != 0) {
+        release(outs, self->n_out);
+        return python_batch(self, args, nargs, kwnames);
+    }
+    if (self->n_out == 1) return outs[0];
+    PyObject *t = PyTuple_New(self->n_out);
+    if (t == NULL) {
+        release(outs, self->n_out);
+        return NULL;
+    }
+    for (k = 0; k < self->n_out; k++) PyTuple_SET_ITEM(t, k, outs[k]);
+    return t;
+}
+
+/* _attach_batch(batch_address, batch_max, python_batch) */
+static PyObject *function_attach_batch(PyObject *obj, PyObject *args) {
+    Function *self = (Function *)obj;
+    unsigned long long fn;
+    Py_ssize_t batch_max;
+    PyObject *call;
+    if (!PyArg_ParseTuple(args, "KnO", &fn, &batch_max, &call)) return NULL;
+    if (fn == 0 || !PyCallable_Check(call)) {
+        PyErr_SetString(PyExc_ValueError, "_attach_batch: bad entry point or Python batch");
+        return NULL;
+    }
+    self->batch = (batch_fn)(uintptr_t)fn;
+    self->batch_max = batch_max;
+    Py_INCREF(call);
+    Py_XSETREF(self->python_batch, call);
+    Py_RETURN_NONE;
 }
 
 static PyObject *function_call(PyObject *obj, PyObject *args, PyObject *kw) {
@@ -107,10 +223,6 @@ static PyObject *function_call(PyObject *obj, PyObject *args, PyObject *kw) {
     }
     for (k = 0; k < self->n_out; k++) PyTuple_SET_ITEM(t, k, outs[k]);
     return t;
-}
-
-static void release(PyObject **arrays, Py_ssize_t n) {
-    while (n-- > 0) Py_DECREF(arrays[n]);
 }
 
 /* _run(inputs, outputs) -> status: float64 input arrays of the function's sizes (any strides:
@@ -239,11 +351,13 @@ static PyObject *function_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
 
 static int function_traverse(Function *self, visitproc visit, void *arg) {
     Py_VISIT(self->python_call);
+    Py_VISIT(self->python_batch);
     return 0;
 }
 
 static int function_clear(Function *self) {
     Py_CLEAR(self->python_call);
+    Py_CLEAR(self->python_batch);
     return 0;
 }
 
@@ -258,6 +372,12 @@ static PyMethodDef function_methods[] = {
     {"_attach", (PyCFunction)function_attach, METH_VARARGS,
      "_attach(fn_address, sz_arg, sz_res, iw_address, w_address, owner, in_sizes, out_shapes, "
      "python_call, direct): bind to a generated F_call entry point."},
+    {"_attach_batch", (PyCFunction)function_attach_batch, METH_VARARGS,
+     "_attach_batch(batch_address, batch_max, python_batch): bind batch() to F_batch_mode."},
+    {"batch", (PyCFunction)(void (*)(void))function_batch, METH_FASTCALL | METH_KEYWORDS,
+     "batch(*arrays, out=None, threads=None, nan='raise', stream=None, simd=True): see "
+     "CompiledFunction.batch (symdyn.codegen.loader); exact-array calls of batches that one "
+     "thread runs are handled in C."},
     {"_run", (PyCFunction)(void (*)(void))function_run, METH_FASTCALL,
      "_run(inputs, outputs) -> C status: evaluate into the given float64 arrays."},
     {NULL, NULL, 0, NULL},

@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 from . import cache as _cache
 from . import recursive
+from . import simd as _simd
 from .compiler import (AUTO_O2_MAX_SIZE, AUTO_POLICY, OPT_LEVELS, BuildError, check_opt,
                        choose_opt, compile_library, compiler_info, native_target)
 from .csource import API_VERSION
@@ -49,7 +50,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
           fast_trig: bool = True, cache: bool = True, cache_dir=None, cc: str | None = None,
           jobs: int | None = None, progress: bool | None | Callable = None,
           quaternions: str = "check", parameters: str | None = None,
-          form: str = "auto", **options):
+          form: str = "auto", simd="auto", **options):
     """Generate, compile and load C code of ``algorithms`` for ``model``.
 
     ``algorithms``: names (``["rnea", "crba"]`` or ``"rnea,crba"``) or ``{name: options}``; see
@@ -85,6 +86,12 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     inertial parameters ``pi`` (Pinocchio's order, :func:`symdyn.inertial_parameters`)
     as a last input, e.g. ``lib.rnea(q, qd, qdd, pi)``; frames and regressors keep their inputs
     (:mod:`symdyn.codegen.parameters` lists the functions and the caveats).
+
+    ``simd``: the vector variants that ``.batch`` runs W states per instruction with
+    (:mod:`symdyn.codegen.simd`): ``"auto"`` the widest this machine runs, a target name or a
+    tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
+    batch picks at run time the widest one the CPU supports, else the scalar loop; single
+    calls are not affected.
     """
     from .loader import load
 
@@ -104,17 +111,19 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
 
     parameters = check_parameters(parameters)
     recursive.check_form(form)
+    _simd.check_simd(simd)
     cflags = [str(f) for f in cflags]
     algs = normalize_algorithms(algorithms, options)
     prefix = c_identifier(name if name is not None else model.name)
     cc_path, cc_version = compiler_info(cc)
+    targets = _simd.resolve_targets(simd, cc_path)
     prog = make_progress(progress, f"codegen {prefix}")
     t0 = time.perf_counter()
 
     def make(directory: Path) -> dict:
         manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse,
                                     fast_trig=fast_trig, progress=prog, parameters=parameters,
-                                    form=form)
+                                    form=form, simd=targets)
         manifest = compile_library(directory, manifest, opt=opt, cflags=cflags, native=native,
                                    cc=cc_path, jobs=jobs, progress=prog)
         manifest["t_total"] = time.perf_counter() - t0
@@ -134,7 +143,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         "model": _cache.model_fingerprint(model),
         "algorithms": [(k, jsonable_options(o)) for k, o in algs], "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
-        "fast_trig": bool(fast_trig),
+        "fast_trig": bool(fast_trig), "simd": list(targets),
         "native": native_target(cc_path)[1] if native else None,
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }

@@ -2,7 +2,9 @@
 
 Flags (``opt="auto"``): ``-O2`` for functions whose size (SX instructions plus output entries,
 each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og`` above
-it, plus ``-march=native`` by default. gcc spends its time on straight-line code in register
+it, plus ``-march=native`` by default. The recursive form always gets ``-O2``: its C is many
+small kernels, which gcc compiles at -O2 in about the time -Og takes, and runs faster
+(``experiments/build_policy.py``, reports/build_policy.md). gcc spends its time on straight-line code in register
 allocation and per-basic-block passes, which grow faster than linearly with function size at
 -O1/-O2, while -Og code is at most ~25 % slower there: the threshold buys faster mid-size
 functions for a few seconds of build and keeps the largest (Gamma of a 20-DoF chain) within the
@@ -29,7 +31,7 @@ from typing import Any, Callable, Sequence
 from ..progress import Progress, make_progress
 
 AUTO_O2_MAX_SIZE = 32000   # -O2 up to here, -Og above (see the module docstring; reports/fastpath.md)
-AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og")  # part of the cache key
+AUTO_POLICY = ("-O2", AUTO_O2_MAX_SIZE, "-Og", "recursive -O2")  # part of the cache key
 OPT_LEVELS = ("auto", "-O0", "-O1", "-O2", "-O3", "-Og", "-Os")
 DEFAULT_COMPILERS = ("cc", "gcc", "clang")
 
@@ -95,12 +97,15 @@ def native_target(cc: str | None = None) -> tuple[list[str], str]:
     return _NATIVE[path]
 
 
-def choose_opt(n_instructions: int, n_outputs: int = 0, opt: str = "auto") -> str:
+def choose_opt(n_instructions: int, n_outputs: int = 0, opt: str = "auto",
+               form: str = "unrolled") -> str:
     """The optimization flag for a function of ``n_instructions`` SX instructions writing
-    ``n_outputs`` output entries."""
+    ``n_outputs`` output entries, in ``form`` (the recursive form: always -O2)."""
     if opt != "auto":
         return opt
-    small, limit, big = AUTO_POLICY
+    small, limit, big, _ = AUTO_POLICY
+    if form == "recursive":
+        return small
     return small if n_instructions + n_outputs <= limit else big
 
 
@@ -197,7 +202,7 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
         # copies the entries its kernels do not write in a loop (its code is the kernels)
         n_out = 0 if fd.get("form") == "recursive" else \
             sum(math.prod(sh) for sh in fd["output_shapes"])
-        o = choose_opt(fd["n_instructions"], n_out, opt)
+        o = choose_opt(fd["n_instructions"], n_out, opt, fd.get("form", "unrolled"))
         fd["cflags"] = [o, *extra]
         units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
                       "flags": fd["cflags"], "label": f"{fd['n_instructions']} instructions",

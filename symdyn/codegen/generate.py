@@ -27,7 +27,7 @@ import os
 import numpy as np
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import cache as _cache
 from .csource import API_VERSION, api_sources, example_main, library_sources, makefile
@@ -36,6 +36,7 @@ from .functions import (algorithm_options, algorithm_spec, casadi_function, chec
                         recorded_options, required_options)
 from .names import MAX_LEN, c_identifier
 from ..progress import make_progress
+from . import simd as _simd
 from .trig import use_fast_trig
 
 FORMAT = 2   # layout of generated files / manifest (part of the cache key); 2: name + fname
@@ -191,11 +192,11 @@ _SOURCE_DIGEST: list[str] = []
 # below). Closed under symdyn-internal imports (tests/test_codegen.py checks it), so an edit
 # elsewhere (symbolic/, constrained/, models.py, the CLIs) does not invalidate the cache.
 CODEGEN_SOURCES = ("algorithms", "backends", "spatial.py", "joints.py", "model.py", "autodiff.py",
-                   "types.py", "identification", "contact", "reduce.py", "progress.py",
+                   "types.py", "identification", "contact", "reduce.py", "progress.py", "snapping.py",
                    *(f"codegen/{m}.py" for m in ("__init__", "build", "cache", "choose",
                                                   "compiler", "csource", "emit_order", "fastcall", "functions",
                                                   "generate", "loader", "names", "parameters",
-                                                  "trig")), "codegen/recursive")
+                                                  "simd", "trig")), "codegen/recursive")
 
 
 def codegen_source_files() -> list[Path]:
@@ -225,7 +226,7 @@ def source_digest() -> str:
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
                      fast_trig: bool = True, progress: bool | None | Callable = None,
                      parameters: str | None = None, form: str = "auto", derivatives: int = 0,
-                     **options) -> dict:
+                     simd: Sequence[str] = (), **options) -> dict:
     """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
     call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
     ``out_dir``.
@@ -293,7 +294,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         if chosen == "recursive":
             functions.append(_generate_recursive(model, key, alg, opts, fname, prefix, directory,
                                                  prog, cse=cse, fast_trig=fast_trig,
-                                                 reason=reason, program=program))
+                                                 reason=reason, program=program, simd=simd))
             if derivatives:
                 functions[-1]["derivatives"] = None
                 prog(f"{key}: recursive form, no derivative entry points (form='unrolled' "
@@ -317,7 +318,18 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             cg.generate(str(directory) + os.sep)
             src = directory / f"{fname}.c"
             ctx: dict[str, Any] = {"orders": info["orders"], "fast_trig": fast_trig}
-            src.write_text(apply_passes(src.read_text(), ctx))
+            text = apply_passes(src.read_text(), ctx)
+            built, simd_reason = list(simd), None
+            if simd:
+                orders = info["orders"]
+                try:
+                    text += _simd.function_source(
+                        f, fname, simd, fast_trig=fast_trig,
+                        out_index=lambda o, k: k if orders[o] is None else orders[o][k])
+                except _simd.Unsupported as exc:
+                    built, simd_reason = [], str(exc)
+                    prog(f"{key}: no vector variant ({exc}); its batch runs the scalar loop")
+            src.write_text(text)
         t_gen = time.perf_counter() - t0
         functions.append({
             "algorithm": alg, "key": key, "name": f"{prefix}_{key}", "fname": fname,
@@ -330,6 +342,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "n_fast_trig": ctx.get("n_fast_trig", 0),
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
             "source_bytes": src.stat().st_size, "form": "unrolled", "form_reason": reason,
+            "simd": built, "simd_reason": simd_reason,
         })
         if derivatives:
             functions[-1]["derivatives"] = _generate_derivatives(
@@ -439,7 +452,7 @@ def _record(model, key, alg, opts, fname, prog, cse):
 
 
 def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *, cse, fast_trig,
-                        reason, program=None) -> dict:
+                        reason, program=None, simd: Sequence[str] = ()) -> dict:
     """Write the C of ``alg`` in the recursive form (recorded here unless ``program`` is given);
     returns its manifest entry."""
     from . import recursive
@@ -454,7 +467,10 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
     ctx: dict[str, Any] = {"fast_trig": fast_trig}
     with prog.step(f"generating C for {key}", slow=False):
         info = recursive.write_c(program, fname, directory,
-                                 passes=lambda text: pass_fast_trig(text, ctx))
+                                 passes=lambda text: pass_fast_trig(text, ctx), simd=simd,
+                                 fast_trig=fast_trig)
+    if info["simd_reason"]:
+        prog(f"{key}: no vector variant ({info['simd_reason']}); its batch runs the scalar loop")
     shapes = []
     for (oname, rank), (*_, shape) in zip(spec.outputs, program.outputs):
         shapes.append([shape[0]] if rank == 1 else list(shape))
@@ -468,7 +484,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         "n_fast_trig": ctx.get("n_fast_trig", 0), "t_trace": st["t_record"] + st["t_trace"],
         "t_function": 0.0, "t_generate": time.perf_counter() - t0,
         "source_bytes": info["source_bytes"], "form": "recursive", "form_reason": reason,
-        "recursive": info,
+        "recursive": info, "simd": info["simd"], "simd_reason": info["simd_reason"],
     }
 
 

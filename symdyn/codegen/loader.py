@@ -118,10 +118,15 @@ class CompiledFunction:
         # ctypes passes as is, without a per-argument conversion
         self._call_inputs.argtypes = None
         self._call_inputs.restype = ctypes.c_int
-        self._batch = getattr(batch_lib, f"{self.symbol}_batch_write")
+        self._batch = getattr(batch_lib, f"{self.symbol}_batch_mode")
         self._batch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
-                                ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
+                                ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_longlong)]
         self._batch.restype = ctypes.c_int
+        width = getattr(single_lib, f"{self.symbol}_symdyn_simd_width")
+        width.argtypes, width.restype = [], ctypes.c_int
+        #: states per instruction of ``.batch`` on this CPU (1: the scalar loop); the vector
+        #: variants built are ``meta["simd"]`` (symdyn.codegen.simd)
+        self.simd_width = int(width())
         # estimated ns a state (chooses threads=None): ~0.15 ns an SX instruction of the generated
         # functions (reports/fastpath.md), plus the outputs' bytes at ~10 GB/s; output entries alone
         # where the size is not recorded. One-thread batches of 32 states or more then average
@@ -343,7 +348,7 @@ class CompiledFunction:
 
     # -- batch -------------------------------------------------------------------------------------
     def batch(self, *arrays, out=None, threads: int | None = None, nan: str = "raise",
-              stream: bool | None = None):
+              stream: bool | None = None, simd: bool = True):
         """Evaluate ``B`` states in one C loop: input k has shape ``(B, n_k)``; outputs have
         shape ``(B, *output_shape)``. Inputs are converted to C-contiguous float64 if needed;
         ``out`` arrays must already be C-contiguous float64 of the right shape. With
@@ -367,6 +372,11 @@ class CompiledFunction:
         outputs exceed 1 MiB per thread. Results do not depend on it (see
         :mod:`symdyn.codegen.csource` for the measurements).
 
+        ``simd``: ``True`` (default) evaluates ``f.simd_width`` states per instruction with the
+        widest vector variant this CPU runs (:mod:`symdyn.codegen.simd`; the scalar loop where
+        the build has none); ``False`` the scalar loop. Results agree to rounding (the vector
+        code may fuse multiply-adds differently).
+
         Without ``out`` the results are fresh arrays; for large batches pass ``out=`` and reuse
         it (fresh multi-MB arrays cost page faults comparable to the computation).
         """
@@ -380,6 +390,8 @@ class CompiledFunction:
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
         if not (stream is None or isinstance(stream, (bool, np.bool_))):
             raise ValueError(f"stream must be True, False or None, got {stream!r}")
+        if not isinstance(simd, (bool, np.bool_)):
+            raise ValueError(f"simd must be True or False, got {simd!r}")
         ins, nstates = [], None
         for k, x in enumerate(arrays):
             name, (n,) = self.input_names[k], self.input_shapes[k]
@@ -425,7 +437,7 @@ class CompiledFunction:
         assert threads is not None and nstates is not None   # set above (mypy)
         t0 = _perf_counter()
         status = self._batch(pin, pout, nstates, int(threads),
-                             -1 if stream is None else int(bool(stream)), bad)
+                             -1 if stream is None else int(bool(stream)), int(bool(simd)), bad)
         if nstates >= 32 and status == 0:
             # measured wall ns a state: one thread's refine the work estimate; automatic
             # choices record theirs per thread count (benign races between Python threads)
@@ -560,6 +572,11 @@ def _extension_class(base: type) -> type:
                          self._iw.ctypes.data, self._w.ctypes.data, self._owner or 0,
                          tuple(s[0] for s in self.input_shapes), self.output_shapes,
                          CompiledFunction.__call__, not self._normalize)
+            # batches that threads=None runs on one thread whatever the CPU count: in C
+            batch = getattr(self._single_lib, f"{self.symbol}_batch_mode")
+            self._attach_batch(ctypes.cast(batch, ctypes.c_void_p).value,
+                               int(2 * AUTO_THREAD_NS // self._state_ns) - 1,
+                               CompiledFunction.batch)
 
     ExtensionFunction.__name__ = ExtensionFunction.__qualname__ = "CompiledFunction"
     return ExtensionFunction

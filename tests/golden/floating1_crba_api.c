@@ -38,6 +38,19 @@
 #define SYMDYN_LINE_N (SYMDYN_LINE / (int)sizeof(casadi_real))
 
 typedef int (*symdyn_fn)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
+/* a vector variant (symdyn/codegen/simd.py): f evaluates w states stored state-minor (entry j of
+ * an input or output block: w consecutive doubles), with sz_w() doubles of work that prepare()
+ * initializes once; cpu: its index in symdyn_cpu_has */
+typedef void (*symdyn_vfn)(const double* const*, double* const*, double*);
+typedef struct {
+  symdyn_vfn f;
+  void (*prepare)(double*);
+  long long (*sz_w)(void);
+  int w, cpu;
+  void (*pack)(const double*, long long, double*, int);     /* rows of m states -> block */
+  void (*unpack)(const double*, long long, double*, int);   /* block -> rows of m states */
+} symdyn_vec;
+
 typedef struct {
   symdyn_fn f;
   int n_in, n_out, sz_arg, sz_res;
@@ -45,7 +58,36 @@ typedef struct {
   const long long *nin, *nout;
   int qin, nquat;              /* index of input q (-1: none), number of quaternions in q */
   const long long *quat;       /* their offsets in q: q[quat[j] .. quat[j] + 3] = (x, y, z, w) */
+  const symdyn_vec* vec;       /* vector variants, widest first (n_vec of them) */
+  int n_vec;
 } symdyn_desc;
+
+/* 1 when the CPU (and OS) runs vector target t of symdyn_cpu_has' list */
+static int symdyn_cpu_has(int t) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static int known[2];   /* 0: not asked yet, 1: yes, -1: no (benign races) */
+  if (t < 0 || t >= 2) return 0;
+  if (!known[t]) {
+    __builtin_cpu_init();
+    switch (t) {
+      case 0: known[0] = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 1 : -1; break;
+      case 1: known[1] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : -1; break;
+      default: known[t] = -1;
+    }
+  }
+  return known[t] > 0;
+#else
+  (void)t;
+  return 0;
+#endif
+}
+
+/* the variant a batch uses: the widest the CPU runs, or NULL (scalar loop) */
+static const symdyn_vec* symdyn_pick(const symdyn_desc* d) {
+  int k;
+  for (k = 0; k < d->n_vec; ++k) if (symdyn_cpu_has(d->vec[k].cpu)) return d->vec + k;
+  return 0;
+}
 
 /* -1 when every quaternion of q has unit norm (to SYMDYN_QUAT_TOL), else the first bad one */
 static int symdyn_bad_quaternion(const symdyn_desc* d, const casadi_real* q) {
@@ -141,6 +183,7 @@ static int symdyn_call(const symdyn_desc* d, void** ctx) {
  * last reference. */
 typedef struct {
   const symdyn_desc* d;
+  const symdyn_vec* v;         /* the vector variant used, or NULL */
   const casadi_real* const* in;
   casadi_real* const* out;
   long long n, chunk;          /* states, states per chunk */
@@ -171,25 +214,99 @@ typedef struct {
   casadi_real* w;
   casadi_real* scratch;
   symdyn_writer* wr;
+  /* vector variant: blocks of W states (state-minor) of every input and output, its work */
+  double* vblock;
+  double* vw;
+  double* vrows;               /* streamed outputs: the rows of one block of states */
+  const double** varg;
+  double** vres;
 } symdyn_buffers;
 
 static void symdyn_buffers_free(symdyn_buffers* b) {
   free((void*)b->arg); free(b->res); free(b->iw); free(b->w); free(b->scratch); free(b->wr);
+  free(b->vblock); free(b->vw); free(b->vrows); free((void*)b->varg); free(b->vres);
 }
 
-static int symdyn_buffers_alloc(const symdyn_desc* d, symdyn_buffers* b) {
-  long long n_all = 0;
+/* n doubles aligned to 64 bytes (vector loads), or NULL */
+static double* symdyn_aligned(long long n) {
+  void* p = 0;
+  if (posix_memalign(&p, 64, sizeof(double) * (size_t)(n > 0 ? n : 1))) return 0;
+  return (double*)p;
+}
+
+static int symdyn_buffers_alloc(const symdyn_desc* d, const symdyn_vec* v, symdyn_buffers* b) {
+  long long n_all = 0, n_vin = 0, n_big = 0, off;
   int k;
-  for (k = 0; k < d->n_out; ++k) n_all += d->nout[k];
+  memset(b, 0, sizeof(*b));
+  for (k = 0; k < d->n_out; ++k) {
+    n_all += d->nout[k];
+    if (d->nout[k] > n_big) n_big = d->nout[k];
+  }
+  for (k = 0; k < d->n_in; ++k) n_vin += d->nin[k];
   b->arg = (const casadi_real**)calloc((size_t)d->sz_arg + 1, sizeof(void*));
   b->res = (casadi_real**)calloc((size_t)d->sz_res + 1, sizeof(void*));
   b->iw = (casadi_int*)malloc(sizeof(casadi_int) * (size_t)(d->sz_iw + 1));
   b->w = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(d->sz_w + 1));
   b->scratch = (casadi_real*)malloc(sizeof(casadi_real) * (size_t)(n_all + 1));
   b->wr = (symdyn_writer*)malloc(sizeof(symdyn_writer) * (size_t)(d->n_out + 1));
-  if (b->arg && b->res && b->iw && b->w && b->scratch && b->wr) return 0;
-  symdyn_buffers_free(b);
-  return -1;
+  if (!(b->arg && b->res && b->iw && b->w && b->scratch && b->wr)) {
+    symdyn_buffers_free(b);
+    return -1;
+  }
+  if (!v) return 0;
+  b->vblock = symdyn_aligned((n_vin + n_all) * v->w);
+  b->vw = symdyn_aligned(v->sz_w());
+  b->vrows = symdyn_aligned(n_big * v->w);
+  b->varg = (const double**)calloc((size_t)d->n_in + 1, sizeof(void*));
+  b->vres = (double**)calloc((size_t)d->n_out + 1, sizeof(void*));
+  if (!(b->vblock && b->vw && b->vrows && b->varg && b->vres)) {
+    symdyn_buffers_free(b);
+    return -1;
+  }
+  for (k = 0, off = 0; k < d->n_in; off += d->nin[k] * v->w, ++k) b->varg[k] = b->vblock + off;
+  for (k = 0; k < d->n_out; off += d->nout[k] * v->w, ++k) b->vres[k] = b->vblock + off;
+  v->prepare(b->vw);
+  return 0;
+}
+
+/* 1 when state i's inputs are finite and its quaternions of unit norm; else records it */
+static int symdyn_state_ok(const symdyn_desc* d, const casadi_real* const* in, long long i,
+                           long long* bad, long long* badq) {
+  int k, ok = 1;
+  for (k = 0; k < d->n_in; ++k)
+    if (symdyn_nonfinite(in[k] + i * d->nin[k], d->nin[k])) ok = 0;
+  if (ok && d->nquat && symdyn_bad_quaternion(d, in[d->qin] + i * d->nin[d->qin]) >= 0) {
+    if (*badq < 0) *badq = i;
+    return 0;
+  }
+  if (!ok && *bad < 0) *bad = i;
+  return ok;
+}
+
+/* states [lo, hi) through the vector variant, W at a time: the inputs of each block of states
+ * (consecutive rows) are transposed into state-minor blocks (a short last block repeats its last
+ * state), evaluated at once, and the outputs transposed back into the block's rows (in place,
+ * or through the line writers when streaming); states with bad inputs get NaN outputs as in the
+ * scalar loop */
+static void symdyn_range_vec(const symdyn_work* W, symdyn_buffers* b, long long lo, long long hi,
+                             long long* bad, long long* badq) {
+  const symdyn_desc* d = W->d;
+  const symdyn_vec* v = W->v;
+  long long i, j;
+  int k, l, ok[64], all;
+  for (i = lo; i < hi; i += v->w) {
+    const int m = hi - i < v->w ? (int)(hi - i) : v->w;
+    for (l = 0, all = 1; l < m; ++l) all &= ok[l] = symdyn_state_ok(d, W->in, i + l, bad, badq);
+    for (k = 0; k < d->n_in; ++k) v->pack(W->in[k] + i * d->nin[k], d->nin[k], (double*)b->varg[k], m);
+    v->f(b->varg, b->vres, b->vw);
+    for (k = 0; k < d->n_out; ++k) {
+      const long long n = d->nout[k];
+      casadi_real* dst = W->stream ? b->vrows : W->out[k] + i * n;
+      v->unpack(b->vres[k], n, dst, m);
+      if (!all) for (l = 0; l < m; ++l) if (!ok[l]) for (j = 0; j < n; ++j) dst[l * n + j] = NAN;
+      if (W->stream) symdyn_writer_put(b->wr + k, b->vrows, m * n);
+    }
+  }
 }
 
 /* evaluates states [lo, hi): 0, or -1 when F failed; *bad and *badq get the first states of the
@@ -205,6 +322,10 @@ static int symdyn_range(const symdyn_work* W, symdyn_buffers* b, long long lo, l
     b->res[k] = b->scratch + off;
     if (W->stream)
       symdyn_writer_start(b->wr + k, W->out[k] + lo * d->nout[k], W->out[k] + hi * d->nout[k]);
+  }
+  if (W->v) {
+    symdyn_range_vec(W, b, lo, hi, bad, badq);
+    return 0;
   }
   for (i = lo; i < hi; ++i) {
     int ok = 1;
@@ -246,7 +367,7 @@ static void symdyn_run(symdyn_work* W) {
 #endif
     if (lo >= W->n) break;
     hi = lo + W->chunk < W->n ? lo + W->chunk : W->n;
-    if (!allocated) allocated = symdyn_buffers_alloc(W->d, &b) ? -1 : 1;
+    if (!allocated) allocated = symdyn_buffers_alloc(W->d, W->v, &b) ? -1 : 1;
     bad = badq = -1;
     status = 0;
     if (allocated < 0) {
@@ -308,8 +429,9 @@ static void* symdyn_helper(void* p) {
 
 static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
                         casadi_real* const* out, long long n, int nthreads, int stream,
-                        long long* bad) {
+                        int simd, long long* bad) {
   symdyn_work* W;
+  const symdyn_vec* v;
   long long n_out_all = 0, chunk;
   double state_bytes;
   int k, status;
@@ -326,16 +448,18 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   if (stream < 0) stream = (double)n * state_bytes / nthreads > SYMDYN_STREAM_MIN_BYTES;
   /* one range for one thread; else chunks of ~SYMDYN_CHUNK_BYTES of outputs (few partial
    * lines at their ends), at least 8 a thread */
+  v = simd ? symdyn_pick(d) : 0;
   chunk = n;
   if (nthreads > 1) {
     long long most = (n + 8LL * nthreads - 1) / (8LL * nthreads);
     chunk = (long long)(SYMDYN_CHUNK_BYTES / (state_bytes > 1.0 ? state_bytes : 1.0)) + 1;
     if (chunk > most) chunk = most;
+    if (v) chunk = (chunk + v->w - 1) / v->w * v->w;   /* whole vector blocks */
     if (chunk < 1) chunk = 1;
   }
   W = (symdyn_work*)calloc(1, sizeof(symdyn_work));
   if (!W) return -2;
-  W->d = d; W->in = in; W->out = out; W->n = n; W->chunk = chunk;
+  W->d = d; W->v = v; W->in = in; W->out = out; W->n = n; W->chunk = chunk;
   W->bad = W->badq = -1; W->stream = stream != 0; W->refs = 1;
 #ifdef SYMDYN_THREADS
   if (nthreads > 1 && pthread_mutex_init(&W->mu, 0) == 0) {
@@ -375,7 +499,12 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   return status;
 }
 
-int floating1_crba_symdyn_api_version(void) { return 5; }
+int floating1_crba_symdyn_api_version(void) { return 6; }
+/* the width of the vector variant a batch of F uses on this CPU (1: the scalar loop) */
+static int symdyn_simd_width(const symdyn_desc* d) {
+  const symdyn_vec* v = symdyn_pick(d);
+  return v ? v->w : 1;
+}
 /* the owner value of a call context for the calling thread (0 where threads are unknown) */
 void* floating1_crba_symdyn_thread_id(void) { return SYMDYN_SELF(); }
 static const long long floating1_crba_quat[1] = {3};
@@ -384,7 +513,7 @@ static const long long floating1_crba_quat[1] = {3};
 static const long long floating1_crba_crba_nin[1] = {7};
 static const long long floating1_crba_crba_nout[1] = {36};
 static const symdyn_desc floating1_crba_crba_desc = {floating1_crba_crba, 1, 1, floating1_crba_crba_SZ_ARG, floating1_crba_crba_SZ_RES,
-  floating1_crba_crba_SZ_IW, floating1_crba_crba_SZ_W, floating1_crba_crba_nin, floating1_crba_crba_nout, 0, 1, floating1_crba_quat};
+  floating1_crba_crba_SZ_IW, floating1_crba_crba_SZ_W, floating1_crba_crba_nin, floating1_crba_crba_nout, 0, 1, floating1_crba_quat, 0, 0};
 int floating1_crba_crba_call(void** ctx) { return symdyn_call(&floating1_crba_crba_desc, ctx); }
 int floating1_crba_crba_call_inputs(const casadi_real* q, void** ctx) {
   ctx[0] = (void*)q;
@@ -392,11 +521,16 @@ int floating1_crba_crba_call_inputs(const casadi_real* q, void** ctx) {
 }
 int floating1_crba_crba_batch(const casadi_real* const* in, casadi_real* const* out, long long n,
                   int nthreads, long long* bad) {
-  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, -1, bad);
+  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, -1, 1, bad);
 }
 int floating1_crba_crba_batch_write(const casadi_real* const* in, casadi_real* const* out, long long n,
                         int nthreads, int stream, long long* bad) {
-  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, stream, bad);
+  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, stream, 1, bad);
 }
+int floating1_crba_crba_batch_mode(const casadi_real* const* in, casadi_real* const* out, long long n,
+                       int nthreads, int stream, int simd, long long* bad) {
+  return symdyn_batch(&floating1_crba_crba_desc, in, out, n, nthreads, stream, simd, bad);
+}
+int floating1_crba_crba_symdyn_simd_width(void) { return symdyn_simd_width(&floating1_crba_crba_desc); }
 long long floating1_crba_crba_symdyn_size_in(int k) { return k >= 0 && k < 1 ? floating1_crba_crba_nin[k] : -1; }
 long long floating1_crba_crba_symdyn_size_out(int k) { return k >= 0 && k < 1 ? floating1_crba_crba_nout[k] : -1; }

@@ -169,11 +169,13 @@ def kernel_prefix(fname: str) -> str:
     return fname[:31] + "_" + hashlib.sha256(fname.encode()).hexdigest()[:8]
 
 
-def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str] | None = None
-            ) -> dict:
+def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str] | None = None,
+            simd: Sequence[str] = (), fast_trig: bool = True) -> dict:
     """Write ``<fname>.c`` (kernels by CasADi, then the program and its loop) and ``<fname>.h``
     into ``directory``; returns statistics for the manifest. ``passes`` rewrites CasADi's text
-    (the fast sin/cos of :mod:`symdyn.codegen.trig`)."""
+    (the fast sin/cos of :mod:`symdyn.codegen.trig`). ``simd``: targets of
+    :mod:`symdyn.codegen.simd` for which the same loop runs vector kernels on W states
+    (``<fname>_<target>``, its workspace holding the constant table broadcast to W lanes)."""
     from pathlib import Path
 
     directory = Path(directory)
@@ -249,6 +251,14 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         max_in=max_in, n_bases=len(prog.outputs) + RESULT0, set_bases="\n".join(set_bases),
         copy_inputs="\n".join(copy_in), copy_outputs="\n".join(copy_out),
         n_in=len(prog.inputs), n_out=len(prog.outputs), sz_iw=sz_iw, sz_w=sz_w)
+    from ..simd import Unsupported
+
+    built, simd_reason = list(simd), None
+    try:
+        text += "".join(_vector_entry(prog, fname, t, names, p, prog_n=len(prog_ints),
+                                      fast_trig=fast_trig) for t in simd)
+    except Unsupported as exc:
+        built, simd_reason = [], str(exc)
     src.write_text(text)
     guard = f"{fname.upper()}_SYMDYN_RECURSIVE_H"
     (directory / f"{fname}.h").write_text(_C_HEADER.format(
@@ -259,4 +269,81 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
             "program_ints": len(prog_ints), "workspace": prog.workspace,
             "n_constants": int(prog.constants.size),
             "kernel_instructions": sum(f.n_instructions() for f in names.values()),
-            "source_bytes": src.stat().st_size}
+            "source_bytes": src.stat().st_size, "simd": built, "simd_reason": simd_reason}
+
+
+def _vector_entry(prog: Program, fname: str, target: str, kernels: dict, p: str, *, prog_n: int,
+                  fast_trig: bool) -> str:
+    """The program's loop over vector kernels (:mod:`symdyn.codegen.simd`): every address is
+    the same, in units of W-lane vectors; base 1 is the constant table broadcast into ``w`` by
+    ``<fname>_<target>_prepare``."""
+    from .. import simd
+
+    t, T, P = target, target.upper(), p.upper()
+    W = simd.TARGETS[t][0]
+    n_const = int(prog.constants.size)
+    parts = [simd.prelude(t), f"#ifdef SYMDYN_{T}_OK"]
+    cases = []
+    for k in sorted(kernels):
+        kern = prog.kernels[k]
+        n, m = kern.n_in, len(kern.out_sizes)
+        parts.append(simd.vector_function(kernels[k], f"{p}_k{k}_{t}", t, fast_trig=fast_trig,
+                                          static=True))
+        sets = [f"a[{j}] = {P}_AT(p[{j}]);" for j in range(n)]
+        sets += [f"r[{j}] = {P}_AT(p[{n + j}]);" for j in range(m)]
+        cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
+                     f"        {p}_k{k}_{t}((const double* const*)a, (double* const*)r, 0);\n"
+                     "        break;")
+    max_in = max([prog.kernels[k].n_in for k in kernels] or [1]) or 1
+    max_out = max([len(prog.kernels[k].out_sizes) for k in kernels] or [1]) or 1
+    copy_in = [f"  for (e = 0; e < {n}; ++e) base[0][{decode(start)[1]} + e] = arg[{j}][e];"
+               for j, (start, n) in enumerate(prog.inputs)]
+    copy_out = []
+    for o, (entries, codes, signs, shape) in enumerate(prog.outputs):
+        zero = np.array([_is_zero(prog, c) for c in codes.tolist()], dtype=bool)
+        if zero.any():
+            runs = _runs(entries[zero])
+            copy_out.append(f"  for (e = 0; e < {runs.size}; e += 2) {{ symdyn_{t}* z = res[{o}] + "
+                            f"{p}_z{o}[e]; for (j = 0; j < {p}_z{o}[e + 1]; ++j) "
+                            f"z[j] = SYMDYN_{T}_SPLAT(0.0); }}")
+            entries, codes, signs = entries[~zero], codes[~zero], signs[~zero]
+        if not entries.size:
+            continue
+        value = (f"(double){p}_s{o}[e] * *{P}_AT({p}_c{o}[e])" if bool((signs < 0).any())
+                 else f"*{P}_AT({p}_c{o}[e])")
+        copy_out.append(f"  for (e = 0; e < {entries.size}; ++e) res[{o}][{p}_e{o}[e]] = {value};")
+    set_bases = [f"  base[{o + RESULT0}] = res[{o}];" for o in range(len(prog.outputs))]
+    parts.append(f"""
+/* {fname} on {W} states at once: the loop above with vector kernels; w = [constant table
+ * broadcast ({n_const} vectors, written by {fname}_{t}_prepare) | workspace ({prog.workspace})] */
+SYMDYN_{T}_TARGET void {fname}_{t}(const double* const* arg_, double* const* res_, double* w_) {{
+  const symdyn_{t}* const* arg = (const symdyn_{t}* const*)arg_;
+  symdyn_{t}* const* res = (symdyn_{t}* const*)res_;
+  const symdyn_{t}* a[{max_in}];
+  symdyn_{t}* r[{max_out}];
+  symdyn_{t}* base[{len(prog.outputs) + RESULT0}];
+  const unsigned* p = {p}_prog;
+  const unsigned* end = {p}_prog + {prog_n};
+  long long e, j;
+  base[0] = (symdyn_{t}*)w_ + {n_const};
+  base[1] = (symdyn_{t}*)w_;
+{chr(10).join(set_bases)}
+{chr(10).join(copy_in)}
+  while (p < end) {{
+    switch (*p++) {{
+{chr(10).join(cases)}
+      default: return;
+    }}
+  }}
+{chr(10).join(copy_out)}
+  (void)e; (void)j;
+}}
+long long {fname}_{t}_sz_w(void) {{ return {(n_const + prog.workspace) * W}LL; }}
+void {fname}_{t}_prepare(double* w) {{
+  long long e;
+  int l;
+  for (e = 0; e < {n_const}; ++e) for (l = 0; l < {W}; ++l) w[e * {W} + l] = {p}_const[e];
+}}
+#endif
+""")
+    return "\n".join(parts)

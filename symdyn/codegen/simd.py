@@ -1,0 +1,342 @@
+"""C that evaluates W states at once: every SX instruction of a function becomes one operation on
+a vector of W doubles (GCC/clang vector extensions), for the batch wrapper of
+:mod:`symdyn.codegen.csource`.
+
+Layout: a block of W states is stored "state-minor": entry ``j`` of an input or output is the W
+doubles ``block[j*W : (j+1)*W]``, one per state, so that every load and store of the generated
+code is one contiguous vector. The wrapper transposes each block of W states in and out.
+
+Targets (:data:`TARGETS`): ``"avx512"`` (W = 8) and ``"avx2"`` (W = 4, with FMA). Each variant is
+compiled into the function's own C file with a ``target`` attribute per function, so the rest of
+the library keeps the build's flags: a library built without ``-march=native`` runs on any
+x86-64 CPU, and the wrapper takes a variant only where the CPU reports its features
+(``__builtin_cpu_supports``), else the scalar loop. ``simd="auto"`` builds the widest variant
+this machine runs; ``simd=("avx512", "avx2")`` builds both (a library to ship), ``simd=()`` none.
+
+Operations: arithmetic maps to vector operators, sqrt to the target's instruction, sin/cos to a
+vector form of the branch-free kernels of :mod:`symdyn.codegen.trig` (lanes with
+|x| >= 1e5, inf or NaN go to libm, as in the scalar form), fabs/if_else_zero to bit masks and
+comparisons to masks converted to 0/1. Other elementary functions run lane by lane through libm
+(correct, not fast; none occurs in the dynamics algorithms). A function using an operation not
+listed raises :class:`Unsupported`; its batch stays scalar (the manifest says why).
+"""
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+from typing import Any, Sequence
+
+import casadi as ca
+
+# name -> (width W, gcc/clang target attribute, __builtin_cpu_supports features, sqrt intrinsic)
+TARGETS: dict[str, tuple[int, str, tuple[str, ...], str]] = {
+    "avx512": (8, "avx512f,avx512dq,fma", ("avx512f", "avx512dq"), "_mm512_sqrt_pd"),
+    "avx2": (4, "avx2,fma", ("avx2", "fma"), "_mm256_sqrt_pd"),
+}
+SIMD_MODES = ("auto",)      # besides a tuple of target names (empty: none)
+
+
+class Unsupported(ValueError):
+    """The function uses an SX operation that has no vector form here."""
+
+
+def check_simd(simd: Any) -> tuple[str, ...] | str:
+    """``"auto"`` or a tuple of target names (checked); ``TypeError``/``ValueError`` otherwise."""
+    if isinstance(simd, str):
+        if simd == "auto":
+            return simd
+        simd = (simd,)
+    if simd is None or simd is False:
+        return ()
+    if not isinstance(simd, (tuple, list)):
+        raise TypeError(f"simd must be 'auto', a target name or a tuple of them "
+                        f"({', '.join(TARGETS)}), got {simd!r}")
+    out = []
+    for t in simd:
+        if t not in TARGETS:
+            raise ValueError(f"unknown simd target {t!r}; choose from {', '.join(TARGETS)}")
+        if t not in out:
+            out.append(t)
+    return tuple(out)
+
+
+_HOST: dict[str, tuple[str, ...]] = {}
+
+
+def host_targets(cc: str) -> tuple[str, ...]:
+    """The targets of :data:`TARGETS` this CPU runs and ``cc`` compiles, widest first (read from
+    the macros of ``cc -march=native``; empty off x86-64 or where that fails)."""
+    if cc in _HOST:
+        return _HOST[cc]
+    found: tuple[str, ...] = ()
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        try:
+            res = subprocess.run([cc, "-march=native", "-E", "-dM", "-x", "c", "-"], input="",
+                                 capture_output=True, text=True, timeout=60)
+            macros = set(line.split()[1] for line in res.stdout.splitlines()
+                         if line.startswith("#define ")) if res.returncode == 0 else set()
+        except (OSError, subprocess.SubprocessError):
+            macros = set()
+        want = {"avx512": {"__AVX512F__", "__AVX512DQ__", "__FMA__"},
+                "avx2": {"__AVX2__", "__FMA__"}}
+        found = tuple(t for t in TARGETS if want[t] <= macros)
+    _HOST[cc] = found
+    return found
+
+
+def resolve_targets(simd: Any, cc: str) -> tuple[str, ...]:
+    """The targets a build compiles: ``"auto"`` -> the widest this machine runs (or none)."""
+    simd = check_simd(simd)
+    if simd == "auto":
+        return host_targets(cc)[:1]
+    assert isinstance(simd, tuple)
+    if simd and platform.machine().lower() not in ("x86_64", "amd64"):
+        raise ValueError(f"simd targets {simd} are x86-64 instruction sets; this machine is "
+                         f"{platform.machine()} (use simd='auto' or ())")
+    return simd
+
+
+def prelude(target: str) -> str:
+    """Types and helpers of one target (``symdyn_<t>``, ``SYMDYN_<T>_*``); guarded, so each
+    function's C file may include it."""
+    W, attr, _, sqrt = TARGETS[target]
+    t, T = target, target.upper()
+    splat = ", ".join(["c"] * W)
+    return f"""
+#ifndef SYMDYN_SIMD_{T}
+#define SYMDYN_SIMD_{T}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+typedef double symdyn_{t} __attribute__((vector_size({8 * W})));
+typedef long long symdyn_{t}i __attribute__((vector_size({8 * W})));
+#define SYMDYN_{T}_W {W}
+#define SYMDYN_{T}_TARGET __attribute__((target("{attr}")))
+#define SYMDYN_{T}_FN static inline __attribute__((always_inline, target("{attr}")))
+#define SYMDYN_{T}_SPLAT(c) ((symdyn_{t}){{{splat}}})
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_sqrt(symdyn_{t} x) {{ return (symdyn_{t}){sqrt}(x); }}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_fabs(symdyn_{t} x) {{
+  return (symdyn_{t})((symdyn_{t}i)x & 0x7fffffffffffffffLL);
+}}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_bool(symdyn_{t}i m) {{   /* lanes of a mask -> 1.0 / 0.0 */
+  return (symdyn_{t})(m & (symdyn_{t}i)SYMDYN_{T}_SPLAT(1.0));
+}}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_map1(symdyn_{t} x, double (*f)(double)) {{
+  symdyn_{t} r; int l;
+  for (l = 0; l < {W}; ++l) r[l] = f(x[l]);
+  return r;
+}}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_map2(symdyn_{t} x, symdyn_{t} y, double (*f)(double, double)) {{
+  symdyn_{t} r; int l;
+  for (l = 0; l < {W}; ++l) r[l] = f(x[l], y[l]);
+  return r;
+}}
+/* the kernels of symdyn/codegen/trig.py on W lanes: k = nearest integer to x / (pi/2) (its
+ * low bits read from the rounding constant's mantissa), r = x - k pi/2 in three parts */
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_trig_(symdyn_{t} x, long long shift) {{
+  const symdyn_{t} t = x * 6.36619772367581382433e-01 + 6755399441055744.0;
+  const symdyn_{t} k = t - 6755399441055744.0;
+  const symdyn_{t} r = ((x - k * 1.57079632673412561417e+00) - k * 6.07710050630396597660e-11)
+                   - k * 2.02226624871116645580e-21;
+  const symdyn_{t} z = r * r;
+  const symdyn_{t} ps = 8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * (
+      2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08
+      + z * 1.58969099521155010221e-10)));
+  const symdyn_{t} s = r + (z * r) * (-1.66666666666666324348e-01 + z * ps);
+  const symdyn_{t} pc = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * (
+      2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07 + z * (
+      2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+  const symdyn_{t} hz = 0.5 * z, w = 1.0 - hz;
+  const symdyn_{t} c = w + (((1.0 - w) - hz) + z * pc);
+  const symdyn_{t}i n = (symdyn_{t}i)t + shift;
+  const symdyn_{t}i odd = -(n & 1), neg = (n & 2) << 62;
+  return (symdyn_{t})((((symdyn_{t}i)s & ~odd) | ((symdyn_{t}i)c & odd)) ^ neg);
+}}
+SYMDYN_{T}_FN int symdyn_{t}_trig_ok(symdyn_{t} x) {{   /* every lane |x| < 1e5 (not NaN) */
+  const symdyn_{t}i m = (symdyn_{t}i)(symdyn_{t}_fabs(x) < 1e5);
+  int l, ok = 1;
+  for (l = 0; l < {W}; ++l) ok &= m[l] != 0;
+  return ok;
+}}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_sin(symdyn_{t} x) {{
+  return symdyn_{t}_trig_ok(x) ? symdyn_{t}_trig_(x, 0) : symdyn_{t}_map1(x, sin);
+}}
+SYMDYN_{T}_FN symdyn_{t} symdyn_{t}_cos(symdyn_{t} x) {{
+  return symdyn_{t}_trig_ok(x) ? symdyn_{t}_trig_(x, 1) : symdyn_{t}_map1(x, cos);
+}}
+SYMDYN_{T}_FN double symdyn_{t}_sign_(double x) {{ return x < 0 ? -1.0 : x > 0 ? 1.0 : x; }}
+#define SYMDYN_{T}_OK 1
+#endif
+#endif
+"""
+
+
+_UNPACK_FULL = {
+    # W x W blocks transposed in registers: four entries of four states -> four states' rows
+    "avx2": """
+  if (m == 4) for (; j + 4 <= n; j += 4) {
+    const double* b = blk + 4 * j;
+    const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
+    const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);
+    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(dst + j, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(dst + n + j, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(dst + 2 * n + j, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(dst + 3 * n + j, _mm256_permute2f128_pd(t1, t3, 0x31));
+  }""",
+}
+
+
+def io_source(targets: Sequence[str]) -> str:
+    """For the batch wrapper: ``symdyn_<t>_pack(src, n, blk, m)`` (``m`` consecutive states'
+    vectors of ``n`` entries, rows of ``src``, into a state-minor block; lanes past ``m`` repeat
+    the last state) and ``symdyn_<t>_unpack(blk, n, dst, m)`` (the first ``m`` lanes back into
+    rows of ``dst``)."""
+    parts = []
+    for t in targets:
+        W = TARGETS[t][0]
+        T = t.upper()
+        parts += [prelude(t), f"#ifdef SYMDYN_{T}_OK", f"""
+SYMDYN_{T}_TARGET static void symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
+  long long j;
+  int l;
+  for (l = 0; l < {W}; ++l) {{
+    const double* row = src + (l < m ? l : m - 1) * n;
+    for (j = 0; j < n; ++j) blk[j * {W} + l] = row[j];
+  }}
+}}
+SYMDYN_{T}_TARGET static void symdyn_{t}_unpack(const double* blk, long long n, double* dst, int m) {{
+  long long j = 0;
+  int l;{_UNPACK_FULL.get(t, "")}
+  for (; j < n; ++j) for (l = 0; l < m; ++l) dst[l * n + j] = blk[j * {W} + l];
+}}
+#endif"""]
+    return "\n".join(parts)
+
+
+_BINARY = {ca.OP_ADD: "+", ca.OP_SUB: "-", ca.OP_MUL: "*", ca.OP_DIV: "/"}
+_COMPARE = {ca.OP_LT: "<", ca.OP_LE: "<=", ca.OP_EQ: "==", ca.OP_NE: "!="}
+_LIBM1 = {ca.OP_EXP: "exp", ca.OP_LOG: "log", ca.OP_TAN: "tan", ca.OP_ASIN: "asin",
+          ca.OP_ACOS: "acos", ca.OP_ATAN: "atan", ca.OP_SINH: "sinh", ca.OP_COSH: "cosh",
+          ca.OP_TANH: "tanh", ca.OP_ASINH: "asinh", ca.OP_ACOSH: "acosh", ca.OP_ATANH: "atanh",
+          ca.OP_FLOOR: "floor", ca.OP_CEIL: "ceil", ca.OP_ERF: "erf", ca.OP_LOG1P: "log1p",
+          ca.OP_EXPM1: "expm1", ca.OP_SIGN: "symdyn_{t}_sign_"}
+_LIBM2 = {ca.OP_POW: "pow", ca.OP_CONSTPOW: "pow", ca.OP_ATAN2: "atan2", ca.OP_FMIN: "fmin",
+          ca.OP_FMAX: "fmax", ca.OP_FMOD: "fmod", ca.OP_COPYSIGN: "copysign",
+          ca.OP_HYPOT: "hypot"}
+_OP_NAMES = {getattr(ca, n): n[3:].lower() for n in dir(ca) if n.startswith("OP_")}
+
+
+def _const(v: float) -> str:
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return repr(float(v))
+
+
+def statements(f: ca.Function, target: str, *, out_index=None, fast_trig: bool = True
+               ) -> tuple[list[str], int]:
+    """The body of ``f`` on vectors: (C statements over locals ``aK``, number of locals).
+    ``arg[i][j]`` / ``res[o][k]`` are vector pointers; output entry ``k`` of output ``o`` is
+    written at ``out_index(o, k)`` (default ``k``)."""
+    t = target
+    V = f"symdyn_{t}"
+    T = t.upper()
+    lines: list[str] = []
+    n_out = f.n_out()
+    written = [[0] * f.nnz_out(o) for o in range(n_out)]
+    for o in range(n_out):
+        if not f.sparsity_out(o).is_dense():
+            raise Unsupported(f"output {o} of {f.name()} is sparse")
+    for k in range(f.n_instructions()):
+        op = f.instruction_id(k)
+        ins = f.instruction_input(k)
+        outs = f.instruction_output(k)
+        if op == ca.OP_INPUT:
+            lines.append(f"a{outs[0]}=arg[{ins[0]}][{ins[1]}];")
+        elif op == ca.OP_OUTPUT:
+            o, j = outs
+            written[o][j] += 1
+            at = j if out_index is None else out_index(o, j)
+            lines.append(f"res[{o}][{at}]=a{ins[0]};")
+        elif op == ca.OP_CONST:
+            lines.append(f"a{outs[0]}=SYMDYN_{T}_SPLAT({_const(f.instruction_constant(k))});")
+        elif op in _BINARY:
+            lines.append(f"a{outs[0]}=a{ins[0]}{_BINARY[op]}a{ins[1]};")
+        elif op == ca.OP_NEG:
+            lines.append(f"a{outs[0]}=-a{ins[0]};")
+        elif op == ca.OP_TWICE:
+            lines.append(f"a{outs[0]}=a{ins[0]}+a{ins[0]};")
+        elif op == ca.OP_SQ:
+            lines.append(f"a{outs[0]}=a{ins[0]}*a{ins[0]};")
+        elif op == ca.OP_INV:
+            lines.append(f"a{outs[0]}=SYMDYN_{T}_SPLAT(1.0)/a{ins[0]};")
+        elif op == ca.OP_ASSIGN:
+            lines.append(f"a{outs[0]}=a{ins[0]};")
+        elif op == ca.OP_SQRT:
+            lines.append(f"a{outs[0]}=symdyn_{t}_sqrt(a{ins[0]});")
+        elif op == ca.OP_FABS:
+            lines.append(f"a{outs[0]}=symdyn_{t}_fabs(a{ins[0]});")
+        elif op in (ca.OP_SIN, ca.OP_COS):
+            fn = "sin" if op == ca.OP_SIN else "cos"
+            lines.append(f"a{outs[0]}=symdyn_{t}_{fn}(a{ins[0]});" if fast_trig else
+                         f"a{outs[0]}=symdyn_{t}_map1(a{ins[0]}, {fn});")
+        elif op in _COMPARE:
+            lines.append(f"a{outs[0]}=symdyn_{t}_bool(({V}i)(a{ins[0]}{_COMPARE[op]}a{ins[1]}));")
+        elif op == ca.OP_NOT:
+            lines.append(f"a{outs[0]}=symdyn_{t}_bool(({V}i)(a{ins[0]}==0.0));")
+        elif op == ca.OP_AND:
+            lines.append(f"a{outs[0]}=symdyn_{t}_bool(({V}i)(a{ins[0]}!=0.0)&({V}i)(a{ins[1]}!=0.0));")
+        elif op == ca.OP_OR:
+            lines.append(f"a{outs[0]}=symdyn_{t}_bool(({V}i)(a{ins[0]}!=0.0)|({V}i)(a{ins[1]}!=0.0));")
+        elif op == ca.OP_IF_ELSE_ZERO:
+            lines.append(f"a{outs[0]}=({V})(({V}i)(a{ins[0]}!=0.0)&({V}i)a{ins[1]});")
+        elif op in _LIBM1:
+            lines.append(f"a{outs[0]}=symdyn_{t}_map1(a{ins[0]}, {_LIBM1[op].format(t=t)});")
+        elif op in _LIBM2:
+            lines.append(f"a{outs[0]}=symdyn_{t}_map2(a{ins[0]}, a{ins[1]}, {_LIBM2[op]});")
+        else:
+            raise Unsupported(f"{f.name()}: SX operation {_OP_NAMES.get(op, op)!r} has no "
+                              "vector form")
+    for o, counts in enumerate(written):
+        if any(c != 1 for c in counts):
+            raise Unsupported(f"{f.name()}: output {o} is not written exactly once per entry")
+    return lines, f.sz_w()
+
+
+def vector_function(f: ca.Function, name: str, target: str, *, out_index=None,
+                    fast_trig: bool = True, static: bool = False) -> str:
+    """``void <name>(const double* const* arg, double* const* res, double* w)``: ``f`` on W
+    states, each ``arg[i]`` / ``res[o]`` a state-minor block aligned to the vector size (``w``
+    is unused: everything lives in locals)."""
+    body, n_locals = statements(f, target, out_index=out_index, fast_trig=fast_trig)
+    t, T = target, target.upper()
+    decl = ", ".join(f"a{i}" for i in range(n_locals))
+    head = "static " if static else ""
+    return "\n".join([
+        f"{head}SYMDYN_{T}_TARGET void {name}(const double* const* arg_, double* const* res_, "
+        "double* w) {",
+        f"  const symdyn_{t}* const* arg = (const symdyn_{t}* const*)arg_;",
+        f"  symdyn_{t}* const* res = (symdyn_{t}* const*)res_;",
+        (f"  symdyn_{t} {decl};" if n_locals else ""),
+        *("  " + s for s in body),
+        "  (void)arg; (void)res; (void)w;",
+        "}", ""])
+
+
+def function_source(f: ca.Function, fname: str, targets: Sequence[str], *, out_index=None,
+                    fast_trig: bool = True) -> str:
+    """The vector variants of an unrolled function, appended to its C file: for each target
+    ``t``, ``<fname>_<t>(arg, res, w)``, ``<fname>_<t>_sz_w()`` (doubles of ``w``: 0) and
+    ``<fname>_<t>_prepare(w)`` (nothing to prepare)."""
+    parts = []
+    for t in targets:
+        parts += [prelude(t), f"#ifdef SYMDYN_{t.upper()}_OK",
+                  vector_function(f, f"{fname}_{t}", t, out_index=out_index, fast_trig=fast_trig),
+                  f"long long {fname}_{t}_sz_w(void) {{ return 0; }}",
+                  f"void {fname}_{t}_prepare(double* w) {{ (void)w; }}", "#endif"]
+    return "\n".join(parts)

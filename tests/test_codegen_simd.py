@@ -1,0 +1,203 @@
+"""Vector batches (symdyn.codegen.simd): W states per instruction in both compiled forms, chosen
+at run time by CPU features, equal to the scalar loop to rounding, with the scalar loop's NaN,
+quaternion and thread behaviour; the extension's fast path for small batches."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from symdyn.codegen import build, compiler_info
+from symdyn.codegen import simd
+from symdyn.models import random_tree
+from conftest import requires_cc
+
+pytestmark = requires_cc
+
+
+def _host() -> tuple[str, ...]:
+    return simd.host_targets(compiler_info()[0])
+
+
+needs_vectors = pytest.mark.skipif(not _host(), reason="this CPU runs none of simd.TARGETS")
+
+
+def _model():
+    # floating base and a spherical joint (two quaternions), revolute and prismatic joints
+    return random_tree(5, seed=21, joint_kinds=("revolute", "spherical", "prismatic"),
+                       floating_base=True, name="simdfloat")
+
+
+def _states(model, n, seed):
+    rng = np.random.default_rng(seed)
+    return {"q": np.array([model.random_q(rng) for _ in range(n)]),
+            "qd": rng.uniform(-2, 2, (n, model.nv)), "qdd": rng.uniform(-2, 2, (n, model.nv)),
+            "tau": rng.uniform(-2, 2, (n, model.nv))}
+
+
+ALGS = ["rnea", "crba", "aba", "christoffel"]
+
+
+@pytest.fixture(scope="module", params=["unrolled", "recursive"])
+def lib(request, tmp_path_factory):
+    return build(_model(), ALGS, form=request.param, opt="-O1", progress=False,
+                 cache_dir=tmp_path_factory.mktemp("symdyn-simd"))
+
+
+def _args(f, states):
+    return [states[n] for n in f.input_names]
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+@needs_vectors
+@pytest.mark.parametrize("alg", ALGS)
+def test_vector_batch_equals_the_scalar_loop(lib, alg):
+    f = lib[alg]
+    assert f.simd_width == simd.TARGETS[_host()[0]][0]
+    assert f.meta["simd"] == [_host()[0]]
+    for n in (1, 3, f.simd_width, 2 * f.simd_width + 1, 37):
+        args = _args(f, _states(_model(), n, seed=n))
+        vec, sca = _tuple(f.batch(*args)), _tuple(f.batch(*args, simd=False))
+        for v, s in zip(vec, sca, strict=True):
+            np.testing.assert_allclose(v, s, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(s).max()))
+        single = _tuple(f(*[a[-1] for a in args]))
+        for v, s in zip(vec, single, strict=True):
+            np.testing.assert_allclose(v[-1], s, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(s).max()))
+
+
+@needs_vectors
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("stream", [True, False])
+def test_vector_batch_modes_and_bad_states(lib, threads, stream):
+    f = lib["crba"]
+    n = 4 * f.simd_width + 3
+    Q = _states(_model(), n, seed=5)["q"]
+    ref = f.batch(Q, simd=False, threads=1)
+    Q[6, 0] = np.nan           # one state with NaN: NaN outputs there only
+    out = f.batch(Q, threads=threads, stream=stream, nan="propagate")
+    assert np.isnan(out[6]).all()
+    keep = np.arange(n) != 6
+    np.testing.assert_allclose(out[keep], ref[keep], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="state 6 has NaN"):
+        f.batch(Q, threads=threads, stream=stream)
+    Q[6, 0] = 0.1
+    off = [o for o, _ in f.quaternions][0]
+    Q[n - 2, off:off + 4] *= 1.5   # not a unit quaternion, in the last (short) block
+    with pytest.raises(ValueError, match=f"state {n - 2}"):
+        f.batch(Q, threads=threads, stream=stream)
+
+
+def test_without_vector_variants_the_batch_is_scalar(tmp_path):
+    lib = build(_model(), ["rnea"], simd=(), opt="-O1", progress=False, cache_dir=tmp_path)
+    f = lib.rnea
+    assert f.simd_width == 1 and f.meta["simd"] == []
+    args = _args(f, _states(_model(), 9, seed=2))
+    np.testing.assert_array_equal(f.batch(*args), f.batch(*args, simd=False))
+
+
+@needs_vectors
+def test_the_widest_variant_the_cpu_runs_is_chosen(tmp_path):
+    """A library with every target: the batch takes the widest this CPU reports (the others
+    are compiled, never run here)."""
+    lib = build(_model(), ["rnea"], simd=tuple(simd.TARGETS), opt="-O1", progress=False,
+                cache_dir=tmp_path)
+    f = lib.rnea
+    assert f.meta["simd"] == list(simd.TARGETS)
+    assert f.simd_width == simd.TARGETS[_host()[0]][0]
+    args = _args(f, _states(_model(), 11, seed=4))
+    np.testing.assert_allclose(f.batch(*args), f.batch(*args, simd=False), rtol=1e-12, atol=1e-12)
+
+
+def test_simd_option_is_checked():
+    assert simd.check_simd("auto") == "auto"
+    assert simd.check_simd(()) == () and simd.check_simd(None) == ()
+    assert simd.check_simd(["avx2", "avx2"]) == ("avx2",)
+    with pytest.raises(ValueError, match="unknown simd target 'sse9'"):
+        simd.check_simd(("sse9",))
+    with pytest.raises(TypeError, match="simd must be"):
+        simd.check_simd(3)
+    with pytest.raises(ValueError, match="unknown simd target"):
+        build(_model(), ["rnea"], simd="neon9", progress=False)
+
+
+def test_every_operation_has_its_vector_form(tmp_path):
+    """Each SX operation the generator knows, on lanes that exercise its edge cases (libm's
+    range for sin/cos, NaN, zero), against CasADi's own evaluation lane by lane."""
+    host = _host()
+    if not host:
+        pytest.skip("this CPU runs none of simd.TARGETS")
+    t = host[0]
+    W = simd.TARGETS[t][0]
+    x, y = ca.SX.sym("x", 3), ca.SX.sym("y", 2)
+    exprs = [x[0] * y[1] + 2.5, x[0] - y[0], x[1] / y[0], -x[1], 2 * x[2], x[0] ** 2, 1 / y[1],
+             ca.sin(x[2]), ca.cos(x[2]), ca.sqrt(ca.fabs(x[0])), ca.fabs(x[1]),
+             ca.if_else(x[0] < y[0], x[1], 0.0), x[0] <= y[1], x[0] == y[0], x[0] != y[0],
+             ca.logic_and(x[0] > 0, x[1] > 0), ca.logic_or(x[0] > 0, x[1] > 0),
+             ca.logic_not(x[1] > 0), ca.exp(y[0]), ca.log(ca.fabs(y[1]) + 1), ca.tan(x[0]),
+             ca.atan2(x[0], x[1]), ca.fmin(x[0], x[1]), ca.fmax(x[0], x[1]), ca.sign(x[1]),
+             ca.fabs(y[0]) ** 1.5, ca.atan(x[0]), ca.tanh(x[1]), ca.floor(x[0]), ca.ceil(x[1])]
+    f = ca.Function("opsf", [x, y], [ca.vertcat(*exprs)])
+    src = "#include <math.h>\n" + simd.function_source(f, "opsf", [t])
+    (tmp_path / "ops.c").write_text(src)
+    lib_path = tmp_path / "libops.so"
+    subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(lib_path),
+                    str(tmp_path / "ops.c"), "-lm"], check=True, capture_output=True)
+    c = ctypes.CDLL(str(lib_path))
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (W, 3))
+    Y = rng.uniform(-2, 2, (W, 2))
+    X[0, 2] = 3e5            # sin/cos through libm on this lane
+    X[1, 0] = 0.0
+    X[W - 1, 2] = np.nan     # NaN stays in its lane
+
+    def aligned(n):
+        raw = np.zeros(n + 8)
+        off = (-raw.ctypes.data % 64) // 8
+        return raw[off:off + n]
+
+    xb, yb, rb = aligned(3 * W), aligned(2 * W), aligned(len(exprs) * W)
+    xb[:] = X.T.reshape(-1)
+    yb[:] = Y.T.reshape(-1)
+    arg = (ctypes.c_void_p * 2)(xb.ctypes.data, yb.ctypes.data)
+    res = (ctypes.c_void_p * 1)(rb.ctypes.data)
+    c[f"opsf_{t}"](arg, res, None)
+    got = rb.reshape(len(exprs), W).T
+    for lane in range(W):
+        want = np.array(f(X[lane], Y[lane])).reshape(-1)
+        np.testing.assert_allclose(got[lane], want, rtol=1e-14, atol=1e-15, equal_nan=True,
+                                   err_msg=f"lane {lane}")
+
+
+def test_unsupported_operation_is_reported():
+    x = ca.SX.sym("x")
+    f = ca.Function("g", [x], [ca.erfinv(x)])
+    with pytest.raises(simd.Unsupported, match="erfinv"):
+        simd.statements(f, "avx2")
+
+
+def test_small_batches_run_in_the_extension(lib):
+    """Exact-array calls of small batches are handled by the fastcall extension; they equal
+    the Python path and fall back to it for its errors."""
+    from symdyn.codegen import fastcall
+
+    f = lib["rnea"].copy()
+    calls = []
+    real = f._batch
+
+    def spy(*a):               # the ctypes entry point of the Python path
+        calls.append(a[2])
+        return real(*a)
+
+    f._batch = spy
+    args = _args(f, _states(_model(), 5, seed=7))
+    np.testing.assert_array_equal(f.batch(*args), f.batch(*args, nan="raise"))
+    assert calls == ([5] if fastcall.status() == "on" else [5, 5])
+    args[1][2, 0] = np.inf
+    with pytest.raises(ValueError, match="state 2 has NaN or inf"):
+        f.batch(*args)
