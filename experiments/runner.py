@@ -204,6 +204,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "plain NumPy implementation and Pinocchio per call on panda and "
                "random_tree(20), side by side in one process",
                ("numpy_overhead.md",), minutes=(1.0, 0.3)),
+    Experiment("simd_batch", "simd_batch.py",
+               "Vector batches (W states per instruction) against the scalar loop of the same "
+               "compiled function on kinova, panda, anymal_c, g1, random_tree(40); the vector "
+               "FMA peak; the fixed cost of a .batch call",
+               ("simd_batch.md",), minutes=(15.0, 1.5), cold_minutes=20.0),
+    Experiment("build_policy", "build_policy.py",
+               "The recursive form compiled at -O2 against -Og: compile time and batch time "
+               "on random_tree(160)",
+               ("build_policy.md",), minutes=(8.0, 2.0)),
 ]}
 
 

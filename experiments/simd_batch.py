@@ -1,0 +1,201 @@
+"""Vector batches (issue 50, item 1): ``f.batch(..., simd=True)`` (W states per instruction,
+symdyn/codegen/simd.py) against the scalar loop of the same compiled function
+(``simd=False``), per state, one thread, at 10^4 states (fewer where the outputs would exceed
+256 MB: the states are then named), outputs written into reused arrays (``out=``), the two
+interleaved in one process (medians of the per-round ratios). Both compiled forms, as
+``form="auto"`` chooses them per function.
+
+Also: the vector FMA peak of this CPU (independent multiply-add chains on the same vector type,
+same target attribute), against which the batches' SX operations per ns are set; the bytes of
+outputs per state (a batch that writes more than memory takes is bandwidth-bound whatever its
+arithmetic); and the fixed cost of a ``.batch`` call (one state) through the extension's fast
+path against the Python path (``nan="raise"`` keeps a call there).
+
+Models: kinova, panda, anymal_c, g1 (example-robot-data URDFs) and random_tree(40) with random
+geometry (``symdyn.models.random_tree(40, seed=1)``: random axes, offsets and inertias, what a
+user's own robot looks like, not axis-aligned); rnea, crba, aba, coriolis_matrix, christoffel,
+rnea_derivatives.
+
+Writes simd_batch.md.
+
+    python experiments/simd_batch.py            # five models (cold build cache: ~30 min)
+    python experiments/simd_batch.py --quick    # panda, fewer repeats (~2 min)
+"""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import command, header, interleaved, log, median, out_dir, paired_ratio, parser, table, write
+
+import numpy as np  # noqa: E402
+
+import symdyn as sd  # noqa: E402
+from symdyn.codegen import build, compiler_info, simd  # noqa: E402
+from symdyn.models import random_tree  # noqa: E402
+
+MODELS_FULL = ["kinova", "panda", "anymal_c", "g1", "random_tree(40)"]
+MODELS_QUICK = ["panda"]
+ALGS = ["rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_derivatives"]
+STATES = 10_000
+MAX_OUT_BYTES = 256e6
+
+
+def model(name: str):
+    if name == "random_tree(40)":
+        return random_tree(40, seed=1, name="tree40")
+    return sd.load_robot(name)
+
+
+def fma_peak(target: str, seconds: float = 0.3) -> float:
+    """Flop per ns of independent FMA chains on ``target``'s vectors (one thread)."""
+    W = simd.TARGETS[target][0]
+    t = target
+    T = t.upper()
+    chains = range(12)    # independent chains in registers (a loop over an array would not be)
+    src = simd.prelude(target) + f"""
+#ifdef SYMDYN_{T}_OK
+SYMDYN_{T}_TARGET double fma_peak(long long n) {{
+  const symdyn_{t} m = SYMDYN_{T}_SPLAT(0.9999999), c = SYMDYN_{T}_SPLAT(1e-9);
+  symdyn_{t} {", ".join(f"a{k} = SYMDYN_{T}_SPLAT({k + 1}.0)" for k in chains)};
+  long long i;
+  int l;
+  double s = 0;
+  for (i = 0; i < n; ++i) {{
+    {" ".join(f"a{k} = a{k} * m + c;" for k in chains)}
+  }}
+  for (l = 0; l < {W}; ++l) s += {" + ".join(f"a{k}[l]" for k in chains)};
+  return s;
+}}
+#endif
+"""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "fma.c").write_text(src)
+        lib = Path(d) / "libfma.so"
+        subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(lib),
+                        str(Path(d) / "fma.c")], check=True, capture_output=True)
+        f = ctypes.CDLL(str(lib)).fma_peak
+        f.argtypes, f.restype = [ctypes.c_longlong], ctypes.c_double
+        n = 1_000_000
+        best = 0.0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            f(n)
+            best = max(best, n * 12 * W * 2 / ((time.perf_counter() - t0) * 1e9))
+    return best
+
+
+def inputs(m, f, n: int, rng) -> list[np.ndarray]:
+    q = np.array([m.random_q(rng) for _ in range(n)])
+    other = {k: rng.uniform(-1, 1, (n, m.nv)) for k in ("qd", "qdd", "tau")}
+    return [q if name == "q" else other[name] for name in f.input_names]
+
+
+def measure(name: str, repeat: int, rng) -> list[dict]:
+    m = model(name)
+    t0 = time.perf_counter()
+    lib = build(m, ALGS, progress=False)
+    log(f"{name}: built in {time.perf_counter() - t0:.0f} s (cache hit: {lib.cache_hit})")
+    rows = []
+    for alg in ALGS:
+        f = lib[alg]
+        out_bytes = 8 * sum(int(np.prod(s)) for s in f.output_shapes)
+        n = int(min(STATES, MAX_OUT_BYTES // out_bytes))
+        ins = inputs(m, f, n, rng)
+        res = f.batch(*ins, threads=1)
+        out = res
+        ts_v, ts_s = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
+                                  lambda: f.batch(*ins, out=out, threads=1, simd=False)],
+                                 repeat=repeat)
+        vec = f.batch(*ins, threads=1, simd=True)
+        sca = f.batch(*ins, threads=1, simd=False)
+        err = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+                  for a, b in zip(vec if isinstance(vec, tuple) else (vec,),
+                                  sca if isinstance(sca, tuple) else (sca,)))
+        one = [a[:1].copy() for a in ins]
+        tf, tp = interleaved([lambda: f.batch(*one), lambda: f.batch(*one, nan="raise")],
+                             repeat=repeat)
+        rows.append({"model": name, "nv": m.nv, "alg": alg, "form": f.meta["form"],
+                     "width": f.simd_width, "states": n, "instr": int(f.stats["n_instructions"]),
+                     "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
+                     "speedup": paired_ratio(ts_s, ts_v), "err": err,
+                     "fixed_fast": median(tf), "fixed_python": median(tp)})
+        r = rows[-1]
+        log(f"{name} {alg}: {r['form']}, W={r['width']}, scalar {r['t_sca'] * 1e9:.0f} ns, "
+            f"vector {r['t_vec'] * 1e9:.0f} ns a state: {r['speedup']:.2f}x; one-state batch "
+            f"{r['fixed_fast'] * 1e6:.2f} us (Python path {r['fixed_python'] * 1e6:.2f} us)")
+    return rows
+
+
+def report(rows, peak, target, args, t0) -> list[str]:
+    W = simd.TARGETS[target][0] if target else 1
+    L = header("Vector batches: W states per instruction against the scalar loop (issue 50)",
+               command("simd_batch.py", args), t0,
+               "Per state, one thread, outputs into reused arrays, vector and scalar interleaved "
+               "in one process (medians; speedup = median of per-round ratios). `form`: the "
+               "compiled form `form=\"auto\"` chose. `ops/ns`: SX instructions of the function "
+               "times states over the vector batch's time; `% peak`: of the vector FMA peak "
+               "below, counting one SX operation as two flops (an FMA), an upper bound on the "
+               "share of the arithmetic units in use. `GB/s out`: output bytes written per "
+               "second by the vector batch.")
+    L += [f"Vector target: `{target or 'none'}` (W = {W}); vector FMA peak measured in this run: "
+          f"{peak:.1f} flop/ns (12 independent chains, one thread).", ""]
+    body = []
+    for r in rows:
+        ops = r["instr"] / (r["t_vec"] * 1e9)
+        body.append([r["model"], str(r["nv"]), r["alg"], r["form"], str(r["width"]),
+                     str(r["states"]), f"{r['t_sca'] * 1e9:.0f}", f"{r['t_vec'] * 1e9:.0f}",
+                     f"**{r['speedup']:.2f}**", f"{ops:.1f}",
+                     f"{100 * 2 * ops / peak:.0f}" if peak else "-",
+                     f"{r['out_bytes'] / 1024:.1f}", f"{r['out_bytes'] / (r['t_vec'] * 1e9):.1f}",
+                     f"{r['err']:.0e}"])
+    L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
+                "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "max rel. diff"], body)
+    L += ["", "## Fixed cost of a `.batch` call (one state)", "",
+          "The extension's fast path (exact C-contiguous float64 arrays, no keywords, batches "
+          "that `threads=None` runs on one thread) against the Python path of the same call "
+          "(`nan=\"raise\"` keeps it there), medians in microseconds; the per-state time of the "
+          "vector batch is included in both.", ""]
+    L += table(["model", "function", "fast path us", "Python path us"],
+               [[r["model"], r["alg"], f"{r['fixed_fast'] * 1e6:.2f}",
+                 f"{r['fixed_python'] * 1e6:.2f}"] for r in rows])
+    sp = [r["speedup"] for r in rows]
+    slow = [f"{r['model']} {r['alg']} ({r['speedup']:.2f}x, {r['out_bytes'] / 1024:.0f} KiB "
+            f"out a state)" for r in rows if r["speedup"] < 3.0]
+    L += ["", "## Summary", "",
+          f"- Speedup of the vector batch over the scalar loop: {min(sp):.2f}x to {max(sp):.2f}x "
+          f"(median {float(np.median(sp)):.2f}x) with W = {W}.",
+          "- Below the 3x target: " + ("; ".join(slow) if slow else "none") + ".",
+          f"- One-state `.batch` calls: {min(r['fixed_fast'] for r in rows) * 1e6:.2f}-"
+          f"{max(r['fixed_fast'] * 1e6 for r in rows):.2f} us through the fast path, "
+          f"{min(r['fixed_python'] for r in rows) * 1e6:.2f}-"
+          f"{max(r['fixed_python'] * 1e6 for r in rows):.2f} us through Python.", ""]
+    return L
+
+
+def main(argv=None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--repeat", type=int, default=None, help="interleaved rounds (9; 5 with --quick)")
+    p.add_argument("--models", default=None, help="comma-separated models (default: all five)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    d = out_dir(args)
+    repeat = args.repeat or (5 if args.quick else 9)
+    names = args.models.split(",") if args.models else MODELS_QUICK if args.quick else MODELS_FULL
+    host = simd.host_targets(compiler_info()[0])
+    target = host[0] if host else None
+    peak = fma_peak(target) if target else 0.0
+    log(f"vector target {target}, FMA peak {peak:.1f} flop/ns")
+    rng = np.random.default_rng(0)
+    rows = [r for n in names for r in measure(n, repeat, rng)]
+    write(d, "simd_batch.md", report(rows, peak, target, args, t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
