@@ -74,8 +74,9 @@ def crfbar(f):
 
 class PlainNumpy:
     """RNEA, CRBA, ABA and ``(M, Mdot, C*)`` (Echeandia & Wensing 2021, Algorithm 1 with
-    eq. (10), as ``sd.coriolis_matrix``) in plain NumPy over a symdyn model's data: revolute and prismatic joints (one
-    degree of freedom each), 6x6 Plucker matrices, Featherstone 2008's listings."""
+    eq. (10), as ``sd.coriolis_matrix``) in plain NumPy over a symdyn model's data: revolute
+    and prismatic joints (one degree of freedom each), 6x6 Plucker matrices, Featherstone
+    2008's listings."""
 
     def __init__(self, model):
         kinds = {j.type for j in model.joints}
@@ -315,7 +316,8 @@ def profile(models) -> None:
         rng = np.random.default_rng(0)
         q = np.array(model.random_q(rng))
         qd, qdd = rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
-        for alg, f in [("rnea", lambda: sd.rnea(model, q, qd, qdd)), ("crba", lambda: sd.crba(model, q)),
+        for alg, f in [("rnea", lambda: sd.rnea(model, q, qd, qdd)),
+                       ("crba", lambda: sd.crba(model, q)),
                        ("aba", lambda: sd.aba(model, q, qd, qdd)),
                        ("coriolis_matrix", lambda: sd.coriolis_matrix(model, q, qd))]:
             pr = cProfile.Profile()
@@ -432,7 +434,8 @@ def main() -> None:
                    "The three run side by side in one process (interleaved blocks of ~"
                    f"{target * 1e3:.0f} ms, {repeat} rounds); times are the process's CPU time "
                    "per call (`time.process_time`: waiting for a core on the shared machine does "
-                   "not count), medians; ratios are the medians of the per-round ratios. `max abs(sd - plain)`: "
+                   "not count), medians; ratios are the medians of the per-round ratios. "
+                   "`max abs(sd - plain)`: "
                    "the largest difference of the two results; `result change vs before`: "
                    "max abs(after - before) / max(1, max abs(before)) of symdyn's results on the "
                    "same inputs (coriolis_matrix: M, Mdot and C).")
