@@ -246,3 +246,26 @@ def test_cache_whose_lock_directory_cannot_be_made(tmp_path):
     with pytest.warns(RuntimeWarning, match="not writable"):
         other = build(m, ["crba"], opt="-O0", cache_dir=tmp_path, progress=False)
     assert not other.cache_hit
+
+
+def test_fingerprint_covers_everything_the_code_depends_on():
+    """Armature, damping, friction, frame placements and names change the generated code (or
+    what a frame option resolves to): each changes the model's fingerprint, hence the key."""
+    from symdyn.codegen.cache import model_fingerprint
+    from symdyn.spatial import Transform
+
+    def arm(tool_at=0.1, tool="tool", link="l1"):
+        return sd.Model([
+            sd.Body("l0", None, sd.Revolute("z")),
+            sd.Body(link, "l0", sd.Revolute("y"), X_tree=Transform(np.eye(3), [0.0, 0.0, 0.3])),
+            sd.Body(tool, link, sd.Fixed(), mass=0.1, inertia=0.01 * np.eye(3),
+                    X_tree=Transform(np.eye(3), [tool_at, 0.0, 0.0]))])
+
+    m = arm()
+    base = model_fingerprint(m)
+    assert model_fingerprint(arm()) == base
+    variants = [m.replace(armature=[0.0, 0.5]), m.replace(damping=[0.1, 0.0]),
+                m.replace(friction=[0.0, 0.2]), arm(tool_at=0.2), arm(tool="flange"),
+                arm(link="upper")]
+    prints = [model_fingerprint(v) for v in variants]
+    assert base not in prints and len(set(prints)) == len(prints)

@@ -79,8 +79,10 @@ def _feed(h, x: Any) -> None:
 
 def model_fingerprint(model) -> str:
     """SHA-256 of everything that determines the generated code of a numeric model: topology,
-    joint types and parameters, tree transforms, inertias and gravity (not the model's name)."""
-    h = hashlib.sha256(b"symdyn-model-v1;")
+    joint types and parameters, tree transforms, inertias, gravity, armature, damping and
+    friction, the names that frame options resolve (bodies, joints, frames) and the frames'
+    placements, mimic couplings (not the model's name)."""
+    h = hashlib.sha256(b"symdyn-model-v2;")
     _feed(h, list(model.parents))
     for j in model.joints:
         params = sorted((k, v) for k, v in vars(j).items() if not k.startswith("_"))
@@ -91,6 +93,14 @@ def model_fingerprint(model) -> str:
     for I in model.I:
         _feed(h, np.asarray(I, dtype=float))
     _feed(h, np.asarray(model.gravity, dtype=float).reshape(-1))
+    for field in ("armature", "damping", "friction"):
+        _feed(h, np.asarray(getattr(model, field), dtype=float).reshape(-1))
+    _feed(h, (tuple(model.names), tuple(model.joint_names)))
+    for name, fr in sorted(model.frames.items()):
+        _feed(h, (name, int(fr.body)))
+        _feed(h, np.asarray(fr.X.E, dtype=float))
+        _feed(h, np.asarray(fr.X.r, dtype=float).reshape(-1))
+    _feed(h, sorted((k, repr(v)) for k, v in model.mimic.items()))
     return h.hexdigest()
 
 
