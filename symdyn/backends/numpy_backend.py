@@ -234,6 +234,7 @@ def _gather(n: int, blocks) -> tuple[np.ndarray, np.ndarray]:
 
 
 _SKEW3 = _gather(3, [(0, 0, 0, 1.0)])
+_MINUS_SKEW3 = _gather(3, [(0, 0, 0, -1.0)])
 # with x = [a; b]: crm [[S(a), 0], [S(b), S(a)]], crf [[S(a), S(b)], [0, S(a)]],
 # crfbar [[-S(a), -S(b)], [-S(b), 0]]
 _CRM = _gather(6, [(0, 0, 0, 1.0), (1, 0, 3, 1.0), (1, 1, 0, 1.0)])
@@ -281,8 +282,8 @@ class Kernels:
         X = np.zeros((6, 6))
         X[:3, :3] = E
         X[3:, 3:] = E
-        take, sign = _SKEW3
-        X[3:, :3] = E.dot(_vector(r, 3)[take] * -sign)
+        take, minus_sign = _MINUS_SKEW3
+        X[3:, :3] = E.dot(_vector(r, 3)[take] * minus_sign)
         return X
 
     @staticmethod
