@@ -187,8 +187,8 @@ def test_wrong_lengths(backend):
 
 
 def test_wrong_shapes():
-    with pytest.raises(ValueError, match=r"q must have shape \(3,\), got \(3, 3\)"):
-        sd.crba(MODEL, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match=r"q must have shape \(3,\), got \(3, 2\)"):
+        sd.crba(MODEL, np.zeros((3, 2)))        # (B, 3) would be a batch of B states
     with pytest.raises(ValueError, match="q must have"):
         sd.crba(MODEL, ca.SX.sym("q", 3, 2))
     with pytest.raises(TypeError, match="q must be a vector of 3 numbers"):
