@@ -55,7 +55,6 @@ BUILD_OPTIONS = ("opt", "cflags", "native", "cse", "fast_trig", "cache", "cache_
                  "progress", "quaternions", "form")
 
 _ndarray = np.ndarray
-_float64 = np.dtype(np.float64)
 
 
 def compiled(model: Model, **build_options: Any) -> "CompiledModel":
@@ -133,7 +132,7 @@ class CompiledModel:
         loaded = ", ".join(k[0] for k in self._functions) or "nothing built yet"
         return f"<CompiledModel {self.model.name!r} ({loaded})>"
 
-    def function(self, name: str, **options: Any):
+    def function(self, name: str, **options: Any) -> Any:
         """The compiled function ``name`` (a name of :data:`symdyn.codegen.ALGORITHMS`) with
         build-time ``options`` (frame, reference, contacts, ...), built through
         :func:`symdyn.codegen.build` on first use."""
