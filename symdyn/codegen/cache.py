@@ -124,6 +124,8 @@ def build_files(manifest: dict) -> list[str]:
     names = [f"{prefix}_api.c", f"{prefix}_api.h", "main.c", "Makefile"]
     for fd in manifest["functions"]:
         names += [fd["source"], fd["header"]]
+        if fd.get("simd_source"):
+            names.append(fd["simd_source"])
         if fd.get("derivatives"):
             names += [fd["derivatives"]["source"], fd["derivatives"]["header"]]
     if manifest.get("library"):

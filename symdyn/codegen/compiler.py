@@ -207,6 +207,10 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
         units.append({"source": fd["source"], "object": fd["source"][:-2] + ".o",
                       "flags": fd["cflags"], "label": f"{fd['n_instructions']} instructions",
                       "weight": fd["n_instructions"], "fd": fd})
+        if fd.get("simd_source"):   # the vector variants: same flags, a unit of their own
+            units.append({"source": fd["simd_source"], "object": fd["simd_source"][:-2] + ".o",
+                          "flags": fd["cflags"], "weight": fd["n_instructions"], "fd_simd": fd,
+                          "label": f"vector variants, {fd['n_instructions']} instructions"})
         der = fd.get("derivatives")
         if der:      # CasADi's derivative entry points (casadi.external), one unit
             units.append({"source": der["source"], "object": der["source"][:-2] + ".o",
@@ -220,6 +224,10 @@ def compile_library(directory, manifest: dict, *, opt: str = "auto",
     cpu0, t0 = _cpu_children(), time.perf_counter()
     run_compilers(units, cc_path, directory, jobs, prog)
     for u in units:
+        if "fd_simd" in u:
+            u["fd_simd"]["t_compile_simd"] = u["t_compile"]
+            if "cpu_compile" in u:
+                u["fd_simd"]["cpu_compile_simd"] = u["cpu_compile"]
         if "fd" in u:
             u["fd"]["t_compile"] = u["t_compile"]
             if "cpu_compile" in u:

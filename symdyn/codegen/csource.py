@@ -731,11 +731,14 @@ def _c_array(values) -> str:
 
 
 def library_sources(prefix: str, functions: Sequence[dict]) -> list[str]:
-    """The C sources of the library (not ``main.c``): each function's, its derivatives' when
-    exported (``fd["derivatives"]["source"]``), and the wrapper ``<prefix>_api.c``."""
+    """The C sources of the library (not ``main.c``): each function's, its vector variants'
+    (``fd["simd_source"]``) and its derivatives' when exported (``fd["derivatives"]["source"]``),
+    and the wrapper ``<prefix>_api.c``."""
     out = []
     for fd in functions:
         out.append(fd["source"])
+        if fd.get("simd_source"):
+            out.append(fd["simd_source"])
         if fd.get("derivatives"):
             out.append(fd["derivatives"]["source"])
     return out + [f"{prefix}_api.c"]

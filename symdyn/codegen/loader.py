@@ -100,7 +100,7 @@ class CompiledFunction:
         self.output_shapes = tuple(tuple(int(d) for d in s) for s in meta["output_shapes"])
         self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "n_fast_trig", "t_trace", "t_function",
                                            "t_generate", "t_compile", "cpu_compile", "cflags",
-                                           "source_bytes")
+                                           "source_bytes", "t_compile_simd", "cpu_compile_simd")
                       if k in meta}
         self._single_lib, self._batch_lib = single_lib, batch_lib
         work = getattr(single_lib, f"{self.symbol}_work")
