@@ -30,16 +30,24 @@ class Transform(_CompactTransform):
     """Compact spatial transform ``(E, r)``; see the module docstring.
 
     A tuple of two fields. With a numeric backend's kernels (``B.kernels``, NumPy)
-    the transform functions below apply X as its 6x6 motion matrix (:func:`to_matrix`), built
-    on first use and kept in the transform's ``__dict__``: one 6x6 product costs less than the
-    3x3-block form's several small operations there, while graph backends keep the 3x3 blocks
-    (smaller expressions)."""
+    the transform functions below apply X as its 6x6 motion matrix (:func:`to_matrix`): one
+    6x6 product costs less than the 3x3-block form's several small operations there, while
+    graph backends keep the 3x3 blocks (smaller expressions). A transform made by
+    :func:`compose` from its own new arrays keeps that matrix in its ``__dict__`` after the
+    first use; any other transform (whose arrays the caller may change in place) gets it
+    built at each use."""
+
+
+_OWN_ARRAYS = "own arrays"   # key in a Transform's __dict__: E and r were made for it alone
 
 
 def _motion_matrix(B, X: Transform):
-    """X's 6x6 motion matrix for a numeric backend's kernels, built once per transform (callers
-    look in ``X.__dict__`` first)."""
-    M = X.__dict__[B.name] = B.kernels.motion_matrix(X.E, X.r)
+    """X's 6x6 motion matrix for a numeric backend's kernels; kept in X when X owns its arrays
+    (callers look in ``X.__dict__`` first)."""
+    M = B.kernels.motion_matrix(X.E, X.r)
+    cache = X.__dict__
+    if _OWN_ARRAYS in cache:
+        cache[B.name] = M
     return M
 
 
@@ -152,7 +160,9 @@ def compose(B, X2: Transform, X1: Transform) -> Transform:
     """X2 X1 (first X1: A->B, then X2: B->C)."""
     k = getattr(B, "kernels", None) if B.numeric else None   # see _kernels
     if k is not None:
-        return Transform(k.mul(X2.E, X1.E), X1.r + k.mul(X1.E.T, X2.r))
+        X = Transform(k.mul(X2.E, X1.E), X1.r + k.mul(X1.E.T, X2.r))
+        X.__dict__[_OWN_ARRAYS] = True   # new arrays: X may keep its 6x6 matrix
+        return X
     return Transform(X2.E @ X1.E, X1.r + X1.E.T @ X2.r)
 
 

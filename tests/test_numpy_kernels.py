@@ -76,15 +76,25 @@ def test_spatial_functions_agree_with_and_without_kernels(m):
     close(X12, spatial.compose(G, X2, X1), 1e-15)
 
 
-def test_transform_keeps_its_matrix_and_stays_a_pair():
-    X = Transform(X1.E.copy(), X1.r.copy())
+def test_composed_transform_keeps_its_matrix_and_stays_a_pair():
+    X = spatial.compose(NP, X1, Transform(np.eye(3), np.zeros(3)))
+    assert "numpy" not in X.__dict__                     # built on first use only
     v = spatial.xform_motion(NP, X, V)
-    assert np.array_equal(v, X.__dict__["numpy"] @ V)   # built once, kept in the transform
+    assert np.array_equal(v, X.__dict__["numpy"] @ V)   # then kept in the transform
     E, r = X
-    assert X == Transform(E, r) and len(X) == 2 and X._fields == ("E", "r")
+    assert len(X) == 2 and X._fields == ("E", "r") and E is X.E and r is X.r
     Y = pickle.loads(pickle.dumps(X))
     assert isinstance(Y, Transform) and np.array_equal(Y.E, X.E)
-    assert "numpy" not in spatial.compose(NP, X, X).__dict__   # a new transform starts empty
+
+
+def test_a_callers_transform_changed_in_place_is_applied_as_it_is_now():
+    X = Transform(X1.E.copy(), X1.r.copy())
+    first = spatial.xform_motion(NP, X, V)
+    X.E[:] = np.eye(3)
+    X.r[:] = 0.0
+    assert np.allclose(first, spatial.xform_motion(G, X1, V))
+    assert np.array_equal(spatial.xform_motion(NP, X, V), V)          # identity now
+    assert np.array_equal(spatial.xform_force_T(NP, X, V), V)
 
 
 # --- algorithms ----------------------------------------------------------------------------------
