@@ -163,7 +163,8 @@ class CompiledModel:
                 request = {label: todo[key][1] for label, key in labels.items()}
                 lib = _codegen().build(self.model, request, **self.build_options)
                 for label, key in labels.items():
-                    self._functions[key] = lib[label]
+                    fn = self._functions[key] = lib[label]
+                    fn.nan_hint = False     # sd.* functions have no nan= option
         return self
 
     # -- the dispatch protocol -----------------------------------------------------------------

@@ -88,7 +88,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     (:mod:`symdyn.codegen.parameters` lists the functions and the caveats).
 
     ``simd``: the vector variants that ``.batch`` runs W states per instruction with
-    (:mod:`symdyn.codegen.simd`): ``"auto"`` the widest this machine runs, a target name or a
+    (:mod:`symdyn.codegen.simd`): ``"auto"`` the widest the building CPU runs, a target name or a
     tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
     batch picks at run time the widest one the CPU supports, else the scalar loop; single
     calls are not affected.

@@ -90,6 +90,8 @@ class CompiledFunction:
         self._normalize = quaternion_mode == "normalize" and bool(self.quaternions)
         self._tls = threading.local()       # per-thread copies (shared with copies of self)
         self._thread_id = thread_id           # C: the owner value of the calling thread
+        #: NaN/inf errors mention the ``nan=`` option (callers that do not offer it turn it off)
+        self.nan_hint = True
         self.input_names = tuple(meta["input_names"])
         self.output_names = tuple(meta["output_names"])
         # the sizes the C code reads and writes come from the library; the manifest only names
@@ -312,7 +314,8 @@ class CompiledFunction:
                     o.fill(np.nan)
                 return
             raise ValueError(f"{self.name}: input {self.input_names[status - 1]} contains NaN "
-                             f"or inf (pass nan='propagate' to get NaN outputs instead)")
+                             "or inf" + (" (pass nan='propagate' to get NaN outputs instead)"
+                                         if self.nan_hint else ""))
         raise RuntimeError(f"{self.name}: the compiled function failed (status {status})")
 
     def _write_out(self, out, results: tuple):
@@ -455,8 +458,9 @@ class CompiledFunction:
             j = next((j for j, d in enumerate(devs) if d > 1e-6), int(np.argmax(devs)))
             raise self._quaternion_error(j, q, where=f".batch: state {bad[1]}")
         if status == 1 and nan == "raise":
-            raise ValueError(f"{self.name}.batch: state {bad[0]} has NaN or inf inputs "
-                             "(pass nan='propagate' to get NaN outputs for such states)")
+            raise ValueError(f"{self.name}.batch: state {bad[0]} has NaN or inf inputs"
+                             + (" (pass nan='propagate' to get NaN outputs for such states)"
+                                if self.nan_hint else ""))
         if status < 0:
             what = "out of memory" if status == -2 else f"status {status}"
             raise RuntimeError(f"{self.name}.batch: the compiled function failed ({what})")

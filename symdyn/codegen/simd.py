@@ -11,7 +11,7 @@ compiled into the function's own C file with a ``target`` attribute per function
 the library keeps the build's flags: a library built without ``-march=native`` runs on any
 x86-64 CPU, and the wrapper takes a variant only where the CPU reports its features
 (``__builtin_cpu_supports``), else the scalar loop. ``simd="auto"`` builds the widest variant
-this machine runs; ``simd=("avx512", "avx2")`` builds both (a library to ship), ``simd=()`` none.
+the building CPU runs; ``simd=("avx512", "avx2")`` builds both (a library to ship), ``simd=()`` none.
 
 Operations: arithmetic maps to vector operators, sqrt to the target's instruction, sin/cos to a
 vector form of the branch-free kernels of :mod:`symdyn.codegen.trig` (lanes with
@@ -86,13 +86,13 @@ def host_targets(cc: str) -> tuple[str, ...]:
 
 
 def resolve_targets(simd: Any, cc: str) -> tuple[str, ...]:
-    """The targets a build compiles: ``"auto"`` -> the widest this machine runs (or none)."""
+    """The targets a build compiles: ``"auto"`` -> the widest the building CPU runs (or none)."""
     simd = check_simd(simd)
     if simd == "auto":
         return host_targets(cc)[:1]
     assert isinstance(simd, tuple)
     if simd and platform.machine().lower() not in ("x86_64", "amd64"):
-        raise ValueError(f"simd targets {simd} are x86-64 instruction sets; this machine is "
+        raise ValueError(f"simd targets {simd} are x86-64 instruction sets; this CPU is "
                          f"{platform.machine()} (use simd='auto' or ())")
     return simd
 
