@@ -154,6 +154,34 @@ def test_jax_backend_under_jit_equals_numpy():
             close(np.asarray(X), R, 1e-12)
 
 
+@pytest.mark.parametrize("name", ["chain8_helical", "tree10_rph"])
+def test_equals_jax_forward_over_forward_ad(name):
+    """jax.jacfwd(jax.jacfwd(.)) of the JAX backend's rnea, crba and aba (generalized
+    coordinates: tangent and coordinate derivatives coincide)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    model = make(name, seed=2)
+    q, qd, qdd, _ = state(model, 3)
+    tau = sd.rnea(model, q, qd, qdd)
+
+    def rnea(a, b, c):
+        return sd.rnea(model, a, b, c, backend="jax")
+
+    def aba(a, b, c):
+        return sd.aba(model, a, b, c, backend="jax")
+
+    jf, jr = jax.jacfwd, lambda f: jax.jit(f)
+    want_id = (jr(jf(jf(rnea, 0), 0))(q, qd, qdd), jr(jf(jf(rnea, 1), 1))(q, qd, qdd),
+               jr(jf(jf(rnea, 0), 1))(q, qd, qdd),
+               jr(jf(lambda a: sd.crba(model, a, backend="jax")))(q))
+    want_fd = (jr(jf(jf(aba, 0), 0))(q, qd, tau), jr(jf(jf(aba, 1), 1))(q, qd, tau),
+               jr(jf(jf(aba, 0), 1))(q, qd, tau), jr(jf(jf(aba, 2), 0))(q, qd, tau))
+    for got, want in ((sd.rnea_second_derivatives(model, q, qd, qdd), want_id),
+                      (sd.aba_second_derivatives(model, q, qd, tau), want_fd)):
+        for g, w, what in zip(got, want, NAMES, strict=True):
+            close(g, np.asarray(w), 1e-9, what)
+
+
 def two_link_arm():
     bodies = [Body("l1", None, Revolute("z"), 1.3, [0.5, 0.1, 0.0], np.diag([0.02, 0.1, 0.1]),
                    Transform(np.eye(3), np.zeros(3))),
