@@ -154,13 +154,17 @@ def test_jax_backend_under_jit_equals_numpy():
             close(np.asarray(X), R, 1e-12)
 
 
-@pytest.mark.parametrize("name", ["chain8_helical", "tree10_rph"])
-def test_equals_jax_forward_over_forward_ad(name):
+@pytest.mark.parametrize("tree", [
+    dict(n=4, parents=[-1, 0, 1, 2], joint_kinds=("helical", "revolute")),
+    pytest.param(dict(n=5, joint_kinds=("revolute", "prismatic", "helical")),
+                 marks=pytest.mark.slow)])
+def test_equals_jax_forward_over_forward_ad(tree):
     """jax.jacfwd(jax.jacfwd(.)) of the JAX backend's rnea, crba and aba (generalized
-    coordinates: tangent and coordinate derivatives coincide)."""
+    coordinates: tangent and coordinate derivatives coincide); small trees, since XLA compiles
+    the nested forward passes slowly."""
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
-    model = make(name, seed=2)
+    model = random_tree(seed=2, **tree)
     q, qd, qdd, _ = state(model, 3)
     tau = sd.rnea(model, q, qd, qdd)
 
