@@ -173,6 +173,31 @@ SYMDYN_{T}_FN double symdyn_{t}_sign_(double x) {{ return x < 0 ? -1.0 : x > 0 ?
 """
 
 
+_PACK_FULL = {
+    # four states' rows of four entries -> four entries of four states, transposed in registers;
+    # x - x is 0 for finite x and NaN otherwise
+    "avx2": """
+  if (m == 4) {
+    __m256d acc = _mm256_setzero_pd();
+    for (; j + 4 <= n; j += 4) {
+      const __m256d r0 = _mm256_loadu_pd(src + j), r1 = _mm256_loadu_pd(src + n + j);
+      const __m256d r2 = _mm256_loadu_pd(src + 2 * n + j), r3 = _mm256_loadu_pd(src + 3 * n + j);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      double* b = blk + 4 * j;
+      acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
+      acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
+      _mm256_store_pd(b, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_store_pd(b + 4, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_store_pd(b + 8, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_store_pd(b + 12, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(acc, acc, 0x01));
+    fin = _mm_cvtsd_f64(_mm_add_sd(_mm256_castpd256_pd128(acc),
+                                   _mm_unpackhi_pd(_mm256_castpd256_pd128(acc),
+                                                   _mm256_castpd256_pd128(acc))));
+  }""",
+}
 _UNPACK_FULL = {
     # W x W blocks transposed in registers: four entries of four states -> four states' rows
     "avx2": """
@@ -193,20 +218,26 @@ _UNPACK_FULL = {
 def io_source(targets: Sequence[str]) -> str:
     """For the batch wrapper: ``symdyn_<t>_pack(src, n, blk, m)`` (``m`` consecutive states'
     vectors of ``n`` entries, rows of ``src``, into a state-minor block; lanes past ``m`` repeat
-    the last state) and ``symdyn_<t>_unpack(blk, n, dst, m)`` (the first ``m`` lanes back into
-    rows of ``dst``)."""
+    the last state; returns 1 when every entry of the ``m`` states is finite, else 0) and
+    ``symdyn_<t>_unpack(blk, n, dst, m)`` (the first ``m`` lanes back into rows of ``dst``)."""
     parts = []
     for t in targets:
         W = TARGETS[t][0]
         T = t.upper()
         parts += [prelude(t), f"#ifdef SYMDYN_{T}_OK", f"""
-SYMDYN_{T}_TARGET static void symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
-  long long j;
+SYMDYN_{T}_TARGET static int symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
+  long long j = 0, j0;
   int l;
+  double fin = 0.0;{_PACK_FULL.get(t, "")}
+  j0 = j;
   for (l = 0; l < {W}; ++l) {{
     const double* row = src + (l < m ? l : m - 1) * n;
-    for (j = 0; j < n; ++j) blk[j * {W} + l] = row[j];
+    for (j = j0; j < n; ++j) {{
+      blk[j * {W} + l] = row[j];
+      fin += row[j] - row[j];
+    }}
   }}
+  return fin == 0.0;
 }}
 SYMDYN_{T}_TARGET static void symdyn_{t}_unpack(const double* blk, long long n, double* dst, int m) {{
   long long j = 0;

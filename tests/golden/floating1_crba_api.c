@@ -47,7 +47,8 @@ typedef struct {
   void (*prepare)(double*);
   long long (*sz_w)(void);
   int w, cpu;
-  void (*pack)(const double*, long long, double*, int);     /* rows of m states -> block */
+  int (*pack)(const double*, long long, double*, int);      /* rows of m states -> block;
+                                                              0: some entry is NaN or inf */
   void (*unpack)(const double*, long long, double*, int);   /* block -> rows of m states */
 } symdyn_vec;
 
@@ -296,8 +297,17 @@ static void symdyn_range_vec(const symdyn_work* W, symdyn_buffers* b, long long 
   int k, l, ok[64], all;
   for (i = lo; i < hi; i += v->w) {
     const int m = hi - i < v->w ? (int)(hi - i) : v->w;
-    for (l = 0, all = 1; l < m; ++l) all &= ok[l] = symdyn_state_ok(d, W->in, i + l, bad, badq);
-    for (k = 0; k < d->n_in; ++k) v->pack(W->in[k] + i * d->nin[k], d->nin[k], (double*)b->varg[k], m);
+    for (k = 0, all = 1; k < d->n_in; ++k)
+      all &= v->pack(W->in[k] + i * d->nin[k], d->nin[k], (double*)b->varg[k], m);
+    if (!all) {               /* some state is not finite: which (and their quaternions) */
+      for (l = 0, all = 1; l < m; ++l) all &= ok[l] = symdyn_state_ok(d, W->in, i + l, bad, badq);
+    } else if (d->nquat) {    /* all finite: the quaternions of each state */
+      for (l = 0; l < m; ++l) {
+        ok[l] = symdyn_bad_quaternion(d, W->in[d->qin] + (i + l) * d->nin[d->qin]) < 0;
+        if (!ok[l] && *badq < 0) *badq = i + l;
+        all &= ok[l];
+      }
+    }
     v->f(b->varg, b->vres, b->vw);
     for (k = 0; k < d->n_out; ++k) {
       const long long n = d->nout[k];
