@@ -124,7 +124,9 @@ def measure(name: str, repeat: int, rng) -> list[dict]:
                      "width": f.simd_width, "states": n, "instr": int(f.stats["n_instructions"]),
                      "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
                      "speedup": paired_ratio(ts_s, ts_v), "err": err,
-                     "fixed_fast": median(tf), "fixed_python": median(tp)})
+                     "fixed_fast": median(tf), "fixed_python": median(tp),
+                     "cpu_scalar": f.stats.get("cpu_compile", float("nan")),
+                     "cpu_vector": f.stats.get("cpu_compile_simd", float("nan"))})
         r = rows[-1]
         log(f"{name} {alg}: {r['form']}, W={r['width']}, scalar {r['t_sca'] * 1e9:.0f} ns, "
             f"vector {r['t_vec'] * 1e9:.0f} ns a state: {r['speedup']:.2f}x; one-state batch "
@@ -156,6 +158,15 @@ def report(rows, peak, target, args, t0) -> list[str]:
                      f"{r['err']:.0e}"])
     L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
                 "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "max rel. diff"], body)
+    L += ["", "## What the vector variants cost at build time", "",
+          "CPU seconds of the compiler for the function's scalar C and for its vector variants "
+          "(a unit of their own, compiled in parallel with the scalar one where cores are "
+          "free; the recursive form keeps them in its one file: included in the scalar "
+          "figure). Taken from the build manifest: a cache hit shows the original build's.", ""]
+    L += table(["model", "function", "form", "scalar C s", "vector variants s"],
+               [[r["model"], r["alg"], r["form"], f"{r['cpu_scalar']:.1f}",
+                 f"{r['cpu_vector']:.1f}" if r["cpu_vector"] == r["cpu_vector"] else "-"]
+                for r in rows])
     L += ["", "## Fixed cost of a `.batch` call (one state)", "",
           "The extension's fast path (exact C-contiguous float64 arrays, no keywords, batches "
           "that `threads=None` runs on one thread) against the Python path of the same call "
