@@ -74,8 +74,11 @@ def test_vector_batch_equals_the_scalar_loop(lib, alg):
 @needs_vectors
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("stream", [True, False])
-def test_vector_batch_modes_and_bad_states(lib, threads, stream):
-    f = lib["crba"]
+@pytest.mark.parametrize("alg", ["crba", "christoffel"])
+def test_vector_batch_modes_and_bad_states(lib, alg, threads, stream):
+    """crba's M (196 entries) is transposed whole; christoffel's Gamma (2744 entries) is
+    streamed in pieces, a line writer per state."""
+    f = lib[alg]
     n = 4 * f.simd_width + 3
     Q = _states(_model(), n, seed=5)["q"]
     ref = f.batch(Q, simd=False, threads=1)

@@ -34,6 +34,9 @@
  * place, where the caches keep a reused output array */
 #define SYMDYN_STREAM_MIN_BYTES (1024.0 * 1024)
 #define SYMDYN_CHUNK_BYTES (256.0 * 1024)  /* outputs per chunk of states taken by a thread */
+/* vector batches stream an output of more entries than this a state in pieces of this many,
+ * each piece transposed (in L1) and written out through one line writer per state */
+#define SYMDYN_VPIECE 512
 #define SYMDYN_LINE 64                     /* cache line (bytes) */
 #define SYMDYN_LINE_N (SYMDYN_LINE / (int)sizeof(casadi_real))
 
@@ -218,7 +221,7 @@ typedef struct {
   /* vector variant: blocks of W states (state-minor) of every input and output, its work */
   double* vblock;
   double* vw;
-  double* vrows;               /* streamed outputs: the rows of one block of states */
+  double* vrows;               /* streamed outputs: rows of one block of states (or pieces) */
   const double** varg;
   double** vres;
 } symdyn_buffers;
@@ -257,7 +260,7 @@ static int symdyn_buffers_alloc(const symdyn_desc* d, const symdyn_vec* v, symdy
   if (!v) return 0;
   b->vblock = symdyn_aligned((n_vin + n_all) * v->w);
   b->vw = symdyn_aligned(v->sz_w());
-  b->vrows = symdyn_aligned(n_big * v->w);
+  b->vrows = symdyn_aligned((n_big < SYMDYN_VPIECE ? n_big : SYMDYN_VPIECE) * v->w);
   b->varg = (const double**)calloc((size_t)d->n_in + 1, sizeof(void*));
   b->vres = (double**)calloc((size_t)d->n_out + 1, sizeof(void*));
   if (!(b->vblock && b->vw && b->vrows && b->varg && b->vres)) {
@@ -311,10 +314,29 @@ static void symdyn_range_vec(const symdyn_work* W, symdyn_buffers* b, long long 
     v->f(b->varg, b->vres, b->vw);
     for (k = 0; k < d->n_out; ++k) {
       const long long n = d->nout[k];
-      casadi_real* dst = W->stream ? b->vrows : W->out[k] + i * n;
-      v->unpack(b->vres[k], n, dst, m);
-      if (!all) for (l = 0; l < m; ++l) if (!ok[l]) for (j = 0; j < n; ++j) dst[l * n + j] = NAN;
-      if (W->stream) symdyn_writer_put(b->wr + k, b->vrows, m * n);
+      if (W->stream && n > SYMDYN_VPIECE) {
+        /* large outputs: the block's rows would leave the caches before they are streamed;
+         * transpose pieces instead, each state's row going out through a writer of its own */
+        symdyn_writer lw[64];
+        long long j0, len;
+        for (l = 0; l < m; ++l)
+          symdyn_writer_start(lw + l, W->out[k] + (i + l) * n, W->out[k] + (i + l + 1) * n);
+        for (j0 = 0; j0 < n; j0 += SYMDYN_VPIECE) {
+          len = n - j0 < SYMDYN_VPIECE ? n - j0 : SYMDYN_VPIECE;
+          v->unpack(b->vres[k] + j0 * v->w, len, b->vrows, m);
+          for (l = 0; l < m; ++l) {
+            if (!all && !ok[l]) for (j = 0; j < len; ++j) b->vrows[l * len + j] = NAN;
+            symdyn_writer_put(lw + l, b->vrows + l * len, len);
+          }
+        }
+        continue;
+      }
+      {
+        casadi_real* dst = W->stream ? b->vrows : W->out[k] + i * n;
+        v->unpack(b->vres[k], n, dst, m);
+        if (!all) for (l = 0; l < m; ++l) if (!ok[l]) for (j = 0; j < n; ++j) dst[l * n + j] = NAN;
+        if (W->stream) symdyn_writer_put(b->wr + k, b->vrows, m * n);
+      }
     }
   }
 }
