@@ -3,8 +3,9 @@
 Flags (``opt="auto"``): ``-O2`` for functions whose size (SX instructions plus output entries,
 each output write being a branch in CasADi's code) is at most ``AUTO_O2_MAX_SIZE``, ``-Og`` above
 it, plus ``-march=native`` by default. The recursive form always gets ``-O2``: its C is many
-small kernels, which gcc compiles at -O2 in about the time -Og takes, and runs faster
-(``experiments/build_policy.py``, reports/build_policy.md). gcc spends its time on straight-line code in register
+small kernels, whose -O2 build costs seconds more than -Og (not the superlinear growth of one
+huge function) and runs 1.2-1.6x faster (``experiments/build_policy.py``,
+reports/build_policy.md). gcc spends its time on straight-line code in register
 allocation and per-basic-block passes, which grow faster than linearly with function size at
 -O1/-O2, while -Og code is at most ~25 % slower there: the threshold buys faster mid-size
 functions for a few seconds of build and keeps the largest (Gamma of a 20-DoF chain) within the
