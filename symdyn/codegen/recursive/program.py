@@ -444,6 +444,9 @@ class Recorder:
         self._w_owner: list[int] = []      # workspace address -> start of its block
         self._w_size: dict[int, int] = {}  # block start -> size
         self._c_owner: list[int] = []
+        # the same two maps as arrays (grown by doubling), for the lookups of each step call
+        self._w_owner_a = np.zeros(1024, dtype=np.int64)
+        self._c_owner_a = np.zeros(1024, dtype=np.int64)
         self._c_values: list[float] = []
         self._casadi: Any = None
         self._consts: dict[int, Any] = {}
@@ -454,9 +457,19 @@ class Recorder:
         self.n_traced = 0                  # SX instructions of the traced kernels with results
 
     # memory
+    @staticmethod
+    def _grown(a: np.ndarray, n: int) -> np.ndarray:
+        if n <= a.size:
+            return a
+        b = np.zeros(max(n, 2 * a.size), dtype=a.dtype)
+        b[:a.size] = a
+        return b
+
     def _alloc(self, n: int) -> int:
         start = len(self._w_owner)
         self._w_owner.extend([start] * n)
+        self._w_owner_a = self._grown(self._w_owner_a, start + n)
+        self._w_owner_a[start:start + n] = start
         self._w_size[start] = n
         return start
 
@@ -464,8 +477,18 @@ class Recorder:
         start = len(self._c_owner)
         values = [float(v) for v in values]
         self._c_owner.extend([start] * len(values))
+        self._c_owner_a = self._grown(self._c_owner_a, start + len(values))
+        self._c_owner_a[start:start + len(values)] = CONST_BIT + start
         self._c_values.extend(values)
         return CONST_BIT + start
+
+    def _owners(self, addr: np.ndarray) -> np.ndarray:
+        """:meth:`_owner` of each (non-negative) address of ``addr``."""
+        work = addr < CONST_BIT
+        own = np.empty_like(addr)
+        own[work] = self._w_owner_a[addr[work]]
+        own[~work] = self._c_owner_a[addr[~work] - CONST_BIT]
+        return own
 
     def _folded(self, ref: Ref) -> Ref:
         """``ref`` with its table entries that are exactly 0, 1 or -1 as literals (``fold``)."""
@@ -548,34 +571,35 @@ class Recorder:
         args = self._table_axes(args)
         leaves: list = []
         tree = _flatten(args, leaves)
-        # argument groups: the memory blocks the dynamic entries come from
-        lo: dict[int, int] = {}
-        hi: dict[int, int] = {}
-        owners = []
         for leaf in leaves:
             if not isinstance(leaf, Ref):
                 raise TypeError(f"step {fn.__name__} got a {type(leaf).__name__}; a recorded "
                                 "algorithm passes only recorded values between steps")
-            dyn = leaf.addr[leaf.addr >= 0]
-            own = np.array([self._owner(int(a)) for a in dyn.ravel()], dtype=np.int64)
-            owners.append(own)
-            for o, a in zip(own.tolist(), dyn.ravel().tolist()):
-                lo[o] = min(lo.get(o, a), a)
-                hi[o] = max(hi.get(o, a), a)
-        order = sorted(lo, key=lambda o: (o >= CONST_BIT, o))
-        gidx = {o: k for k, o in enumerate(order)}
-        sizes = tuple(hi[o] - lo[o] + 1 for o in order)
+        # argument groups: the memory blocks the dynamic entries come from, in address order
+        # (workspace blocks, then table blocks), each spanning the entries the call reads
+        flat = np.concatenate([leaf.addr.ravel() for leaf in leaves]) if leaves else \
+            np.zeros(0, dtype=np.int64)
+        dyn_mask = flat >= 0
+        dyn = flat[dyn_mask]
+        order, inv = np.unique(self._owners(dyn), return_inverse=True)
+        lo = np.full(order.size, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(order.size, -1, dtype=np.int64)
+        np.minimum.at(lo, inv, dyn)
+        np.maximum.at(hi, inv, dyn)
+        sizes = tuple((hi - lo + 1).tolist())
+        g_all = np.full(flat.shape, -1, dtype=np.int64)
+        rel_all = np.full(flat.shape, -1, dtype=np.int64)
+        g_all[dyn_mask] = inv
+        rel_all[dyn_mask] = dyn - lo[inv]
         patterns = []
-        for leaf, own in zip(leaves, owners):
-            dyn = leaf.addr >= 0
-            g = np.full(leaf.shape, -1, dtype=np.int64)
-            rel = np.full(leaf.shape, -1, dtype=np.int64)
-            if own.size:
-                g[dyn] = [gidx[o] for o in own.tolist()]
-                rel[dyn] = leaf.addr[dyn] - np.array([lo[o] for o in own.tolist()])
-            lit = np.where(dyn, 0.0, leaf.lit)
-            patterns.append((leaf.shape, g.tobytes(), rel.tobytes(),
-                             np.where(dyn, leaf.sign, 1).tobytes(), lit.tobytes()))
+        at = 0
+        for leaf in leaves:
+            cut = slice(at, at + leaf.addr.size)
+            at += leaf.addr.size
+            dyn_leaf = dyn_mask[cut].reshape(leaf.shape)
+            patterns.append((leaf.shape, g_all[cut].tobytes(), rel_all[cut].tobytes(),
+                             np.where(dyn_leaf, leaf.sign, 1).tobytes(),
+                             np.where(dyn_leaf, 0.0, leaf.lit).tobytes()))
         key = (fn, _static_key(tree), tuple(patterns), sizes)
         k = self._by_key.get(key)
         if k is None:
@@ -587,7 +611,7 @@ class Recorder:
         kern.calls += 1
         outs = tuple(self._alloc(n) for n in kern.out_sizes)
         if outs:
-            self.instructions.append((k, tuple(lo[o] for o in order), outs))
+            self.instructions.append((k, tuple(lo.tolist()), outs))
         return _rebuild(kern.out_tree, outs, leaves)
 
     def _trace(self, fn, tree, leaves, patterns, sizes, joints) -> int:
