@@ -269,9 +269,10 @@ def main() -> int:
               "- Symbolic inertial parameters use the linear (regressor) form only; symbolic "
               "geometry (lengths) on real arms stays with the flat path "
               "(`--symbolic-params`), which does not scale to 6-7 DoF.",
-              "- URDF angles written to 10 digits (ur5: 1.570796325) leave rotation entries of "
-              "4.9e-12 that are kept by default (values equal the model's); `snap=1e-9` makes them "
-              "exact at a change of about 1e-11 in the values.", ""]
+              "- URDF angles written to 10-12 digits (ur5: 1.570796325) leave rotation entries "
+              "of 4.9e-12 that the loaders make exact by default (`snap=`, "
+              "`sd.SNAP_TOLERANCE`, at a change of about 1e-11 in the values); `snap=0` keeps "
+              "them.", ""]
     write(out_dir(args), "closed_forms.md", lines)
     return 1 if missed else 0
 

@@ -476,9 +476,9 @@ def structured(model, kind: str, *, parameters: str | None = None, progress: boo
     terms of the (parameter-free) definitions.
 
     ``snap``: also make rotation entries within ``snap`` of 0, +-1 exact (:func:`snap_rotations`;
-    by default only those within 4 eps are, so values equal the model's to rounding; ``snap=1e-9``
-    drops the 1e-12 leftovers of URDF angles written to 10 digits, changing values by about that
-    much). ``local=False`` skips the bounded local simplification (the CasADi graph as is).
+    by default only those within 4 eps are, so values equal the model's to rounding). Models
+    loaded from files are already snapped at :data:`symdyn.SNAP_TOLERANCE` (the 1e-12 leftovers
+    of URDF angles written to 10-12 digits; ``snap=0`` on the loaders keeps them). ``local=False`` skips the bounded local simplification (the CasADi graph as is).
     """
     import casadi as ca
 
