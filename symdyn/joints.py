@@ -20,6 +20,7 @@ The floating configuration is ``[p; quat]`` with ``p`` the position of the body 
 """
 from __future__ import annotations
 
+import copy
 import math
 
 from .spatial import Transform, quat_to_rot, rot_axis, skew
@@ -89,7 +90,10 @@ class Joint:
         return f"{type(self).__name__}()"
 
 
-class _AxisJoint(Joint):
+class AxisJoint(Joint):
+    """Base of the one-axis joints (revolute, prismatic, helical): ``axis_spec`` as given
+    ('x', 'y', 'z' or a 3-tuple) and ``axis``, the unit vector."""
+
     nq = nv = 1
 
     def __init__(self, axis="z"):
@@ -98,6 +102,15 @@ class _AxisJoint(Joint):
     def __repr__(self) -> str:
         a = self.axis_spec if isinstance(self.axis_spec, str) else tuple(round(c, 6) for c in self.axis)
         return f"{type(self).__name__}({a!r})"
+
+    def with_axis(self, axis) -> "AxisJoint":
+        """A copy of this joint about ``axis`` (every other parameter kept; caches of values
+        built from the old axis dropped)."""
+        new = copy.copy(self)
+        for key in [k for k in vars(new) if k.startswith("_")]:
+            del vars(new)[key]
+        new.axis_spec, new.axis = _axis(axis)
+        return new
 
     def _S(self, B, pitch=None, angular=True):
         return self._constant(B, "S", lambda: self._build_S(B, pitch, angular))
@@ -111,7 +124,7 @@ class _AxisJoint(Joint):
         return B.matrix([[c] for c in col])
 
 
-class Revolute(_AxisJoint):
+class Revolute(AxisJoint):
     """Rotation by q about a unit axis (fixed in both frames)."""
 
     type = "revolute"
@@ -121,7 +134,7 @@ class Revolute(_AxisJoint):
         return Transform(E, B.zeros(3)), self._S(B)
 
 
-class Prismatic(_AxisJoint):
+class Prismatic(AxisJoint):
     """Translation by q along a unit axis."""
 
     type = "prismatic"
@@ -134,7 +147,7 @@ class Prismatic(_AxisJoint):
         return list(rng.uniform(-1, 1, 1))
 
 
-class Helical(_AxisJoint):
+class Helical(AxisJoint):
     """Screw motion: rotation q and translation pitch*q along a unit axis."""
 
     type = "helical"

@@ -192,8 +192,7 @@ def snap_model(model: Model, tol: Any) -> Model:
     ``tol``: see :func:`check_snap_tolerance` (``None`` or 0: ``model`` itself is returned
     unchanged). A symbolic model is returned unchanged. The model is rebuilt with the same
     fields otherwise, so it passes the constructor's checks again."""
-    from .joints import _axis, _AxisJoint
-    from .model import Frame, Model
+    from .joints import AxisJoint
     from .spatial import Transform
 
     tol = check_snap_tolerance(tol)
@@ -212,24 +211,21 @@ def snap_model(model: Model, tol: Any) -> Model:
         E, n = snap_rotation(fr.X.E, tol)
         if n:
             tally.add(fr.X.E, E, n, f"frame {fname!r} E", True)
-            fr = Frame(fr.body, Transform(E, fr.X.r), fname)
+            fr = type(fr)(fr.body, Transform(E, fr.X.r), fname)   # a Frame (model.py)
         frames[fname] = fr
     joints = []
     for jname, j in zip(model.joint_names, model.joints):
-        if isinstance(j, _AxisJoint) and not isinstance(j.axis_spec, str):
+        if isinstance(j, AxisJoint) and not isinstance(j.axis_spec, str):
             a, n = snap_axis(j.axis, tol)
             if n:
                 tally.add(np.array(j.axis), np.array(a), n, f"joint {jname!r} axis", True)
-                j = copy.copy(j)
-                for key in [k for k in vars(j) if k.startswith("_")]:
-                    del vars(j)[key]  # private caches hold values built from the old axis
-                j.axis_spec, j.axis = _axis(a)
+                j = j.with_axis(a)
         joints.append(j)
     report = SnapReport(tol, tally.largest, tally.entries, tally.where)
     if tally.entries:
         fields = model._fields()
         fields.update(Xtree=Xtree, frames=frames, joints=joints)
-        new = Model.__new__(Model)
+        new = type(model).__new__(type(model))   # snapping is below model.py: no import of it
         new._setup(**fields)
         log.info("model %r: %s", model.name, report)
     else:

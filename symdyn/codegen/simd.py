@@ -15,7 +15,7 @@ the building CPU runs; ``simd=("avx512", "avx2")`` builds both (a library to shi
 
 Operations: arithmetic maps to vector operators, sqrt to the target's instruction, sin/cos to a
 vector form of the branch-free kernels of :mod:`symdyn.codegen.trig` (lanes with
-|x| >= 1e5, inf or NaN go to libm, as in the scalar form), fabs/if_else_zero to bit masks and
+``|x| >= 1e5``, inf or NaN go to libm, as in the scalar form), fabs/if_else_zero to bit masks and
 comparisons to masks converted to 0/1. Other elementary functions run lane by lane through libm
 (correct, not fast; none occurs in the dynamics algorithms). A function using an operation not
 listed raises :class:`Unsupported`; its batch stays scalar (the manifest says why).
