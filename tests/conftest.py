@@ -181,6 +181,21 @@ def assert_close(a, b, tol: float = TOL, what: str = ""):
     assert err <= tol * scale, f"{what}: max |diff| = {err:.3e} (scale {scale:.3g})"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _vector_variants_only_where_tested(request):
+    """Builds compile no vector variants (about half of a build's compiler time) outside
+    test_codegen_simd.py, which tests them in both forms; the library's default stays
+    simd="auto" (module scope: it applies before the modules' own build fixtures)."""
+    if request.module.__name__.endswith("test_codegen_simd"):
+        yield
+        return
+    from symdyn.codegen import simd
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(simd, "host_targets", lambda cc: ())
+        yield
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     return request.param
