@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends import get_backend, resolve_backend
+from ..backends import resolve_backend
 from ..spatial import compose
 from .steps import step
 from ..types import Backend
@@ -21,10 +21,7 @@ def entry(model: Any, *args: Any, backend: str | Backend | None = None,
 
     if not isinstance(model, Model):
         raise TypeError(f"expected a symdyn Model as first argument, got {type(model).__name__}")
-    if backend is None and _numeric_arrays(args, extra) and not model.is_symbolic:
-        B = _NUMPY   # what resolve_backend decides for these inputs, without its general checks
-    else:
-        B = resolve_backend(*(a[1] for a in args), *extra, backend=backend, model=model)
+    B = resolve_backend(*(a[1] for a in args), *extra, backend=backend, model=model)
     with B.constant_scope():  # JAX: concrete constants even inside a trace (cached per backend)
         model.constants(B)
     out = []
@@ -38,17 +35,6 @@ def entry(model: Any, *args: Any, backend: str | Backend | None = None,
             _check_quaternions(model, segs, name)
         out.append(segs)
     return B, out
-
-
-_NUMPY = get_backend("numpy")
-
-
-def _numeric_arrays(args, extra) -> bool:
-    """Every input is None or a NumPy array of numbers (not objects): the NumPy backend's."""
-    for x in (*(a[1] for a in args), *extra):
-        if x is not None and (type(x) is not _NUMPY.ndarray or x.dtype.hasobject):
-            return False
-    return True
 
 
 def _check_quaternions(model, qs, name):

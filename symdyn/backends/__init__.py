@@ -183,6 +183,16 @@ def _kind_of_sequence(seq) -> str | None:
     return kinds.pop() if kinds else "numpy"
 
 
+def _plain_arrays(inputs) -> bool:
+    """Every input is None or a NumPy array of numbers (not objects): the NumPy backend's."""
+    import numpy as np
+
+    for x in inputs:
+        if x is not None and (type(x) is not np.ndarray or x.dtype.hasobject):
+            return False
+    return True
+
+
 def resolve_backend(*inputs: Any, backend: str | Backend | None = None,
                     model: Any = None) -> Backend:
     """Choose the backend for an algorithm call.
@@ -193,6 +203,8 @@ def resolve_backend(*inputs: Any, backend: str | Backend | None = None,
     the modules is checked as its name, any other :class:`Backend` is used as given (it checks
     its inputs itself).
     """
+    if backend is None and _plain_arrays(inputs) and not getattr(model, "is_symbolic", False):
+        return get_backend("numpy")    # the common numeric call, without the general checks
     if backend is not None and not isinstance(backend, str):
         if not isinstance(backend, Backend):
             raise BackendError(f"backend must be a name ({', '.join(BACKENDS)}) or a Backend, "
