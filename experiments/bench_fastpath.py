@@ -1021,102 +1021,31 @@ def section_parameters(specs: list[str], repeat: int, batch: int) -> list[str]:
     return out
 
 
-DISCUSSION = """## Summary and what limits it (written for the committed run; the tables below regenerate)
+DISCUSSION = """## How to read this report
 
-This run: AMD EPYC (family 26), 2 cores shared with other jobs (load average 0.0-1.4 at the
-starts of the measured sections); medians of 15 round-robin rounds.
+Every figure below is measured in this run; nothing here is copied from an earlier one.
 
-* **Single calls through the fastcall extension** (new, `symdyn/codegen/fastcall.py`): a
-  CPython extension type compiled once per Python and NumPy points the C context at the input
-  arrays and returns fresh result arrays (binding section: 0.034 us for the call itself,
-  against 0.10 us for ctypes.PyDLL; the ctypes path also copied each input with `tobytes` and
-  checked the result pool's reference counts). Per call against Pinocchio: panda
-  coriolis_matrix 1.32 -> 0.74 us (0.65 -> 0.35, the issue-5 target 0.5 met again), serial:20
-  rnea 0.57 us (0.25), talos coriolis_matrix 3.58 us (0.42). Every per-call ratio in the calls
-  table is now 0.02-0.86: symdyn is faster than Pinocchio on every model and algorithm.
-* **aba_derivatives**: the recursive form (its AZA route in ground coordinates, reports/
-  scaling.md) replaces the -Og unrolled graphs on big models: talos 1.39 -> 0.73x,
-  serial:40:seed=1 3.5 -> 0.83x, serial:20 and serial:20:seed=1 0.86x; the unrolled LTDL graph
-  keeps the small ones (panda 0.36x, binary/quadruped:20 0.27-0.32x, random:20:seed=1 0.49x).
-* **Issue-5 targets in this run**: per call all met except Coriolis on random geometry
-  (serial:20:seed=1 0.60, serial:40:seed=1 0.74 against 0.5); batched rnea/crba <= 0.25 holds
-  on panda and the axis-aligned builders except serial:20 crba (0.26), not on talos (0.26) nor
-  on random geometry (0.30-0.50): the favourable builders have unit axes and rotations (many
-  exact zeros), random geometry does not (serial:20:seed=1 crba 9.5k SX instructions vs 3.5k
-  for serial:20).
-* **Batches of large outputs** (batch section; per state, 1000 states): one thread 0.60-1.14x
-  a single call (median 0.96; cheaper single calls leave less to gain), 0.18-0.90x (median
-  0.60) a loop of single calls that keeps its results (`out=` rows, what a batch delivers),
-  two threads 0.41-0.59x a single call (median 0.50). Against Pinocchio's loop one thread is
-  0.03-0.83x.
-* **Why batches did not pay off before** (C driver table, thread CPU time per state):
-  (1) the wrapper (API 3) copied each state's output block out with 16-byte streaming stores;
-  a block rarely starts on a cache line (g1's M is 9800 bytes), so every state boundary left
-  two partial lines, each flushed as a partial write: g1 coriolis_matrix 3.91 us a state for
-  3.00 of computation, talos 4.60 for 3.78, baxter christoffel 3.45 for 2.33; (2) below 8 MiB
-  of outputs the generated code wrote in place, in its tree-sweep order (scattered over the
-  state's block): free while `out` stays in cache, a read for ownership per line when it is
-  cold (g1 coriolis_matrix in place 5.15 us); (3) a single call writes into a result buffer
-  that stays in cache and costs only ~0.4-0.9 us of Python, while a batch must write 3-64 kB
-  a state to memory, and the generated function gives no hook to overlap those writes with
-  its computation; (4) threads were joined, so a batch waited a scheduler time slice for a
-  helper that a loaded machine had not started (measured on a first, joined version of the
-  chunked threads: baxter crba, 1000 states, 2.06 us a state on 2 threads vs 0.30 on one,
-  load 5).
-* **What changed** (`symdyn/codegen/csource.py`, API 4): a line writer sends every 64-byte
-  line that lies wholly in a thread's range of states out once, whole, with non-temporal
-  stores, assembled across state boundaries (only the two lines a range shares get ordinary
-  stores): g1 coriolis_matrix 3.91 -> 3.69 us, talos 4.60 -> 4.26, baxter 1.59 -> 1.32, g1
-  crba 0.91 -> 0.83, talos crba 0.85 -> 0.76, baxter christoffel 3.45 -> 3.00; what writing
-  adds to the computation of the robots' 6-55 kB outputs fell from 0.21-1.11 to 0.09-0.68 us a
-  state (aba_derivatives aside: its 30-40 us of computation drown it). In place
-  only up to 1 MiB of outputs per thread (was 8 MiB): the small outputs (baxter, serial:20,
-  random:20 crba, 3 MB in all) lose 1-6 % to a warm in-place `out` and never pay the cold
-  penalty; `stream=False` keeps in place where a reused `out` fits in the last-level cache
-  (talos crba in place 0.66 vs 0.77 streamed in this run, g1 coriolis_matrix 5.15 vs 3.50).
-  Threads are detached and take ~256 KiB chunks from a shared counter; the caller returns once
-  all states are done (same baxter case 0.32 vs 0.30 at load 5.6). `.batch(threads=None)`,
-  the new default, uses one thread per ~1 ms of estimated work (capped by the CPUs,
-  `$SYMDYN_NUM_THREADS`, `$OMP_NUM_THREADS`) and keeps a second thread only while it measures
-  faster (a helper preempted while holding a chunk still stalls a batch on a busy machine: g1
-  coriolis_matrix 9.5 us a state on 2 threads vs 3.5 on one at load 5.6).
-* **What limits batches now**: computation plus the streaming stores' bandwidth, one after
-  the other (0.5 us a state for g1's 29 kB, ~55-70 GB/s on one core); against a pooled single
-  call a one-thread batch gains the Python call overhead minus that, nothing for Gamma's
-  55-64 kB. Writing fewer bytes (packed symmetric M, Mdot, Minv: an output layout the wrapper
-  cannot choose without per-output symmetry from the algorithm registry) or emitting outputs
-  sequentially so that ordinary stores overlap the computation (unrolled Gamma, emitted in
-  row-major order: baxter and random:20 in place 3.08 and 5.45 us vs 3.00 and 5.97 streamed)
-  would go further; both need the generator.
-* **What moved the per-call figures before** (earlier runs, each measured side by side with
-  Pinocchio): sin/cos without data-dependent branches (`symdyn.codegen.trig`: talos rnea
-  batched 1.61 -> 1.16 us); numerically-zero rotation entries made exact (panda
-  coriolis_matrix 5.1k -> 3.7k SX instructions); fewer operations in Algorithm 1 (Mdot = C +
-  C^T blockwise, six entries per symmetric 3x3 block); nv x nv outputs emitted in the
-  backward-sweep order (`symdyn.codegen.emit_order`: talos crba 1.28 -> 0.83 us a call of the
-  C function); -O2 up to 32k instructions + outputs; result buffers returned without copies and
-  no ctypes argtypes (panda coriolis_matrix per call 1.94 -> 1.32 us).
-* **Tried and not kept**: the world-frame form of Algorithm 1 (larger graphs, slower code on
-  all six models), a root-frame CRBA (1.5-2.4x larger), a vectorized sin/cos table, vectors
-  emitted in reverse, splitting functions into chunks (split table); for batches (C driver on
-  g1 coriolis_matrix, 1000 states, before the line writer: 16-byte streaming 4.28 us a state,
-  512-bit 4.06): prefetching the next state's output lines before writing in place (4.76),
-  ordinary copies out of the scratch block (memcpy 4.38, rep movsb 4.32), blocks of 16 states
-  streamed together (4.21); once whole lines are written, 128-, 256- and 512-bit streaming
-  stores time the same.
-* **Flags** (auto: `-O2` up to 32k SX instructions + output entries, `-Og` above, plus
-  `-march=native`): `-O2 -march=native` is 16-49 % faster than `-Og` on the unrolled serial:20
-  functions for about twice the compile time; `-O3` and the register-allocator options moved
-  run times by less than 2 %; `-ffast-math` is not an option (isfinite checks, compensated
-  sin/cos sums).
-* **Binding**: ctypes.PyDLL ~0.10 us a call, cffi's ABI mode 0.16, its API mode 0.08 but a
-  CPython extension per build; symdyn's own extension 0.03, one per Python and NumPy. **Batches need `out=`** for large
-  outputs: fresh multi-MB arrays cost page
-  faults comparable to the computation.
-* **Noise**: ratios move by a few percent between runs and by much more when other jobs load
-  the machine (the calls table's 2-thread column only halves the time where the other core was
-  free); the batch section's one-thread ratios by thread CPU time agree with the wall-clock
-  ones in this run.
+* **Call overhead**: the cost of crossing from Python into a compiled function that does
+  nothing, per binding (ctypes, cffi, symdyn's extension), and a `casadi.Function` call for
+  comparison: the floor under every per-call figure of the later tables.
+* **Gamma of a 20-DoF chain**: generation and compile time of the Christoffel symbols, against
+  the 30 s target.
+* **Compiler flags** and **splitting**: compiler CPU time against run time per gcc level, and
+  CasADi's one C function against chunks; they are what `symdyn.codegen.compiler`'s automatic
+  level (`-O2` up to a graph size, `-Og` above) and the unsplit functions rest on.
+* **symdyn compiled vs Pinocchio**: the Python call on both sides, in one process, in
+  round-robin blocks; the ratio column (< 1: symdyn faster) is the median of per-round ratios.
+  Axis-aligned builders (`serial:N`, `binary:N`) are favourable cases with many exact zeros;
+  random-geometry models (`:seed=`) and real URDFs are what users bring.
+* **Batches with large outputs**: per state, single calls against `.batch` on one and two
+  threads and against a loop of Pinocchio calls; the C driver rows separate the computation
+  from the cost of writing the outputs to memory. Vector batches (several states per
+  instruction) are measured in reports/simd_batch.md.
+* **Toolkit** and **inertial parameters as an input**: the same comparison for frame and CoM
+  Jacobians and the regressor, and for functions that take the inertial parameters at run time.
+
+Ratios move by a few percent between runs on a shared machine, and by more when other jobs load
+it (the load average is in the head of the report and of the sections that record it).
 """
 
 

@@ -21,7 +21,9 @@ chains and a 35-DoF humanoid (Unitree G1, floating base).
 
 ``--robots``, ``--algorithms`` and ``--sizes`` restrict the throughput table;
 ``--throughput-only`` measures the default route beside the C batch only (no traced, forced
-graph, ADAM or compile-time measurements) and writes ``jax_throughput.md``: a short run for
+graph, ADAM or compile-time measurements) and writes ``jax_throughput.md`` (with
+``--retain-memory`` / ``--huge-pages``: ``jax_retained.md`` / ``jax_hugepages.md``, the runner's
+presets, since the memory settings change per-call buffers, not compile times): a short run for
 comparing two versions of the library.
 
 ``--device gpu`` runs the JAX and ADAM kernels on the first GPU (batch sizes up to 1e6) and
@@ -369,18 +371,19 @@ _MEMORY_RUN = {
                  "jax.md is the same run with glibc's defaults."}
 _MEMORY_HEADER = {
     "default": "Memory: glibc's defaults (what a process gets unless it changes them); "
-               "reports/jax_retained.md has the same run after "
+               "reports/jax_retained.md has the same throughput table after "
                "`symdyn.jax.process.retain_freed_memory()`, reports/jax_hugepages.md with "
                "`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`.",
     "retained": "Memory: `symdyn.jax.process.retain_freed_memory()` was called first (glibc's "
                 "malloc "
                 "serves blocks below 1 GiB from its main heap for every thread and keeps what "
                 "is freed: XLA's per-call buffers and the C batch's results are reused, not "
-                "mapped afresh); reports/jax.md has the same run with glibc's defaults.",
+                "mapped afresh); the throughput table of reports/jax.md has the same "
+                "measurement with glibc's defaults.",
     "hugepages": "Memory: `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc asks for transparent "
                  "huge pages for the blocks it maps: XLA's per-call buffers fault once per 2 MiB, "
-                 "not per 4 KiB, as NumPy's large arrays do); reports/jax.md has the same run "
-                 "with glibc's defaults."}
+                 "not per 4 KiB, as NumPy's large arrays do); the throughput table of "
+                 "reports/jax.md has the same measurement with glibc's defaults."}
 _HUGETLB = "glibc.malloc.hugetlb=1"
 _DISPATCH_RUN = {
     True: "This run calls `symdyn.jax.process.synchronous_dispatch()` first: each call runs on the "
@@ -505,10 +508,16 @@ def main():
     notes: list[str] = []
     rows, ratios = throughput(args, notes)
     if args.throughput_only:
-        path = out_dir(args) / "jax_throughput.md"
-        lines = ["# JAX default route beside the C batch (us a state, medians)", "",
-                 f"JAX {jax.__version__}, pinned to {len(cores)} core(s), "
-                 f"{'synchronous' if sync else 'asynchronous'} dispatch, memory: {mode}.", ""]
+        # the memory variants change how XLA's per-call buffers are allocated, not compile times
+        path = out_dir(args) / ("jax_throughput.md" if mode == "default" else f"jax_{mode}.md")
+        cmd = "python experiments/bench_jax.py --throughput-only" + \
+            (" --quick" if args.quick else "") + \
+            (" --retain-memory" if args.retain_memory else "") + \
+            (" --huge-pages" if args.huge_pages else "")
+        lines = header("JAX default route beside the C batch (us a state, medians)", cmd,
+                       t_start, f"JAX {jax.__version__}, pinned to {len(cores)} core(s), "
+                       f"{'synchronous' if sync else 'asynchronous'} dispatch. "
+                       + _MEMORY_HEADER[mode])
         lines += table(["robot", "nv", "algorithm", "route", "batch", "JAX us", "C us", "JAX/C"],
                        [r[:7] + [r[10]] for r in rows])
         path.write_text("\n".join(lines) + "\n")

@@ -142,15 +142,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "ADAM's JAX backend; jit compile times vs model size",
                ("jax.md",), minutes=(15.0, 3.0)),
     Experiment("jax_retained", "bench_jax.py",
-               "The JAX benchmark after symdyn.jax.process.retain_freed_memory() (glibc reuses "
-               "the buffers XLA allocates for every call)",
-               ("jax_retained.md",), full_args=("--retain-memory",),
-               quick_args=("--quick", "--retain-memory"), minutes=(15.0, 3.0)),
+               "The JAX throughput table after symdyn.jax.process.retain_freed_memory() "
+               "(glibc reuses the buffers XLA allocates for every call)",
+               ("jax_retained.md",), full_args=("--throughput-only", "--retain-memory"),
+               quick_args=("--quick", "--throughput-only", "--retain-memory"),
+               minutes=(8.0, 2.0)),
     Experiment("jax_hugepages", "bench_jax.py",
-               "The JAX benchmark with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc "
+               "The JAX throughput table with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (glibc "
                "maps XLA's per-call buffers on transparent huge pages, as NumPy does its arrays)",
-               ("jax_hugepages.md",), full_args=("--huge-pages",),
-               quick_args=("--quick", "--huge-pages"), minutes=(15.0, 3.0)),
+               ("jax_hugepages.md",), full_args=("--throughput-only", "--huge-pages"),
+               quick_args=("--quick", "--throughput-only", "--huge-pages"),
+               minutes=(8.0, 2.0)),
     Experiment("closed_forms", "closed_forms.py",
                "Structured closed forms (Gamma, C*, M) of ur5, ur10, kinova, "
                "xarm7, Panda; time, definitions, ops vs the CasADi graph, error vs NumPy; "
