@@ -259,6 +259,20 @@ SLOW_CASES = {
     "test_codegen_toolkit.py::*": r"^floating$",
     "test_codegen_simd.py::*": r"recursive",          # the recursive-form builds     # the floating-base builds of its fixtures
     "test_codegen.py::test_floating_base_quaternions": "",
+    # builds whose check a lighter sibling in the default run also makes
+    "test_codegen_cache_integrity.py::test_unrecorded_fastcall_extension_is_rebuilt": "",
+    "test_codegen_cache_integrity.py::test_cache_whose_lock_directory_cannot_be_made": "",
+    "test_codegen.py::test_frame_auto_keeps_the_smaller_graph": "",
+    "test_codegen.py::test_illegal_model_name_builds": "",
+    "test_codegen.py::test_cli_export_compiles_without_python": "",
+    "test_codegen.py::test_fast_trig_in_generated_code": "",
+    "test_codegen.py::test_large_batch_streamed_equals_in_place": r"^2$",
+    "test_codegen_robustness.py::test_long_names_build": r"^200$",
+    "test_codegen_baselines.py::test_aba_derivatives_auto_method_follows_the_graph_sizes": "",
+    "test_codegen_batch.py::test_fallbacks_without_atomics_or_sse": "",
+    "test_codegen_toolkit.py::test_parameters_are_part_of_the_cache_key": "",
+    "test_closed_forms.py::test_panda_christoffel_within_targets": "",
+    "test_contact_derivatives.py::test_derivatives_match_casadi_ad_on_random_trees": r"^[1-9]",
     # whole programs in subprocesses: one spec of the demo, a short simulation
     "test_cli.py::test_demo_finishes_on_readme_specs": r"^(?!quadruped:4:floating$)",
     "test_experiments.py::test_passivity_short_horizon": "",
