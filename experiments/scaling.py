@@ -7,6 +7,8 @@ real robots from example-robot-data. For every (model, algorithm, form): SX inst
 unrolled graph, or the kernels of the recursive form), build wall time and gcc's peak memory
 (each build in its own process, cold: no cache), and the per-call time ratio against Pinocchio
 (medians of interleaved rounds, one process). Fitted exponents of time and size against N.
+Builds here have no vector batch variants (``simd=()``): they measure single calls, which
+never use them; reports/simd_batch.md measures the variants and what they add to a build.
 
     python experiments/scaling.py            # ~20-30 min (builds are cold)
     python experiments/scaling.py --quick    # N <= 40, ~3 min
@@ -62,7 +64,7 @@ from symdyn.codegen import build
 kind, arg, alg, form, out = sys.argv[1:6]
 model = spec_model(arg) if kind == "spec" else family_model(kind, int(arg))
 t0 = time.perf_counter()
-lib = build(model, [alg], out, form=form, progress=False)
+lib = build(model, [alg], out, form=form, progress=False, simd=())
 t = time.perf_counter() - t0
 fd = lib.manifest["functions"][0]
 auto = None
@@ -330,21 +332,9 @@ def report(results, sizes, algs, families, robots, forms, directory, args, t_sta
         lines += table(hdr, rows) + [""]
     lines += crossover_section(results, families, sizes, algs)
     lines += targets_section(results, families, sizes, algs)
-    lines += ["What limits the misses (written for the committed runs at f0a9052 and 400c509; "
-              "the table above regenerates): `aba_derivatives` on `serial_chain(20, seed=1)` "
-              "is the one cell over its bound. The recursive form (its AZA route in ground "
-              "coordinates, O(N n) 6-vector steps) measured 0.84-0.89x; the unrolled LTDL graph (78k SX "
-              "instructions) 1.01x at the -Og that `opt='auto'` gives graphs of that size, "
-              "0.72x at -O2 (37 s of gcc) and 0.72x at `-O1 -fexpensive-optimizations "
-              "-fschedule-insns2 -fstrict-aliasing -ftree-slp-vectorize` (12 s) - one-off "
-              "measurements of `build(serial_chain(20, seed=1), ['aba_derivatives'], "
-              "form=..., opt=...)` per call against computeABADerivatives, interleaved, load "
-              "~1. The per-body steps that run once per body are about 40 % of the recursive "
-              "form's work at N = 20; Pinocchio's dense products of M^-1 with dtau/du are "
-              "vectorized. At N = 10 (0.43x unrolled) and from N = 80 on (0.46-0.68x) the bound "
-              "holds. At N <= 20 every ratio includes the Python call on both sides; single calls "
-              "go through the fastcall extension (symdyn/codegen/fastcall.py, ~0.3 us of "
-              "symdyn's call).", ""]
+    lines += ["At N <= 20 every ratio includes the Python call on both sides (symdyn's "
+              "through its fastcall extension, `symdyn/codegen/fastcall.py`); the targets "
+              "section above lists the cells over their bounds.", ""]
     errs = [f.get("err", 0.0) for row in results.values() for r in row.values()
             for f in r.values() if isinstance(f, dict)]
     lines += [f"Largest relative difference to NumPy over every compiled function: "
