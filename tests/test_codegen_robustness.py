@@ -315,7 +315,8 @@ def test_compile_tests_skip_without_a_compiler(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "CC"}
     env["PATH"] = str(tmp_path)
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-                          "-k", "long_names or without_quaternions"], capture_output=True,
+                          "-k", "long_names or without_quaternions", "-m", "slow or not slow"],
+                         capture_output=True,
                          text=True, env=env, timeout=300)
     assert res.returncode == 0 and "3 skipped" in res.stdout, res.stdout[-2000:]
 
