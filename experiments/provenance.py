@@ -1,9 +1,10 @@
 """Provenance of the reports: the machine a report ran on, the commit it was generated from, and
 whether it is stale (its sources changed since).
 
-A report's sources are its script and the modules of ``experiments/`` and ``symdyn/`` that the
-script imports, directly or through other modules (:func:`source_paths`, read from the code), so a
-change to the C loader does not mark the symbolic reports stale. Scripts write
+A report's sources are its script and the modules of ``experiments/`` and ``symdyn/`` whose code
+it reaches by name, directly or through other modules (:func:`source_paths`, read from the code):
+``sd.rnea`` reaches the module defining ``rnea``, not every module ``symdyn/__init__.py`` imports,
+so a change to the C loader or to contact dynamics does not mark the symbolic reports stale. Scripts write
 :func:`report_provenance` into their header; ``experiments/runner.py`` reads it back
 (:func:`state_from_report`) for the index's stale flag (:func:`staleness`).
 """
@@ -87,47 +88,141 @@ def _module_file(root: Path, name: str) -> Path | None:
     return None
 
 
-def _imports(root: Path, path: Path) -> set[str]:
-    """Modules ``path`` imports (at any depth of its code, ``TYPE_CHECKING`` blocks included),
-    with the packages that contain them."""
-    tree = ast.parse(path.read_text(errors="replace"))
-    rel = path.relative_to(root).with_suffix("").parts
-    package = list(rel[:-1])
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package[:len(package) - node.level + 1]
-                base = ".".join(up + ([node.module] if node.module else []))
-            names.add(base)
-            names.update(f"{base}.{a.name}" for a in node.names)   # submodules imported by name
-    out = set()
-    for n in names:
-        parts = n.split(".")
-        out.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
-    return out
+# The provenance module records where a report came from and changes no figure: it is not a
+# source of any report (editing it leaves every report current).
+NOT_SOURCES = frozenset({"experiments/provenance.py"})
+
+
+class _Sources:
+    """The files a script reaches by name. A module is a source in full when the code imports it
+    as a whole or uses it bare (``getattr(sd, name)``, ``from m import *``); a name taken from a
+    package (``from symdyn import rnea``, ``sd.rnea(...)``) follows the package's re-export to the
+    module that defines it, so ``symdyn/__init__.py`` importing every module does not make every
+    module a source of every report."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.files: set[Path] = set()
+        self._resolved: set[tuple[str, str]] = set()
+        self._exports: dict[str, dict[str, str]] = {}
+
+    def file(self, name: str) -> Path | None:
+        f = _module_file(self.root, name)
+        return None if f is None or self.rel(f) in NOT_SOURCES else f
+
+    def rel(self, f: Path) -> str:
+        return str(f.relative_to(self.root))
+
+    def add_module(self, name: str) -> None:
+        """Module ``name`` in full: its file and everything its code imports."""
+        f = self.file(name)
+        if f is None or f in self.files:
+            return
+        self.files.add(f)
+        self._scan(f, name)
+
+    def add_name(self, module: str, attr: str) -> None:
+        """What ``module.attr`` is: a submodule, the module a package re-exports it from, or
+        ``module`` itself."""
+        if (module, attr) in self._resolved:
+            return
+        self._resolved.add((module, attr))
+        if self.file(f"{module}.{attr}") is not None:
+            self.add_module(f"{module}.{attr}")
+            return
+        f = self.file(module)
+        if f is None:
+            return
+        origin = self.exports(module, f).get(attr) if f.name == "__init__.py" else None
+        if origin is not None:
+            self.add_name(*origin.rsplit(".", 1))
+        elif attr in _constants(f):
+            self.files.add(f)                 # a constant (``__version__``): the file alone
+        else:
+            self.add_module(module)
+
+    def exports(self, package: str, f: Path) -> dict[str, str]:
+        """``local name -> "module.name"`` for the names a package's ``__init__`` imports."""
+        if package not in self._exports:
+            out: dict[str, str] = {}
+            for node in ast.walk(ast.parse(f.read_text(errors="replace"))):
+                if isinstance(node, ast.ImportFrom):
+                    base = _absolute(package.split("."), node)
+                    out.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names
+                                if a.name != "*"})
+            self._exports[package] = out
+        return self._exports[package]
+
+    def _scan(self, f: Path, name: str) -> None:
+        tree = ast.parse(f.read_text(errors="replace"))
+        package = name.split(".") if f.name == "__init__.py" else name.split(".")[:-1]
+        modules: dict[str, str] = {}          # local name bound to a module -> that module
+        unused: dict[str, list[str]] = {}     # ... -> what `import a.b.c` named, if never used
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    local = a.asname or a.name.split(".")[0]
+                    modules[local] = a.name if a.asname else local
+                    unused.setdefault(local, []).append(a.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(package, node)
+                for a in node.names:
+                    if a.name == "*":
+                        self.add_module(base)
+                    elif self.file(f"{base}.{a.name}") is not None:
+                        modules[a.asname or a.name] = f"{base}.{a.name}"
+                        unused.setdefault(a.asname or a.name, []).append(f"{base}.{a.name}")
+                    else:
+                        self.add_name(base, a.name)
+        parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Name) and node.id in modules):
+                continue
+            unused.pop(node.id, None)
+            chain: list[str] = []
+            up = parents.get(id(node))
+            while isinstance(up, ast.Attribute):
+                chain.append(up.attr)
+                up = parents.get(id(up))
+            self._use(modules[node.id], chain)
+        for names in unused.values():
+            for n in names:
+                self.add_module(n)
+
+    def _use(self, module: str, chain: list[str]) -> None:
+        """``module.a.b...`` in the code: descend through submodules, then resolve the name."""
+        for attr in chain:
+            if self.file(f"{module}.{attr}") is None:
+                self.add_name(module, attr)
+                return
+            module = f"{module}.{attr}"
+        self.add_module(module)
+
+
+def _constants(f: Path) -> set[str]:
+    """Names a module binds to a literal at its top level (``__version__ = "0.1.0"``)."""
+    return {t.id for node in ast.parse(f.read_text(errors="replace")).body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _absolute(package: list[str], node: ast.ImportFrom) -> str:
+    """The absolute module of ``from ... import`` in ``package``."""
+    if not node.level:
+        return node.module or ""
+    up = package[:len(package) - node.level + 1]
+    return ".".join(up + ([node.module] if node.module else []))
 
 
 def source_paths(script: str, root=None) -> list[str]:
-    """The files that generate ``script``'s report (relative to the checkout): the script and
-    every module of ``experiments/`` and ``symdyn/`` it imports, directly or through another one.
-    A change anywhere else in the package leaves the report current."""
+    """The files that generate ``script``'s report (relative to the checkout): the script and the
+    modules of ``experiments/`` and ``symdyn/`` whose code it reaches by name, directly or through
+    another one (:class:`_Sources`). A change anywhere else in the package leaves the report
+    current."""
     root = Path(ROOT if root is None else root).resolve()
-    todo = [root / "experiments" / script]
-    seen: set[Path] = set()
-    while todo:
-        p = todo.pop()
-        if p in seen or not p.is_file():
-            continue
-        seen.add(p)
-        for name in _imports(root, p):
-            f = _module_file(root, name)
-            if f is not None and f not in seen:
-                todo.append(f)
-    return sorted(str(p.relative_to(root)) for p in seen) or [f"experiments/{script}"]
+    found = _Sources(root)
+    found.add_module("experiments." + script.removesuffix(".py"))
+    return sorted(found.rel(p) for p in found.files) or [f"experiments/{script}"]
 
 
 def _git(root, *args: str, binary: bool = False):

@@ -423,7 +423,7 @@ def write_index(directory: Path, root=None) -> Path:
 
     The source column gives the commit each report was generated from (from ``runs.json``, else
     from the marker the report itself carries) and flags a report whose generating sources (its
-    script and the modules it imports) differ now from what they were then
+    script and the modules whose code it reaches by name) differ now from what they were then
     (:func:`staleness`), so that it should be regenerated. ``root``: the checkout to compare
     with (default: this one)."""
     root = ROOT if root is None else root
@@ -435,7 +435,9 @@ def write_index(directory: Path, root=None) -> Path:
          "regenerates one report. This index is rewritten after every run.", "",
          "The source column is the commit each report was generated from (\"dirty\": with "
          "uncommitted changes in its sources); \"stale\" marks a report whose sources (its "
-         "script and the modules of experiments/ and symdyn/ it imports) changed since, so that "
+         "script and the modules of experiments/ and symdyn/ whose code it reaches by name: "
+         "`sd.rnea` reaches the module defining rnea, not all that symdyn/__init__.py imports) "
+         "changed since, so that "
          "its numbers may no longer be what the code gives.", "",
          "| report | reproduces | command | last generated (UTC) | preset | duration | source |",
          "|---|---|---|---|---|---|---|"]

@@ -257,7 +257,41 @@ def test_sources_of_a_report_are_the_modules_its_script_imports():
     assert "symdyn/algorithms/christoffel.py" in symbolic and "symdyn/model.py" in symbolic
     assert "symdyn/codegen/loader.py" in fastpath
     assert "symdyn/codegen/loader.py" not in symbolic
+    # the package's __init__ imports every module; the symbolic table reaches only what it names
+    assert not any(p.startswith(("symdyn/codegen/", "symdyn/contact/", "symdyn/jax/"))
+                   for p in symbolic)
     assert all((REPO / p).is_file() for p in symbolic + fastpath)
+
+
+def test_sources_follow_names_through_package_reexports(tmp_path):
+    """``sd.X`` and ``from symdyn import X`` reach the module defining X, not every module the
+    package's ``__init__`` imports; a bare use of the package (``getattr(sd, name)``) reaches them
+    all; a module imported and never used is a source in full; provenance.py is no source."""
+    root = _checkout(tmp_path / "repo")
+    pkg = root / "symdyn"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .core import X\nfrom .other import Z\n"
+                                     "from . import sub\n__version__ = '1'\n")
+    (pkg / "core.py").write_text("from .helper import h\nX = h\n")
+    (pkg / "helper.py").write_text("h = 1\n")
+    (pkg / "other.py").write_text("Z = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("from .deep import D\nfrom .far import F\n")
+    (pkg / "sub" / "deep.py").write_text("D = 1\n")
+    (pkg / "sub" / "far.py").write_text("F = 1\n")
+    (root / "experiments" / "provenance.py").write_text("")
+    scripts = {"attr.py": "import symdyn as sd\nprint(sd.X, sd.sub.D)\n",
+               "from.py": "from symdyn import X, __version__\nfrom symdyn.sub import D\n",
+               "bare.py": "import symdyn as sd\nprint(getattr(sd, 'X'))\n",
+               "unused.py": "import symdyn.other  # noqa: F401\nimport provenance\n"}
+    for name, text in scripts.items():
+        (root / "experiments" / name).write_text(text)
+    src = {name: set(pv.source_paths(name, root)) for name in scripts}
+    assert src["attr.py"] == {"experiments/attr.py", "symdyn/core.py", "symdyn/helper.py",
+                              "symdyn/sub/deep.py"}
+    assert src["from.py"] == {"experiments/from.py", "symdyn/__init__.py", "symdyn/core.py",
+                              "symdyn/helper.py", "symdyn/sub/deep.py"}
+    assert {"symdyn/other.py", "symdyn/sub/far.py", "symdyn/__init__.py"} <= src["bare.py"]
+    assert src["unused.py"] == {"experiments/unused.py", "symdyn/other.py"}
 
 
 # --- the solo12 trajectory optimisation (experiments/solo12_ocp.py) -------------------------------
