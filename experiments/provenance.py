@@ -145,13 +145,30 @@ class _Sources:
         """``local name -> "module.name"`` for the names a package's ``__init__`` imports."""
         if package not in self._exports:
             out: dict[str, str] = {}
-            for node in ast.walk(ast.parse(f.read_text(errors="replace"))):
+            tree = ast.parse(f.read_text(errors="replace"))
+            for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom):
                     base = _absolute(package.split("."), node)
                     out.update({a.asname or a.name: f"{base}.{a.name}" for a in node.names
                                 if a.name != "*"})
+            out.update(self._lazy_exports(package, tree))
             self._exports[package] = out
         return self._exports[package]
+
+    def _lazy_exports(self, package: str, tree: ast.Module) -> dict[str, str]:
+        """A lazy package (PEP 562 ``__getattr__`` over a table ``{"name": "submodule"}`` at
+        module level, as :mod:`symdyn.symbolic`): name -> "package.submodule.name"."""
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+            return {}
+        out: dict[str, str] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+                for k, v in zip(node.value.keys, node.value.values):
+                    if (isinstance(k, ast.Constant) and isinstance(k.value, str)
+                            and isinstance(v, ast.Constant) and isinstance(v.value, str)
+                            and self.file(f"{package}.{v.value}") is not None):
+                        out[k.value] = f"{package}.{v.value}.{k.value}"
+        return out
 
     def _scan(self, f: Path, name: str) -> None:
         tree = ast.parse(f.read_text(errors="replace"))

@@ -257,16 +257,20 @@ def test_sources_of_a_report_are_the_modules_its_script_imports():
     assert "symdyn/algorithms/christoffel.py" in symbolic and "symdyn/model.py" in symbolic
     assert "symdyn/codegen/loader.py" in fastpath
     assert "symdyn/codegen/loader.py" not in symbolic
-    # the package's __init__ imports every module; the symbolic table reaches only what it names
+    assert "symdyn/symbolic/core.py" in symbolic          # through symdyn.symbolic's lazy table
+    # symdyn/__init__ imports every module; the NumPy verification reaches only what it names
+    verification = pv.source_paths("verification.py")
+    assert "symdyn/algorithms/coriolis.py" in verification
     assert not any(p.startswith(("symdyn/codegen/", "symdyn/contact/", "symdyn/jax/"))
-                   for p in symbolic)
+                   for p in verification)
     assert all((REPO / p).is_file() for p in symbolic + fastpath)
 
 
 def test_sources_follow_names_through_package_reexports(tmp_path):
     """``sd.X`` and ``from symdyn import X`` reach the module defining X, not every module the
     package's ``__init__`` imports; a bare use of the package (``getattr(sd, name)``) reaches them
-    all; a module imported and never used is a source in full; provenance.py is no source."""
+    all; a module imported and never used is a source in full; a lazy package's name table is
+    followed; provenance.py is no source."""
     root = _checkout(tmp_path / "repo")
     pkg = root / "symdyn"
     (pkg / "sub").mkdir(parents=True)
@@ -278,11 +282,17 @@ def test_sources_follow_names_through_package_reexports(tmp_path):
     (pkg / "sub" / "__init__.py").write_text("from .deep import D\nfrom .far import F\n")
     (pkg / "sub" / "deep.py").write_text("D = 1\n")
     (pkg / "sub" / "far.py").write_text("F = 1\n")
+    (pkg / "lazy").mkdir()
+    (pkg / "lazy" / "__init__.py").write_text(
+        "import importlib\n_ATTRS = {'L': 'impl'}\n\ndef __getattr__(name):\n"
+        "    return getattr(importlib.import_module(f'{__name__}.{_ATTRS[name]}'), name)\n")
+    (pkg / "lazy" / "impl.py").write_text("L = 1\n")
     (root / "experiments" / "provenance.py").write_text("")
     scripts = {"attr.py": "import symdyn as sd\nprint(sd.X, sd.sub.D)\n",
                "from.py": "from symdyn import X, __version__\nfrom symdyn.sub import D\n",
                "bare.py": "import symdyn as sd\nprint(getattr(sd, 'X'))\n",
-               "unused.py": "import symdyn.other  # noqa: F401\nimport provenance\n"}
+               "unused.py": "import symdyn.other  # noqa: F401\nimport provenance\n",
+               "lazy.py": "from symdyn.lazy import L\n"}
     for name, text in scripts.items():
         (root / "experiments" / name).write_text(text)
     src = {name: set(pv.source_paths(name, root)) for name in scripts}
@@ -292,6 +302,7 @@ def test_sources_follow_names_through_package_reexports(tmp_path):
                               "symdyn/helper.py", "symdyn/sub/deep.py"}
     assert {"symdyn/other.py", "symdyn/sub/far.py", "symdyn/__init__.py"} <= src["bare.py"]
     assert src["unused.py"] == {"experiments/unused.py", "symdyn/other.py"}
+    assert src["lazy.py"] == {"experiments/lazy.py", "symdyn/lazy/impl.py"}   # PEP 562 table
 
 
 # --- the solo12 trajectory optimisation (experiments/solo12_ocp.py) -------------------------------
