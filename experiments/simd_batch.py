@@ -5,6 +5,9 @@ symdyn/codegen/simd.py) against the scalar loop of the same compiled function
 interleaved in one process (medians of the per-round ratios). Both compiled forms, as
 ``form="auto"`` chooses them per function.
 
+Where the CPU runs more than one vector target (AVX-512 and AVX2), the narrower ones are built
+and timed beside the widest, which is what ``simd="auto"`` builds.
+
 Also: the vector FMA peak of this CPU (independent multiply-add chains on the same vector type,
 same target attribute), against which the batches' SX operations per ns are set; the bytes of
 outputs per state (a batch that writes more than memory takes is bandwidth-bound whatever its
@@ -96,10 +99,13 @@ def inputs(m, f, n: int, rng) -> list[np.ndarray]:
     return [q if name == "q" else other[name] for name in f.input_names]
 
 
-def measure(name: str, repeat: int, rng) -> list[dict]:
+def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
+    """Rows of ``name``'s functions; ``others``: narrower vector targets this CPU also runs,
+    built separately (``simd=(target,)``) and timed in the same interleaved rounds."""
     m = model(name)
     t0 = time.perf_counter()
     lib = build(m, ALGS, progress=False)
+    narrower = {t: build(m, ALGS, simd=(t,), progress=False) for t in others}
     log(f"{name}: built in {time.perf_counter() - t0:.0f} s (cache hit: {lib.cache_hit})")
     rows = []
     for alg in ALGS:
@@ -109,9 +115,13 @@ def measure(name: str, repeat: int, rng) -> list[dict]:
         ins = inputs(m, f, n, rng)
         res = f.batch(*ins, threads=1)
         out = res
-        ts_v, ts_s = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
-                                  lambda: f.batch(*ins, out=out, threads=1, simd=False)],
-                                 repeat=repeat)
+        alts = [(t, narrower[t][alg]) for t in others]
+        alt_out = [g.batch(*ins, threads=1) for _, g in alts]
+        ts = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
+                          lambda: f.batch(*ins, out=out, threads=1, simd=False)]
+                         + [lambda g=g, o=o: g.batch(*ins, out=o, threads=1, simd=True)
+                            for (_, g), o in zip(alts, alt_out)], repeat=repeat)
+        ts_v, ts_s = ts[0], ts[1]
         vec = f.batch(*ins, threads=1, simd=True)
         sca = f.batch(*ins, threads=1, simd=False)
         err = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
@@ -126,7 +136,9 @@ def measure(name: str, repeat: int, rng) -> list[dict]:
                      "speedup": paired_ratio(ts_s, ts_v), "err": err,
                      "fixed_fast": median(tf), "fixed_python": median(tp),
                      "cpu_scalar": f.stats.get("cpu_compile", float("nan")),
-                     "cpu_vector": f.stats.get("cpu_compile_simd", float("nan"))})
+                     "cpu_vector": f.stats.get("cpu_compile_simd", float("nan")),
+                     "others": {t: (g.simd_width, median(tt) / n, paired_ratio(ts_s, tt))
+                                for (t, g), tt in zip(alts, ts[2:])}})
         r = rows[-1]
         log(f"{name} {alg}: {r['form']}, W={r['width']}, scalar {r['t_sca'] * 1e9:.0f} ns, "
             f"vector {r['t_vec'] * 1e9:.0f} ns a state: {r['speedup']:.2f}x; one-state batch "
@@ -158,6 +170,21 @@ def report(rows, peak, target, args, t0) -> list[str]:
                      f"{r['err']:.0e}"])
     L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
                 "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "max rel. diff"], body)
+    others = sorted({t for r in rows for t in r["others"]})
+    if others:
+        L += ["", "## Every vector target this CPU runs, side by side", "",
+              f"`simd=\"auto\"` builds the widest target (`{target}`); the narrower ones are "
+              "built separately (`simd=(target,)`) and timed in the same interleaved rounds. "
+              "Speedups over the scalar loop; the best per function in bold.", ""]
+        body = []
+        for r in rows:
+            cells = {target: r["speedup"], **{t: r["others"][t][2] for t in others}}
+            best = max(cells.values())
+            body.append([r["model"], r["alg"], f"{r['out_bytes'] / 1024:.1f}"]
+                        + [(f"**{cells[t]:.2f}**" if cells[t] == best else f"{cells[t]:.2f}")
+                           for t in [target, *others]])
+        L += table(["model", "function", "KiB out", *[f"{t} (W = {simd.TARGETS[t][0]})"
+                                                      for t in [target, *others]]], body)
     L += ["", "## What the vector variants cost at build time", "",
           "CPU seconds of the compiler for the function's scalar C and for its vector variants "
           "(a unit of their own, compiled in parallel with the scalar one where cores are "
@@ -198,8 +225,16 @@ def report(rows, peak, target, args, t0) -> list[str]:
           f"- Below 3x, by kind: functions with outputs of 1 KiB a state or more "
           f"({big_slow}), where every state's outputs go through the transpose and out to "
           f"memory (the `GB/s out` column) and the arithmetic is a smaller share; the others "
-          f"({small_slow}).", ""]
-    return L
+          f"({small_slow})."]
+    for t in others:
+        wins = [r for r in rows if r["others"][t][2] > r["speedup"]]
+        kib = sorted(r["out_bytes"] / 1024 for r in wins)
+        L += [f"- `{t}` (W = {simd.TARGETS[t][0]}) beats `{target}` on {len(wins)} of "
+              f"{len(rows)} functions"
+              + (f" (outputs {kib[0]:.1f}-{kib[-1]:.1f} KiB a state)" if kib else "")
+              + f"; `{target}` wins on the others. `simd=\"auto\"` builds `{target}` only, "
+              "so `.batch` takes it whatever the function."]
+    return L + [""]
 
 
 def main(argv=None) -> int:
@@ -216,7 +251,7 @@ def main(argv=None) -> int:
     peak = fma_peak(target) if target else 0.0
     log(f"vector target {target}, FMA peak {peak:.1f} flop/ns")
     rng = np.random.default_rng(0)
-    rows = [r for n in names for r in measure(n, repeat, rng)]
+    rows = [r for n in names for r in measure(n, repeat, rng, host[1:])]
     write(d, "simd_batch.md", report(rows, peak, target, args, t0))
     return 0
 
