@@ -11,14 +11,16 @@ same process, so that machine load cancels:
   Pinocchio, on Panda (URDF) and random-geometry trees;
 * scaling: the compiled function the automatic form choice picks / Pinocchio, against N on
   random-geometry chains and branched trees;
-* jax: per-state time of a ``symdyn.jax.compile`` batch of 1000 states / the compiled C batch
-  (``.batch``, one thread) on Panda (only when JAX is installed).
+* jax: per-state time of a ``symdyn.jax.compile`` batch of 1000 states / the compiled C batch's
+  scalar loop (``.batch``, one thread, ``simd=False`` where the version has vector batches) on
+  Panda (only when JAX is installed).
 
 The table gives the median ratio of each version over the rounds and after/before.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -108,8 +110,11 @@ def _jax_vs_c(repeat: int, out: dict) -> None:
         f = sjax.compile(model, alg)
         f(*X)
         c = getattr(lib, alg)
-        out[f"jax panda {alg} ({JAX_BATCH} states) / C batch"] = _ratio(
-            lambda: f(*X), lambda: c.batch(*X, threads=1), repeat)
+        # the scalar C loop on both versions (versions with vector batches take simd=False), so
+        # that a faster vector batch does not read as a slower JAX
+        scalar = {"simd": False} if "simd" in inspect.signature(c.batch).parameters else {}
+        out[f"jax panda {alg} ({JAX_BATCH} states) / scalar C batch"] = _ratio(
+            lambda: f(*X), lambda: c.batch(*X, threads=1, **scalar), repeat)
 
 
 def measure(repeat: int, quick: bool) -> dict:
