@@ -4,7 +4,8 @@ whether it is stale (its sources changed since).
 A report's sources are its script and the modules of ``experiments/`` and ``symdyn/`` whose code
 it reaches by name, directly or through other modules (:func:`source_paths`, read from the code):
 ``sd.rnea`` reaches the module defining ``rnea``, not every module ``symdyn/__init__.py`` imports,
-so a change to the C loader or to contact dynamics does not mark the symbolic reports stale. Scripts write
+so a change to the C loader or to contact dynamics does not mark the NumPy reports stale (the
+compiled ones reach every algorithm through the codegen registry). Scripts write
 :func:`report_provenance` into their header; ``experiments/runner.py`` reads it back
 (:func:`state_from_report`) for the index's stale flag (:func:`staleness`).
 """
