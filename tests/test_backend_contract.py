@@ -39,7 +39,8 @@ FUNCTIONS = ("zeros", "eye", "matrix", "vector", "const", "rows", "cols", "vcat"
              "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "is_zero", "is_symbol",
              "tensor3", "set3", "page", "pages", "to_vector", "to_matrix", "to_numpy",
              "sin_over_x", "one_minus_cos_over_x2", "x_minus_sin_over_x3", "assign", "assign3",
-             "concrete", "constant_scope", "sign", "call_step", "model_constants")
+             "concrete", "constant_scope", "sign", "atan2", "where_positive", "call_step",
+             "model_constants")
 
 
 @pytest.fixture(params=ALL)
@@ -105,6 +106,27 @@ def test_array_functions_agree_with_numpy(B):
     assert B.concrete(bb) is (B.name in ARRAY_LIKE)
     with B.constant_scope():
         np.testing.assert_allclose(num(B, B.const(A) @ B.const(b)), A @ b, **close)
+
+
+def test_atan2_and_where_positive_agree_with_numpy(B):
+    """The two branch functions, on constants of every backend: atan2 in all four quadrants and
+    on the axes, where_positive on both sides of 0 and at 0 (b: the condition is x > 0)."""
+    for y, x in [(1.0, 2.0), (1.0, -2.0), (-1.0, -2.0), (-1.0, 2.0), (0.0, 1.0), (1.0, 0.0)]:
+        assert abs(scalar(B, B.atan2(y, x)) - np.arctan2(y, x)) < 1e-15
+    for x, want in [(0.5, 2.0), (0.0, 3.0), (-0.5, 3.0)]:
+        assert scalar(B, B.where_positive(x, 2.0, 3.0)) == want
+
+
+def test_where_positive_stays_symbolic_on_graph_backends():
+    """A symbol condition gives an expression with both branches, valued by substitution."""
+    import sympy as sp
+    x = sp.Symbol("x", real=True)
+    e = get_backend("sympy").where_positive(x, x ** 2, -x)
+    assert e.subs(x, 2) == 4 and e.subs(x, -3) == 3 and e.subs(x, 0) == 0
+    import casadi as ca
+    s = ca.SX.sym("s")
+    f = ca.Function("f", [s], [get_backend("casadi").where_positive(s, s * s, -s)])
+    assert float(f(2.0)) == 4.0 and float(f(-3.0)) == 3.0 and float(f(0.0)) == 0.0
 
 
 def test_is_symbol_on_graph_backends():

@@ -34,6 +34,8 @@ Arrays. Vectors are native vectors (NumPy 1-D arrays; (n, 1) columns elsewhere),
     skew(w)               3x3 S(w) with S(w) u = w x u
     sin, cos, sqrt        scalar functions
     sign                  scalar sign: -1, 0 (at 0) or 1
+    atan2(y, x)           scalar two-argument arctangent
+    where_positive(x, a, b)  a where the scalar x > 0, else b (Piecewise / if_else / where)
     is_zero(x)            every entry is (structurally or exactly) zero
     is_symbol(x)          x is a pure symbol (a differentiation variable); always False for NumPy
     jacobian(y, x)        graph backends only: d y / d x for column y, symbol column x

@@ -24,6 +24,12 @@ ndarray = ca.SX
 
 sin, cos, sqrt = ca.sin, ca.cos, ca.sqrt
 sign = ca.sign  # -1, 0 or 1 (friction_torque)
+atan2 = ca.atan2
+
+
+def where_positive(x, a, b):
+    """``a`` where ``x > 0``, else ``b`` (scalars; ``if_else``, both branches evaluated)."""
+    return ca.if_else(x > 0, a, b)
 
 
 def zeros(n: int, m: int | None = None):

@@ -34,6 +34,12 @@ ndarray = jax.Array
 
 sin, cos, sqrt = jnp.sin, jnp.cos, jnp.sqrt
 sign = jnp.sign  # -1, 0 or 1 (friction_torque)
+atan2 = jnp.arctan2
+
+
+def where_positive(x, a, b):
+    """``a`` where ``x > 0``, else ``b`` (``jnp.where``: both branches evaluated)."""
+    return jnp.where(x > 0, a, b)
 
 _ALLOW_FLOAT32 = False
 

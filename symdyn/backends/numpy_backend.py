@@ -32,6 +32,18 @@ def cos(x):
 sign = np.sign  # -1, 0 or 1 (friction_torque)
 
 
+def atan2(y, x):
+    """atan2 of numbers (math.atan2) or arrays."""
+    return math.atan2(y, x) if isinstance(y, float) and isinstance(x, float) else np.arctan2(y, x)
+
+
+def where_positive(x, a, b):
+    """``a`` where ``x > 0``, else ``b`` (scalars, or arrays element-wise)."""
+    if np.ndim(x) == 0 and np.ndim(a) == 0 and np.ndim(b) == 0:
+        return a if x > 0 else b
+    return np.where(np.asarray(x) > 0, a, b)
+
+
 def zeros(n: int, m: int | None = None):
     return np.zeros(n if m is None else (n, m))
 

@@ -25,6 +25,15 @@ ndarray = se.DenseMatrix
 
 sin, cos, sqrt = se.sin, se.cos, se.sqrt
 sign = se.sign  # -1, 0 or 1 (friction_torque)
+atan2 = se.atan2
+
+
+def where_positive(x, a, b):
+    """``a`` where ``x > 0``, else ``b`` (scalars): a Piecewise, or the branch when x is a number."""
+    x = se.sympify(x)
+    if x.is_Number:
+        return a if float(x) > 0 else b
+    return se.Piecewise((a, x > 0), (b, True))
 sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(se.sin, se.cos, se.sqrt)
 
 

@@ -20,6 +20,15 @@ ndarray = sp.MatrixBase
 
 sin, cos, sqrt = sp.sin, sp.cos, sp.sqrt
 sign = sp.sign  # -1, 0 or 1 (friction_torque)
+atan2 = sp.atan2
+
+
+def where_positive(x, a, b):
+    """``a`` where ``x > 0``, else ``b`` (scalars): a Piecewise, or the branch when x is a number."""
+    x = sp.sympify(x)
+    if x.is_number:
+        return a if x > 0 else b
+    return sp.Piecewise((a, x > 0), (b, True))
 sin_over_x, one_minus_cos_over_x2, x_minus_sin_over_x3 = exact_helpers(sp.sin, sp.cos, sp.sqrt)
 
 

@@ -118,8 +118,8 @@ def _backend_function(name: str) -> Callable:
 
 
 _RECORDED = {name: _backend_function(name) for name in (
-    "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "sign", "sin_over_x",
-    "one_minus_cos_over_x2", "x_minus_sin_over_x3")}
+    "inv", "solve", "dot", "skew", "sin", "cos", "sqrt", "sign", "atan2", "where_positive",
+    "sin_over_x", "one_minus_cos_over_x2", "x_minus_sin_over_x3")}
 
 
 class RecordingBackend:
@@ -168,6 +168,13 @@ class RecordingBackend:
 
     def sign(self, x):
         return self.call_step(_RECORDED["sign"], (self._ref(x),))
+
+    def atan2(self, y, x):
+        return self.call_step(_RECORDED["atan2"], (self._ref(y), self._ref(x)))
+
+    def where_positive(self, x, a, b):
+        return self.call_step(_RECORDED["where_positive"], (self._ref(x), self._ref(a),
+                                                             self._ref(b)))
 
     def sin_over_x(self, x2):
         return self.call_step(_RECORDED["sin_over_x"], (self._ref(x2),))
