@@ -174,28 +174,125 @@ def kkt_matrix_inverse(model: Any, q: Array, contacts: Contact | Sequence[Contac
     return B.block([[top_left, YG], [YG.T, -Ginv]])
 
 
+def _cone_force(B: Backend, cx: Any, cy: Any, cz: Any, Rt: float, Rn: float, mu: float,
+                solve_ncp: bool) -> list:
+    """The converged force of one 3-row contact in its friction cone ``|lam_T| <= mu lam_z``:
+    ``c = (cx, cy, cz)`` the contact's ``c_ref`` rows, ``Rt`` the tangential compliance (rows 0
+    and 1), ``Rn`` the normal one (row 2). Branch-free over the backends (``where_positive``);
+    ``u = |c_T|`` is guarded where it is 0 (``us`` is 1 there, so ``c_T / us`` stays finite, and
+    ``sqrt`` is never taken at 0: the derivatives that CasADi and JAX form for the untaken branch
+    stay finite too).
+
+    Regimes (``gap > 0``: in contact; ``slip > 0``: the unconstrained ``-c / R`` lies outside the
+    cone): separate ``lam = 0``; stick ``lam = -c / R``; slide ``lam_T = -mu lam_z c_T / |c_T|``
+    with ``lam_z = (mu |c_T| - c_z) / (Rn + mu^2 Rt)`` (projection, ``solve_ncp=False``) or
+    ``lam_z = -c_z / Rn`` (Coulomb's law, ``solve_ncp=True``)."""
+    u2 = cx * cx + cy * cy
+    us = B.sqrt(B.where_positive(u2, u2, 1))
+    u = B.where_positive(u2, us, 0)
+    if solve_ncp:
+        gap, lz_slide = -cz, -cz / Rn
+    else:
+        gap = mu * u - cz
+        lz_slide = gap / (Rn + mu * mu * Rt)
+    slip = Rn * u + (mu * Rt) * cz
+    k = -mu * lz_slide
+
+    def pick(slide, stick):
+        return B.where_positive(gap, B.where_positive(slip, slide, stick), 0)
+
+    return [pick(k * (cx / us), -cx / Rt), pick(k * (cy / us), -cy / Rt), pick(lz_slide, -cz / Rn)]
+
+
+def _friction(friction: Any, resolved: Sequence[ResolvedContact], R: list) -> list | None:
+    """One friction coefficient per contact (None: no cone), checked against the contacts and the
+    compliances."""
+    if friction is None:
+        return None
+    n = len(resolved)
+    if hasattr(friction, "__len__") and not isinstance(friction, str):
+        mus = list(friction)
+        if len(mus) != n:
+            raise ValueError(f"friction must be one number or {n} numbers (one per contact), "
+                             f"got {len(mus)}")
+        mus = [nonneg_number(x, f"friction[{k}]") for k, x in enumerate(mus)]
+    else:
+        mus = [nonneg_number(friction, "friction")] * n
+    for k, rc in enumerate(resolved):
+        if rc.contact.dim != 3:
+            raise ValueError(f"contacts[{k}] is a 6-D contact: the friction cone applies to 3-D "
+                             "(point) contacts only; use friction=None or point contacts")
+        r = rc.row
+        if R[r] != R[r + 1]:
+            raise ValueError(f"contacts[{k}]: friction needs equal tangential compliances, got "
+                             f"compliance[{r}] = {R[r]!r} != compliance[{r + 1}] = {R[r + 1]!r}: "
+                             "the R-weighted projection on the cone is then no longer the "
+                             "closed form used here (Pinocchio's weightedProject assumes "
+                             "R0 == R1 too)")
+    return mus
+
+
 @dispatch
 def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
                              contacts: Contact | Sequence[Contact], dt: float,
                              compliance: float | Sequence[float],
                              constraint_correction: Array | None = None, *,
+                             friction: float | Sequence[float] | None = None,
+                             solve_ncp: bool = False,
                              backend: str | None = None) -> tuple[Array, Array]:
-    """Inverse dynamics with compliant contacts, Pinocchio's ``contactInverseDynamics`` without
-    the friction cone: ``(tau, lam)`` with
+    """Inverse dynamics with compliant contacts, Pinocchio 4.1's ``contactInverseDynamics``:
+    ``(tau, lam)`` with
 
-    ``c_ref = (J (qd + dt qdd) + constraint_correction) / dt``, ``lam = -c_ref / R`` (R the
-    per-row compliance, > 0) and ``tau = rnea(q, qd, qdd) - J^T lam``,
+    ``c_ref = (J (qd + dt qdd) + constraint_correction) / dt`` and ``tau = rnea(q, qd, qdd) -
+    J^T lam``,
 
     J the contact Jacobian (:func:`~symdyn.contact.contact_jacobian`) and ``lam`` the force of the
-    environment on the robot, as in :func:`constraint_dynamics`. ``compliance``: one number or
-    one per row (nc); ``constraint_correction``: nc numbers (default zero).
+    environment on the robot, as in :func:`constraint_dynamics`. ``compliance`` (R): one number or
+    one per row (nc), each > 0; ``constraint_correction``: nc numbers (default zero).
 
-    Pinocchio 4.1's ``PointContactConstraintModel`` anchored at the contact's current placement
-    has the opposite sign, ``J_pin = -J`` (the velocity of the environment point relative to
-    the robot's, local axes), so with ``constraint_correction = -correction_pin`` its
-    ``lambda = -lam`` and its torque is ``tau``. Pinocchio projects each contact's lambda on its
-    friction cone (iteratively); where the result lies inside the cones (and with
-    ``solve_ncp=False``) the two agree; the cone and its projection are not modelled here.
+    * ``friction=None`` (default): no cone, ``lam = -c_ref / R`` row by row.
+    * ``friction``: one number >= 0 or one per contact; every contact must then be a 3-D (point)
+      contact with equal tangential compliances (rows 0 and 1). Each contact's force is kept in
+      its cone ``K = {|lam_T| <= mu lam_z}`` whose axis is the contact's third row: the z axis
+      of the contact frame for ``"local"``, world z for ``"local_world_aligned"``, and ``lam_z
+      >= 0`` pushes the robot along +z (z is the environment's normal, pointing toward the
+      robot; a foot on flat ground in ``"local_world_aligned"`` has world z up). Per contact,
+      with ``c = c_ref`` rows ``(c_T, c_z)``, ``Rt = R0 = R1``, ``Rn = R2``:
+
+      - ``solve_ncp=False``: ``lam = argmin_{lam in K} 1/2 lam^T R lam + c^T lam``, the
+        R-weighted projection of ``-c / R`` on K: 0 if ``c_z >= mu |c_T|`` (separate);
+        ``-c / R`` if that lies in K, i.e. ``Rn |c_T| <= -mu Rt c_z`` (stick); otherwise on
+        the boundary (slide), ``lam_z = (mu |c_T| - c_z) / (Rn + mu^2 Rt)``,
+        ``lam_T = -mu lam_z c_T / |c_T|``.
+      - ``solve_ncp=True`` (Coulomb's law with maximal dissipation, De Saxce's correction):
+        0 if ``c_z >= 0`` (separate); ``-c / R`` if that lies in K (stick); otherwise
+        ``lam_z = -c_z / Rn``, ``lam_T = -mu lam_z c_T / |c_T|`` (slide: the contact velocity
+        ``sigma = c + R lam`` has ``sigma_z = 0`` and ``sigma_T`` along ``c_T``, opposing
+        ``lam_T``).
+
+      Every step is a ``where_positive`` (no Python branch on values), so the result is a
+      Piecewise on SymPy / SymEngine, an ``if_else`` on CasADi and a ``where`` on JAX.
+
+    Relation to Pinocchio 4.1. Its ``PointContactConstraintModel`` anchored at the contact's
+    current placement has the opposite sign, ``J_pin = -J`` (the velocity of the environment
+    point relative to the robot's, local axes), so without friction and with
+    ``constraint_correction = -correction_pin`` its ``lambda = -lam`` and its torque is ``tau``.
+    Its cone holds ``lambda`` (the force on the environment), so its normal points from the
+    robot into the environment: the Pinocchio twin of a contact here is one whose placement is
+    turned by pi about x (``D = diag(1, -1, -1)``), with ``correction_pin = -D correction``
+    and ``lambda_pin = -D lam``. Pinocchio solves for the force by Gauss-Seidel sweeps of
+    proximal steps, ``lam <- proj_(R + rho)(-(c + ds - rho lam) / (R + rho))`` (``rho`` its
+    proximal ``mu``, ``ds = (0, 0, mu |sigma_T|)`` the De Saxce correction when
+    ``solve_ncp``, ``proj_W`` the W-weighted projection on K, its ``weightedProject``, which
+    assumes ``R0 == R1``). R is diagonal, so the contacts decouple and a fixed point of the
+    sweep is a fixed point of each contact's step: for ``solve_ncp=False`` that is the
+    minimiser of ``1/2 lam^T R lam + c^T lam`` over K (the proximal step's fixed points are
+    the minimisers, whatever ``rho``), which the projection above gives in closed form; for
+    ``solve_ncp=True`` the three cases above satisfy the fixed-point equation (stick: sigma = 0;
+    separate: ``-(c + ds) R^-1`` lies in K's polar cone when ``c_z >= 0``; slide: ``R (y -
+    lam) = -|sigma_T| (c_T / |c_T|, mu)`` is normal to K at lam, y the step's target) and the
+    three cover every c. Where Pinocchio's iteration converges it therefore returns these
+    forces (to its accuracy); here they are exact.
     """
     h = nonneg_number(dt, "dt")
     if h == 0:
@@ -209,12 +306,24 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
     R = [nonneg_number(c, f"compliance[{k}]") for k, c in enumerate(comp)]
     if any(c == 0 for c in R):
         raise ValueError("compliance must be > 0 on every row (lam = -c_ref / R)")
+    if hasattr(solve_ncp, "__len__") or solve_ncp not in (True, False):
+        raise TypeError(f"solve_ncp must be True or False, got {solve_ncp!r}")
+    solve_ncp = bool(solve_ncp)
+    mus = _friction(friction, resolved, R)
     B, (qs, vs, us) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("qdd", qdd, "v"),
                             backend=backend)
     J = contact_terms(B, model, qs, None, resolved).J
     c = J @ (B.vcat(vs) + h * B.vcat(us))
     if constraint_correction is not None:
         c = c + B.to_vector(constraint_correction, nc, "constraint_correction")
-    lam = B.vector([-c[k] / (h * R[k]) for k in range(nc)])
+    if mus is None:
+        lam = B.vector([-c[k] / (h * R[k]) for k in range(nc)])
+    else:
+        rows: list = []
+        for rc, mu in zip(resolved, mus):
+            r = rc.row
+            rows += _cone_force(B, c[r] / h, c[r + 1] / h, c[r + 2] / h, R[r], R[r + 2], mu,
+                                solve_ncp)
+        lam = B.vector(rows)
     tau = rnea(model, B.vcat(qs), B.vcat(vs), B.vcat(us), backend=B)  # type: ignore[arg-type]
     return tau - J.T @ lam, lam
