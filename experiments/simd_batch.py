@@ -6,7 +6,9 @@ interleaved in one process (medians of the per-round ratios). Both compiled form
 ``form="auto"`` chooses them per function.
 
 Where the CPU runs more than one vector target (AVX-512 and AVX2), the narrower ones are built
-and timed beside the widest, which is what ``simd="auto"`` builds.
+and timed beside the widest, and the report says which one ``simd="auto"`` builds for each
+function (:func:`symdyn.codegen.simd.auto_target`: by the function's output bytes a state) and
+what that choice costs against the best.
 
 Also: the vector FMA peak of this CPU (independent multiply-add chains on the same vector type,
 same target attribute), against which the batches' SX operations per ns are set; the bytes of
@@ -104,7 +106,8 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
     built separately (``simd=(target,)``) and timed in the same interleaved rounds."""
     m = model(name)
     t0 = time.perf_counter()
-    lib = build(m, ALGS, progress=False)
+    host = simd.host_targets(compiler_info()[0])
+    lib = build(m, ALGS, simd=host[:1], progress=False)     # the widest target
     narrower = {t: build(m, ALGS, simd=(t,), progress=False) for t in others}
     log(f"{name}: built in {time.perf_counter() - t0:.0f} s (cache hit: {lib.cache_hit})")
     rows = []
@@ -173,18 +176,23 @@ def report(rows, peak, target, args, t0) -> list[str]:
     others = sorted({t for r in rows for t in r["others"]})
     if others:
         L += ["", "## Every vector target this CPU runs, side by side", "",
-              f"`simd=\"auto\"` builds the widest target (`{target}`); the narrower ones are "
-              "built separately (`simd=(target,)`) and timed in the same interleaved rounds. "
-              "Speedups over the scalar loop; the best per function in bold.", ""]
+              "Each target built on its own (`simd=(target,)`) and timed in the same "
+              "interleaved rounds. Speedups over the scalar loop; the best per function in "
+              "bold. `auto`: the target `simd=\"auto\"` builds for the function "
+              f"(`simd.auto_target`: AVX2 from {simd.AUTO_NARROW_OUT_BYTES} output bytes a "
+              "state on, else the widest) and its speedup.", ""]
         body = []
+        host = (target, *others)
         for r in rows:
             cells = {target: r["speedup"], **{t: r["others"][t][2] for t in others}}
             best = max(cells.values())
+            (pick,) = simd.auto_target(host, r["out_bytes"] // 8)
+            r["auto"], r["auto_loss"] = pick, cells[pick] / best
             body.append([r["model"], r["alg"], f"{r['out_bytes'] / 1024:.1f}"]
                         + [(f"**{cells[t]:.2f}**" if cells[t] == best else f"{cells[t]:.2f}")
-                           for t in [target, *others]])
+                           for t in [target, *others]] + [f"{pick} {cells[pick]:.2f}"])
         L += table(["model", "function", "KiB out", *[f"{t} (W = {simd.TARGETS[t][0]})"
-                                                      for t in [target, *others]]], body)
+                                                      for t in [target, *others]], "auto"], body)
     L += ["", "## What the vector variants cost at build time", "",
           "CPU seconds of the compiler for the function's scalar C and for its vector variants "
           "(a unit of their own, compiled in parallel with the scalar one where cores are "
@@ -232,8 +240,13 @@ def report(rows, peak, target, args, t0) -> list[str]:
         L += [f"- `{t}` (W = {simd.TARGETS[t][0]}) beats `{target}` on {len(wins)} of "
               f"{len(rows)} functions"
               + (f" (outputs {kib[0]:.1f}-{kib[-1]:.1f} KiB a state)" if kib else "")
-              + f"; `{target}` wins on the others. `simd=\"auto\"` builds `{target}` only, "
-              "so `.batch` takes it whatever the function."]
+              + f"; `{target}` wins on the others."]
+    if others:
+        hit = [r for r in rows if r["auto_loss"] == 1.0]
+        worst = min(rows, key=lambda r: r["auto_loss"])
+        L += [f"- `simd=\"auto\"` picks the fastest target on {len(hit)} of {len(rows)} "
+              f"functions; its worst pick is {worst['model']} {worst['alg']} "
+              f"({worst['auto']}, {worst['auto_loss']:.2f}x the best speedup)."]
     return L + [""]
 
 

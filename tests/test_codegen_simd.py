@@ -41,9 +41,15 @@ def _states(model, n, seed):
 ALGS = ["rnea", "crba", "aba", "christoffel"]
 
 
-@pytest.fixture(scope="module", params=["unrolled", "recursive"])
+@pytest.fixture(scope="module", params=[(form, t) for form in ("unrolled", "recursive")
+                                        for t in simd.TARGETS])
 def lib(request, tmp_path_factory):
-    return build(_model(), ALGS, form=request.param, opt="-O1", progress=False,
+    """Each form with each vector target (one at a time, so that every target is exercised
+    on every algorithm; simd="auto" would give each function one of them)."""
+    form, target = request.param
+    if target not in _host():
+        pytest.skip(f"this CPU does not run {target}")
+    return build(_model(), ALGS, form=form, opt="-O1", progress=False, simd=(target,),
                  cache_dir=tmp_path_factory.mktemp("symdyn-simd"))
 
 
@@ -59,8 +65,8 @@ def _tuple(x):
 @pytest.mark.parametrize("alg", ALGS)
 def test_vector_batch_equals_the_scalar_loop(lib, alg):
     f = lib[alg]
-    assert f.simd_width == simd.TARGETS[_host()[0]][0]
-    assert f.meta["simd"] == [_host()[0]]
+    (target,) = f.meta["simd"]
+    assert f.simd_width == simd.TARGETS[target][0]
     for n in (1, 3, f.simd_width, 2 * f.simd_width + 1, 37):
         args = _args(f, _states(_model(), n, seed=n))
         vec, sca = _tuple(f.batch(*args)), _tuple(f.batch(*args, simd=False))
@@ -115,6 +121,35 @@ def test_the_widest_variant_the_cpu_runs_is_chosen(tmp_path):
     assert f.simd_width == simd.TARGETS[_host()[0]][0]
     args = _args(f, _states(_model(), 11, seed=4))
     np.testing.assert_allclose(f.batch(*args), f.batch(*args, simd=False), rtol=1e-12, atol=1e-12)
+
+
+def test_auto_target_narrows_for_output_heavy_functions():
+    """simd="auto": the widest host target, AVX2 from AUTO_NARROW_OUT_BYTES a state on."""
+    n = simd.AUTO_NARROW_OUT_BYTES // 8
+    assert simd.auto_target(("avx512", "avx2"), n - 1) == ("avx512",)
+    assert simd.auto_target(("avx512", "avx2"), n) == ("avx2",)
+    assert simd.auto_target(("avx2",), 10 * n) == ("avx2",)
+    assert simd.auto_target(("avx512",), 10 * n) == ("avx512",)
+    assert simd.auto_target((), 1) == ()
+
+
+@needs_vectors
+def test_auto_builds_one_variant_per_function_by_its_output_size(tmp_path):
+    """rnea writes nv doubles a state, christoffel nv^3: with both targets on the host they get
+    different variants, each equal to the scalar loop."""
+    host = _host()
+    m = _model()
+    lib = build(m, ["rnea", "christoffel"], opt="-O1", progress=False, cache_dir=tmp_path)
+    assert 8 * m.nv ** 3 >= simd.AUTO_NARROW_OUT_BYTES > 8 * m.nv
+    assert lib.rnea.meta["simd"] == list(simd.auto_target(host, m.nv)) == [host[0]]
+    want = ["avx2"] if "avx2" in host else [host[0]]
+    assert lib.christoffel.meta["simd"] == want
+    assert lib.christoffel.simd_width == simd.TARGETS[want[0]][0]
+    st = _states(m, 13, seed=5)
+    for f in (lib.rnea, lib.christoffel):
+        args = _args(f, st)
+        np.testing.assert_allclose(_tuple(f.batch(*args))[0], _tuple(f.batch(*args, simd=False))[0],
+                                   rtol=1e-12, atol=1e-12)
 
 
 def test_simd_option_is_checked():

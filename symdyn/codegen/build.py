@@ -88,7 +88,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     (:mod:`symdyn.codegen.parameters` lists the functions and the caveats).
 
     ``simd``: the vector variants that ``.batch`` runs W states per instruction with
-    (:mod:`symdyn.codegen.simd`): ``"auto"`` the widest the building CPU runs, a target name or a
+    (:mod:`symdyn.codegen.simd`): ``"auto"`` one per function, the widest the building CPU runs
+    except AVX2 for functions writing 640 bytes a state or more (faster there), a target name or a
     tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
     batch picks at run time the widest one the CPU supports, else the scalar loop; single
     calls are not affected.
@@ -117,13 +118,14 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     prefix = c_identifier(name if name is not None else model.name)
     cc_path, cc_version = compiler_info(cc)
     targets = _simd.resolve_targets(simd, cc_path)
+    simd_auto = _simd.check_simd(simd) == "auto"
     prog = make_progress(progress, f"codegen {prefix}")
     t0 = time.perf_counter()
 
     def make(directory: Path) -> dict:
         manifest = generate_sources(model, dict(algs), directory, prefix, cse=cse,
                                     fast_trig=fast_trig, progress=prog, parameters=parameters,
-                                    form=form, simd=targets)
+                                    form=form, simd=targets, simd_auto=simd_auto)
         manifest = compile_library(directory, manifest, opt=opt, cflags=cflags, native=native,
                                    cc=cc_path, jobs=jobs, progress=prog)
         manifest["t_total"] = time.perf_counter() - t0
@@ -144,6 +146,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         "algorithms": [(k, jsonable_options(o)) for k, o in algs], "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
         "fast_trig": bool(fast_trig), "simd": list(targets),
+        "simd_auto": _simd.AUTO_NARROW_OUT_BYTES if simd_auto else None,
         "native": native_target(cc_path)[1] if native else None,
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }

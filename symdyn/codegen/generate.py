@@ -226,7 +226,7 @@ def source_digest() -> str:
 def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse: bool = True,
                      fast_trig: bool = True, progress: bool | None | Callable = None,
                      parameters: str | None = None, form: str = "auto", derivatives: int = 0,
-                     simd: Sequence[str] = (), **options) -> dict:
+                     simd: Sequence[str] = (), simd_auto: bool = False, **options) -> dict:
     """Write CasADi-generated C (one ``<symbol>.c/.h`` per algorithm, after :data:`PASSES`), the
     call/batch wrapper ``<prefix>_api.c/.h``, an example ``main.c`` and a ``Makefile`` into
     ``out_dir``.
@@ -249,6 +249,10 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
     (``jac_F``, ``fwd1_F``, ``adj1_F``), 2 also second order (``fwd1_adj1_F``, ``adj1_adj1_F``:
     exact Hessians of Lagrangians, what ipopt asks for by default). The recursive form has
     none (its manifest entry says so); ``form="unrolled"`` exports them for every function.
+
+    ``simd``: the vector targets of every function's batch (:mod:`symdyn.codegen.simd`); with
+    ``simd_auto`` they are the host's and each function takes the one of
+    :func:`symdyn.codegen.simd.auto_target` for its output size.
     """
     import casadi as ca
     import numpy as np
@@ -294,7 +298,8 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
         if chosen == "recursive":
             functions.append(_generate_recursive(model, key, alg, opts, fname, prefix, directory,
                                                  prog, cse=cse, fast_trig=fast_trig,
-                                                 reason=reason, program=program, simd=simd))
+                                                 reason=reason, program=program, simd=simd,
+                                                 simd_auto=simd_auto))
             if derivatives:
                 functions[-1]["derivatives"] = None
                 prog(f"{key}: recursive form, no derivative entry points (form='unrolled' "
@@ -319,12 +324,14 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             src = directory / f"{fname}.c"
             ctx: dict[str, Any] = {"orders": info["orders"], "fast_trig": fast_trig}
             src.write_text(apply_passes(src.read_text(), ctx))
-            built, simd_reason, simd_source = list(simd), None, None
-            if simd:   # a file of its own: compiled alongside the scalar one
+            fsimd = (_simd.auto_target(simd, sum(f.numel_out(i) for i in range(f.n_out())))
+                     if simd_auto else tuple(simd))
+            built, simd_reason, simd_source = list(fsimd), None, None
+            if fsimd:   # a file of its own: compiled alongside the scalar one
                 orders = info["orders"]
                 try:
                     text = _simd.function_source(
-                        f, fname, simd, fast_trig=fast_trig,
+                        f, fname, fsimd, fast_trig=fast_trig,
                         out_index=lambda o, k: k if orders[o] is None else orders[o][k])
                     simd_source = f"{fname}_simd.c"
                     (directory / simd_source).write_text(
@@ -455,7 +462,8 @@ def _record(model, key, alg, opts, fname, prog, cse):
 
 
 def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *, cse, fast_trig,
-                        reason, program=None, simd: Sequence[str] = ()) -> dict:
+                        reason, program=None, simd: Sequence[str] = (),
+                        simd_auto: bool = False) -> dict:
     """Write the C of ``alg`` in the recursive form (recorded here unless ``program`` is given);
     returns its manifest entry."""
     from . import recursive
@@ -466,6 +474,8 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
     if program is None:
         program = _record(model, key, alg, opts, fname, prog, cse)
     st = program.stats
+    if simd_auto:
+        simd = _simd.auto_target(simd, sum(int(np.prod(shape)) for *_, shape in program.outputs))
     t0 = time.perf_counter()
     ctx: dict[str, Any] = {"fast_trig": fast_trig}
     with prog.step(f"generating C for {key}", slow=False):

@@ -11,7 +11,9 @@ compiled into the function's own C file with a ``target`` attribute per function
 the library keeps the build's flags: a library built without ``-march=native`` runs on any
 x86-64 CPU, and the wrapper takes a variant only where the CPU reports its features
 (``__builtin_cpu_supports``), else the scalar loop. ``simd="auto"`` builds the widest variant
-the building CPU runs; ``simd=("avx512", "avx2")`` builds both (a library to ship), ``simd=()`` none.
+the building CPU runs, per function: a function writing :data:`AUTO_NARROW_OUT_BYTES` or more a
+state gets AVX2 where the CPU runs it (:func:`auto_target`); ``simd=("avx512", "avx2")`` builds
+both (a library to ship), ``simd=()`` none.
 
 Operations: arithmetic maps to vector operators, sqrt to the target's instruction, sin/cos to a
 vector form of the branch-free kernels of :mod:`symdyn.codegen.trig` (lanes with
@@ -35,6 +37,11 @@ TARGETS: dict[str, tuple[int, str, tuple[str, ...], str]] = {
     "avx2": (4, "avx2,fma", ("avx2", "fma"), "_mm256_sqrt_pd"),
 }
 SIMD_MODES = ("auto",)      # besides a tuple of target names (empty: none)
+# simd="auto" builds AVX2 rather than AVX-512 for functions writing this many bytes a state or
+# more (80 doubles): W = 8 loses to W = 4 there, the transposes and stores of the outputs
+# dominating (reports/simd_batch.md, "Every vector target this CPU runs": of 30 functions on an
+# AVX-512 Xeon, AVX2 was faster on 17 of the 18 at or above, AVX-512 on all 12 below)
+AUTO_NARROW_OUT_BYTES = 640
 
 
 class Unsupported(ValueError):
@@ -86,15 +93,27 @@ def host_targets(cc: str) -> tuple[str, ...]:
 
 
 def resolve_targets(simd: Any, cc: str) -> tuple[str, ...]:
-    """The targets a build compiles: ``"auto"`` -> the widest the building CPU runs (or none)."""
+    """The targets a build may compile: ``"auto"`` -> every one the building CPU runs, widest
+    first (each function then takes one of them, :func:`auto_target`), or none."""
     simd = check_simd(simd)
     if simd == "auto":
-        return host_targets(cc)[:1]
+        return host_targets(cc)
     assert isinstance(simd, tuple)
     if simd and platform.machine().lower() not in ("x86_64", "amd64"):
         raise ValueError(f"simd targets {simd} are x86-64 instruction sets; this CPU is "
                          f"{platform.machine()} (use simd='auto' or ())")
     return simd
+
+
+def auto_target(host: Sequence[str], out_entries: int) -> tuple[str, ...]:
+    """The one variant ``simd="auto"`` builds for a function writing ``out_entries`` doubles a
+    state, from the ``host`` targets (widest first): AVX2 from :data:`AUTO_NARROW_OUT_BYTES`
+    on where the host runs it, else the widest."""
+    if not host:
+        return ()
+    if 8 * out_entries >= AUTO_NARROW_OUT_BYTES and "avx2" in host:
+        return ("avx2",)
+    return tuple(host[:1])
 
 
 def prelude(target: str) -> str:
