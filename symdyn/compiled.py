@@ -21,10 +21,14 @@ error that says to call the function on ``fast.model`` instead: symbolic (SymPy,
 CasADi) or JAX inputs (TypeError), ``backend=`` other than ``"numpy"`` (ValueError), and
 arguments the compiled function cannot take (TypeError): external forces ``f_ext``.
 
+Arguments other than the state vectors (frames, contacts, ``dt``, ``compliance``,
+``constraint_correction``, ``friction`` of ``contact_inverse_dynamics`` ...) are build-time
+options: each distinct value is one build (then cached), so a correction that changes at every
+call is better served by ``sd.contact_inverse_dynamics(fast.model, ...)``.
+
 Functions without a compiled counterpart run the NumPy path on ``fast.model`` (same results,
 NumPy speed): :data:`NUMPY_FALLBACK` lists them (``body_jacobians``, ``christoffel_nonzero``,
-``contact_acceleration_drift``, ``contact_inverse_dynamics``,
-``contact_jacobian_time_variation``, ``contact_velocity``, ``coriolis_product``,
+``contact_acceleration_drift``, ``contact_velocity``, ``coriolis_product``,
 ``coriolis_transpose_product``, ``forward_kinematics``, ``friction_torque``, ``integrate``,
 ``joint_frames``, ``static_torque_derivatives``, ``total_mass``).
 """
@@ -45,7 +49,6 @@ from .model import Model
 __all__ = ["CompiledModel", "NUMPY_FALLBACK", "compiled"]
 
 NUMPY_FALLBACK = ("body_jacobians", "christoffel_nonzero", "contact_acceleration_drift",
-                  "contact_inverse_dynamics", "contact_jacobian_time_variation",
                   "contact_velocity", "coriolis_product", "coriolis_transpose_product",
                   "forward_kinematics", "friction_torque", "integrate", "joint_frames",
                   "static_torque_derivatives", "total_mass")
@@ -291,6 +294,8 @@ def _freeze(value: Any) -> Any:
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, *map(_freeze, value))
+    if isinstance(value, np.ndarray):     # every digit (a repr would round)
+        return ("ndarray", value.shape, value.dtype.str, value.tobytes())
     try:
         hash(value)
         return value

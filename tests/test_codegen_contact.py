@@ -38,6 +38,9 @@ def _state(model, seed=0):
 
 
 def _options(model, alg):
+    if alg == "contact_inverse_dynamics":
+        return {"contacts": _contacts(model), "dt": 0.01, "compliance": 0.02,
+                "constraint_correction": np.linspace(-0.1, 0.1, 9)}
     if alg in CONTACT:
         return {"contacts": _contacts(model)}
     if "frame" in ALGORITHMS[alg].input_names or alg.startswith("frame_"):
@@ -49,7 +52,8 @@ def test_groups():
     assert {"rnea_second_derivatives", "aba_second_derivatives", "frame_kinematic_hessian",
             "frame_velocity_derivatives", "generalized_gravity_derivatives"} <= set(DERIVATIVES)
     assert {"constraint_dynamics", "impulse_dynamics", "kkt_matrix_inverse",
-            "constraint_dynamics_derivatives", "impulse_dynamics_derivatives"} <= set(CONTACT)
+            "constraint_dynamics_derivatives", "impulse_dynamics_derivatives",
+            "contact_jacobian_time_variation", "contact_inverse_dynamics"} <= set(CONTACT)
     assert "frame_acceleration" in available_algorithms("frames")
     assert not set(DERIVATIVES + CONTACT) & set(available_algorithms())   # default list unchanged
 
@@ -93,6 +97,78 @@ def test_compiled_constraint_dynamics(tmp_path):
                               "reference": "local", "baumgarte": [0.0, 0.0], "target": None}
 
 
+# --- contact_inverse_dynamics with friction cones: each regime in the compiled forms -------------
+
+R_ROW = [1e-2, 1e-2, 3e-2]
+#: c_ref per point contact (friction 0.5 and 0.3, R_ROW): stick, slide, separate, and slide
+#: without De Saxce's correction / separate with it
+STICK, SLIDE, SEPARATE, EITHER = (0.3, -0.2, -8.0), (4.0, -3.0, -2.0), (0.5, 1.0, 3.0), \
+    (5.0, 0.0, 1.0)
+
+
+def _friction_options(model):
+    points = [sd.Contact(model.names[6], 3, "local_world_aligned"),
+              sd.Contact(model.names[3], 3, "local")]
+    base = {"contacts": points, "dt": 0.01, "compliance": R_ROW * 2, "friction": [0.5, 0.3]}
+    return [base, {**base, "solve_ncp": True,
+                   "constraint_correction": np.array([0.0, 0.0, -0.05, 0.02, 0.01, -0.01])}]
+
+
+def _regime_states(model, options):
+    """States (q, qd, qdd) whose c_ref puts the contacts in each regime (qd solved from the
+    targets), and one at rest (c_T = 0 exactly where the correction has no tangential part)."""
+    st = _state(model, seed=4)
+    q, qdd, dt = st["q"], st["qdd"], options["dt"]
+    J = sd.contact_jacobian(model, q, options["contacts"])
+    corr = options.get("constraint_correction", np.zeros(6))
+    out = []
+    for targets in ((STICK, SLIDE), (SEPARATE, EITHER), (SLIDE, STICK)):
+        qd = np.linalg.lstsq(J, dt * np.ravel(targets) - corr, rcond=None)[0] - dt * qdd
+        out.append((q, qd, qdd))
+    return out + [(q, np.zeros(model.nv), np.zeros(model.nv))]
+
+
+def _check_friction(evaluate, model):
+    for options in _friction_options(model):
+        f = evaluate(options)
+        for q, qd, qdd in _regime_states(model, options):
+            want = sd.contact_inverse_dynamics(model, q, qd, qdd, **options)
+            for g, w in zip(f(q, qd, qdd), want):
+                g = np.asarray(g, dtype=float).reshape(w.shape)
+                np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * np.abs(w).max())
+
+
+def test_graph_of_friction_cones_equals_numpy():
+    model = _model()
+    _check_friction(lambda o: casadi_function(model, "contact_inverse_dynamics", layout="numpy",
+                                              **o), model)
+
+
+@requires_cc
+def test_compiled_contact_inverse_dynamics_and_jacobian_time_variation(tmp_path):
+    """sd.* on a compiled model (no NumPy fallback any more): the friction cones (both
+    solve_ncp, a correction as a build-time option) and dJ/dt, built together in one library;
+    the calls find the prepared functions (no further build)."""
+    from symdyn.compiled import _freeze
+
+    model = _model()
+    fast = sd.compiled(model, opt="-O1", cache_dir=tmp_path, progress=False)
+    contacts = _contacts(model)
+    fast.prepare(*[("contact_inverse_dynamics", o) for o in _friction_options(model)],
+                 ("contact_jacobian_time_variation", {"contacts": contacts}))
+    _check_friction(lambda o: (lambda q, qd, qdd: sd.contact_inverse_dynamics(fast, q, qd, qdd,
+                                                                              **o)), model)
+    st = _state(model, seed=6)
+    np.testing.assert_allclose(sd.contact_jacobian_time_variation(fast, st["q"], st["qd"],
+                                                                  contacts),
+                               sd.contact_jacobian_time_variation(model, st["q"], st["qd"],
+                                                                  contacts),
+                               rtol=1e-10, atol=1e-10)
+    assert len(fast.functions) == 3
+    c = _friction_options(model)[1]["constraint_correction"]      # every digit keys a build
+    assert _freeze(c) == _freeze(c.copy()) and _freeze(c) != _freeze(c + 1e-15)
+
+
 def test_contacts_are_required():
     with pytest.raises((TypeError, ValueError), match="contacts"):
         casadi_function(_model(), "constraint_dynamics")
@@ -113,3 +189,5 @@ def test_jax_compile_of_constraint_dynamics():
     want = sd.constraint_dynamics(model, st["q"], st["qd"], st["tau"], contacts)
     np.testing.assert_allclose(np.asarray(qdd), want[0], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(np.asarray(lam), want[1], rtol=1e-10, atol=1e-10)
+    # the friction cones' branches (where_positive) through the same route
+    _check_friction(lambda o: sjax.compile(model, "contact_inverse_dynamics", **o).single, model)

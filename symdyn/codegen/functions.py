@@ -23,9 +23,12 @@ Jacobian, its time variation, classical and spatial acceleration; the frame and 
 fixed at build time: ``frame`` is a required option), ``"com"`` (centre of mass, its Jacobian,
 centroidal momentum), ``"energy"``, ``"regressors"``, ``"derivatives"`` (frame velocity and
 acceleration derivatives, the kinematic Hessian, gravity and centroidal derivatives, the
-second-order derivatives of inverse and forward dynamics), ``"contact"`` (contact Jacobian,
-constraint and impulse dynamics, the KKT inverse; ``contacts`` is a required option, a list of
-:class:`symdyn.Contact`) and ``"baselines"`` (the chain-rule and body-coordinate derivative
+second-order derivatives of inverse and forward dynamics), ``"contact"`` (contact Jacobian and
+its time variation, constraint and impulse dynamics, the KKT inverse, the contact inverse
+dynamics; ``contacts`` is a required option, a list of :class:`symdyn.Contact`; for
+``contact_inverse_dynamics`` ``dt`` and ``compliance`` are required options too, and
+``constraint_correction`` (nc numbers), ``friction`` and ``solve_ncp`` are options: fixed at
+build time, since inputs are only ``q``/``v``/``pi``-sized, so each correction is one build) and ``"baselines"`` (the chain-rule and body-coordinate derivative
 algorithms papers 003/004 compare IDSVA with). Spatial vectors and Jacobian rows are
 ``[angular; linear]``.
 """
@@ -204,6 +207,14 @@ def _registry() -> dict[str, AlgorithmSpec]:
         # contact dynamics: the contacts are a build-time option
         AlgorithmSpec("contact_jacobian", contact.contact_jacobian, (_Q,), (("J", 2),),
                       "stacked contact Jacobian", "contact", False),
+        AlgorithmSpec("contact_jacobian_time_variation", contact.contact_jacobian_time_variation,
+                      (_Q, _QD), (("dJ", 2),), "dJ/dt of contact_jacobian", "contact", False),
+        # dt, compliance, constraint_correction (nc numbers, default zero), friction and
+        # solve_ncp are build-time options like the contacts: inputs are q/v/pi-sized only
+        AlgorithmSpec("contact_inverse_dynamics", contact.contact_inverse_dynamics,
+                      (_Q, _QD, _QDD), (("tau", 1), ("lam", 1)),
+                      "torques and forces of compliant contacts (friction cones optional)",
+                      "contact"),
         AlgorithmSpec("constraint_dynamics", contact.constraint_dynamics, (_Q, _QD, _TAU),
                       (("qdd", 1), ("lam", 1)),
                       "accelerations and contact forces of the KKT system", "contact"),

@@ -293,6 +293,10 @@ def contact_inverse_dynamics(model: Any, q: Array, qd: Array, qdd: Array,
     lam) = -|sigma_T| (c_T / |c_T|, mu)`` is normal to K at lam, y the step's target) and the
     three cover every c. Where Pinocchio's iteration converges it therefore returns these
     forces (to its accuracy); here they are exact.
+
+    Compiled (codegen group ``"contact"``, :func:`symdyn.compiled`): q, qd, qdd are the inputs;
+    ``contacts``, ``dt``, ``compliance``, ``constraint_correction``, ``friction`` and
+    ``solve_ncp`` are fixed at build time (one build per value).
     """
     h = nonneg_number(dt, "dt")
     if h == 0:
