@@ -347,25 +347,48 @@ def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
     G, Gv, Minv = fdsva_ground(B, model, qd, tau, f_ext, Xup, S)     # eq. (5), M^-1 by AZA
     d2q, d2v, d2x, dM = so_idsva(B, model, qd, qdd, f_ext, Xup, S)
     dMk = B.pages(dM)
-    MG = [dM_products(B, P, G, Gv) for P in dMk]                     # dM_j G, dM_j Gv
+    chunks = column_chunks(nv)
+    MG = [[_columns(B, [product(B, P, B.cols(X, a, b)) for a, b in chunks]) for X in (G, Gv)]
+          for P in dMk]                                              # dM_j G, dM_j Gv
     for k in range(nv):
         by_j = [B.hcat([B.cols(MG[j][n], k, k + 1) for j in range(nv)]) for n in range(2)]
-        pages = fd_pages(B, Minv, B.page(d2q, k), B.page(d2v, k), B.page(d2x, k), dMk[k],
-                         MG[k][0], by_j[0], by_j[1])
+        terms = ([B.page(d2q, k), by_j[0], MG[k][0]], [B.page(d2v, k)],
+                 [B.page(d2x, k), by_j[1]])
+        pages = [_columns(B, [neg_product(B, Minv, *[B.cols(t, a, b) for t in ts])
+                              for a, b in chunks]) for ts in terms]
+        pages.append(_columns(B, [neg_product(B, Minv, product(B, dMk[k], B.cols(Minv, a, b)))
+                                  for a, b in chunks]))
         for n, P in enumerate(pages):
             out[n] = B.assign3(out[n], slice(None), slice(None), k, P)
     return tuple(out)
 
 
-@step
-def dM_products(B: Backend, dM_j, G, Gv):
-    """``dM_j G`` and ``dM_j Gv`` for one page ``dM_j = dM/dq_j``."""
-    return dM_j @ G, dM_j @ Gv
+# multiply-adds of one product step at most (nv x nv times nv x C): the recorded form compiles
+# one kernel per step signature, and gcc's time on one straight-line kernel grows faster than
+# its size; the unrolled form inlines the steps (same operations)
+PRODUCT_BUDGET = 8192
+
+
+def column_chunks(nv: int) -> list[tuple[int, int]]:
+    """Column ranges ``[a, b)`` of an nv-column product, each of at most
+    ``PRODUCT_BUDGET / nv^2`` columns (at least one)."""
+    C = max(1, min(nv, PRODUCT_BUDGET // (nv * nv)))
+    return [(a, min(a + C, nv)) for a in range(0, nv, C)]
+
+
+def _columns(B: Backend, parts: list):
+    return parts[0] if len(parts) == 1 else B.hcat(parts)
 
 
 @step
-def fd_pages(B: Backend, Minv, d2q_k, d2v_k, d2x_k, dM_k, dMk_G, dMj_G_k, dMj_Gv_k):
-    """Page k of the four tensors of :func:`aba_second_derivatives`; ``dMj_G_k[:, j] =
-    dM_j G[:, k]`` and ``dMj_Gv_k[:, j] = dM_j Gv[:, k]``."""
-    return (-(Minv @ (d2q_k + dMj_G_k + dMk_G)), -(Minv @ d2v_k),
-            -(Minv @ (d2x_k + dMj_Gv_k)), -(Minv @ dM_k @ Minv))
+def product(B: Backend, A, X):
+    """``A X`` (a block of columns of X)."""
+    return A @ X
+
+
+@step
+def neg_product(B: Backend, A, X, *more):
+    """``-A (X + more...)`` (blocks of the same columns)."""
+    for Y in more:
+        X = X + Y
+    return -(A @ X)

@@ -59,8 +59,13 @@ __all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
 
 # fuse / fuse_exact of program.record where its default is not the best: aba_derivatives' AZA
 # steps come in runs of every length, whose variants double its kernel code for no speed over
-# runs of exactly 4 (experiments/scaling.py)
-RECURSIVE_FUSE: dict[str, dict[str, Any]] = {"aba_derivatives": {"fuse": 4, "fuse_exact": True}}
+# runs of exactly 4 (experiments/scaling.py); SO-IDSVA's pair and triple steps have kernels of
+# hundreds of instructions each, whose fused variants made talos' rnea_second_derivatives 5x
+# the code (118k SX instructions against 22k), 3.7x the compile time and 1.4x slower per call
+# (experiments/second_order.py)
+RECURSIVE_FUSE: dict[str, dict[str, Any]] = {
+    "aba_derivatives": {"fuse": 4, "fuse_exact": True},
+    "rnea_second_derivatives": {"fuse": 1}, "aba_second_derivatives": {"fuse": 1}}
 # the frame of crba, coriolis_matrix and christoffel when not given: in root coordinates an
 # ancestor block is a few dot products and a column's blocks fuse (experiments/scaling.py)
 RECURSIVE_FRAME = "root"
