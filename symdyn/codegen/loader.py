@@ -377,7 +377,8 @@ class CompiledFunction:
 
         ``simd``: ``True`` (default) evaluates ``f.simd_width`` states per instruction with the
         widest vector variant this CPU runs (:mod:`symdyn.codegen.simd`; the scalar loop where
-        the build has none); ``False`` the scalar loop. Results agree to rounding (the vector
+        the build has none, and for batches of fewer than ``f.simd_width`` states, where one
+        block would cost more than the states' scalar calls); ``False`` the scalar loop. Results agree to rounding (the vector
         code may fuse multiply-adds differently).
 
         Without ``out`` the results are fresh arrays; for large batches pass ``out=`` and reuse
