@@ -205,8 +205,8 @@ def report(rows, peak, target, args, t0) -> list[str]:
     L += ["", "## Fixed cost of a `.batch` call (one state)", "",
           "The extension's fast path (exact C-contiguous float64 arrays, no keywords, batches "
           "that `threads=None` runs on one thread) against the Python path of the same call "
-          "(`nan=\"raise\"` keeps it there), medians in microseconds; the per-state time of the "
-          "vector batch is included in both.", ""]
+          "(`nan=\"raise\"` keeps it there), medians in microseconds; the state's evaluation "
+          "is included in both (a batch of fewer than W states runs the scalar loop).", ""]
     L += table(["model", "function", "fast path us", "Python path us"],
                [[r["model"], r["alg"], f"{r['fixed_fast'] * 1e6:.2f}",
                  f"{r['fixed_python'] * 1e6:.2f}"] for r in rows])
@@ -226,7 +226,7 @@ def report(rows, peak, target, args, t0) -> list[str]:
           f"- Speedup of the vector batch over the scalar loop: {min(sp):.2f}x to {max(sp):.2f}x "
           f"(median {float(np.median(sp)):.2f}x) with W = {W}.",
           f"- Fixed cost of `.batch`: the cheapest one-state call, {cheap['model']} "
-          f"{cheap['alg']} (its W-state evaluation included), takes "
+          f"{cheap['alg']} (its evaluation included), takes "
           f"{cheap['fixed_fast'] * 1e6:.2f} us through the extension's fast path and "
           f"{cheap['fixed_python'] * 1e6:.2f} us through Python; over the functions whose "
           f"per-state time is under 1 us: {fast_small} us (fast path) against {py_small} us.",
