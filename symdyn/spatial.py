@@ -18,7 +18,10 @@ applied as one 6x6 product each (same values up to rounding).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import math
+from fractions import Fraction
+from typing import Any, Callable, NamedTuple
+
 
 
 class _CompactTransform(NamedTuple):
@@ -373,3 +376,178 @@ def inertia_congruence_sym(B, X: Transform, I):
     Ibar2 = B.matrix([[U[min(i, j), max(i, j)] for j in range(3)] for i in range(3)])
     H = skew(B, h1 + m * X.r)
     return B.block([[Ibar2, H], [H.T, m * B.eye(3)]])
+
+
+# --- logarithms of rotations and placements (SO(3), SE(3)) ---------------------------------------
+#
+# log3(R) is the rotation vector w (|w| = theta in [0, pi]) with exp(S(w)) = R; log6(R, p) the
+# twist [w; u] ([angular; linear]) whose exponential is the placement (R, p): R = exp(S(w)),
+# p = V(w) u with V the left Jacobian of SO(3). jlog3 / jlog6 are the *right* Jacobians of the
+# logarithms: d log(M exp(xi)) / d xi at xi = 0 (Pinocchio's Jlog3 / Jlog6, whose 6-D rows and
+# columns are [linear; angular]).
+#
+# theta = atan2(s, c) with s = |vee(R - R^T)| / 2 = sin(theta) and c = (trace R - 1) / 2, in three
+# regimes of s^2 and c, chosen with B.where_positive (graph backends and JAX keep every branch,
+# each finite everywhere, so that values and AD derivatives are finite; NumPy evaluates only the
+# branch taken):
+#
+# * s^2 > _LOG_S2: w = vee(R - R^T)/2 / sin_over_x(theta^2);
+# * s^2 <= _LOG_S2, c > 0 (theta near 0): w = vee(R - R^T)/2 * asin(s)/s, the ratio a power series
+#   in s^2 (no square root of s^2: the graph is smooth at R = I, where AD gives the exact
+#   derivative);
+# * s^2 <= _LOG_S2, c <= 0 (theta near pi, where vee(R - R^T) vanishes): the axis n from the
+#   symmetric part, (R + R^T)/2 - c I = (1 - c) n n^T (its largest diagonal entry), signed so that
+#   n . vee(R - R^T) >= 0, and w = theta n. At theta = pi exactly the logarithm is two-valued
+#   (+-pi n) and not differentiable; AD derivatives there are not meaningful.
+
+_LOG_S2 = 0.1    # sin^2(theta) below which the series (near 0) or the axis form (near pi) apply
+
+#: asin(s)/s = sum_k _ASIN_OVER_X[k] s^(2k): theta/sin(theta) for s^2 = sin^2(theta) <= _LOG_S2
+#: (terms below 1e-18 relative there)
+_ASIN_OVER_X = tuple(math.comb(2 * k, k) / (4 ** k * (2 * k + 1)) for k in range(17))
+
+
+def _bernoulli(n: int) -> list[Fraction]:
+    """Bernoulli numbers B_0..B_n (B_1 = -1/2), exact."""
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum((math.comb(m + 1, k) * b[k] for k in range(m)), Fraction(0)) / (m + 1))
+    return b
+
+
+def _dlog_series(terms: int, rate: bool) -> tuple[float, ...]:
+    """Coefficients in x2 = theta^2 of D(x2) = 1/theta^2 - cot(theta/2)/(2 theta) =
+    sum_{n>=1} (-1)^(n+1) B_2n / (2n)! x2^(n-1) (the Laurent series of cot; B_2n the Bernoulli
+    numbers) or, with ``rate``, of 2 dD/dx2."""
+    b = _bernoulli(2 * terms + 4)
+    if rate:
+        return tuple(float(2 * (-1) ** (n + 1) * (n - 1) * b[2 * n] / math.factorial(2 * n))
+                     for n in range(2, terms + 2))
+    return tuple(float((-1) ** (n + 1) * b[2 * n] / math.factorial(2 * n))
+                 for n in range(1, terms + 1))
+
+
+#: D = 1/theta^2 - (1 + cos theta)/(2 theta sin theta), the coefficient of S(w)^2 in jlog3 and in
+#: V(w)^-1, and E = 2 dD/dx2 (Pinocchio's ``beta_dot_over_theta``), as power series in
+#: x2 = theta^2: radius 4 pi^2, all terms positive; for theta <= pi (all that log3 returns) each
+#: term is at most 1/4 of the one before, so 34 terms leave a remainder below 1e-18 relative.
+#: One polynomial on every backend: no branch, exact at 0 (1/12, 1/360) and at pi (where the
+#: forms through the helpers, (Bc - 2C)/(2A) at the full angle, are 0/0; SymPy's closed-form
+#: helpers are undefined at 0).
+_DLOG = _dlog_series(34, rate=False)
+_DLOG_RATE = _dlog_series(34, rate=True)
+
+
+def _power_series(coeffs, x):
+    """sum_k coeffs[k] x^k as a flat sum of terms (SymPy keeps ``x^k`` one power: its evalf of
+    Horner's nested form, with pi inside x from atan2, takes time exponential in the depth)."""
+    out, xk = coeffs[0], x
+    for c in coeffs[1:]:
+        out = out + c * xk
+        xk = xk * x
+    return out
+
+
+def _pick(B, x, a: Callable[[], tuple], b: Callable[[], tuple]) -> tuple:
+    """The entries of ``a()`` where the scalar ``x > 0``, else those of ``b()``. A numeric backend
+    evaluates only the branch taken; the others select entry by entry with ``B.where_positive``
+    (both branches evaluated: each must be finite for every input)."""
+    if B.numeric:
+        return a() if x > 0 else b()
+    return tuple(B.where_positive(x, u, v) for u, v in zip(a(), b()))
+
+
+def _log3_parts(B, R) -> tuple:
+    """``(w0, w1, w2, theta^2)``: the entries of log3(R) and its squared angle (scalars)."""
+    a = ((R[2, 1] - R[1, 2]) / 2, (R[0, 2] - R[2, 0]) / 2, (R[1, 0] - R[0, 1]) / 2)
+    s2 = a[0] * a[0] + a[1] * a[1] + a[2] * a[2]          # sin^2(theta)
+    c = (R[0, 0] + R[1, 1] + R[2, 2] - 1) / 2              # cos(theta)
+
+    def regular():
+        s = B.sqrt(B.where_positive(s2 - _LOG_S2, s2, _LOG_S2))
+        th = B.atan2(s, c)
+        x2 = th * th
+        k = 1 / B.sin_over_x(x2)
+        return (a[0] * k, a[1] * k, a[2] * k, x2)
+
+    def near_zero():
+        g = _power_series(_ASIN_OVER_X, s2)                # theta / sin(theta)
+        return (a[0] * g, a[1] * g, a[2] * g, s2 * g * g)
+
+    def near_pi():
+        cg = B.where_positive(c, 0, c)                     # c <= 0 here (guard: 1 - cg >= 1)
+        omc = 1 - cg
+        d = [(R[k, k] - cg) / omc for k in range(3)]       # n_k^2; the largest is >= 1/3
+
+        def axis(k):
+            nk = B.sqrt(B.where_positive(d[k] - 0.25, d[k], 1))
+            return tuple(nk if j == k else (R[j, k] + R[k, j]) / (2 * omc * nk) for j in range(3))
+
+        n01 = _pick(B, d[1] - d[0], lambda: axis(1), lambda: axis(0))
+        d01 = B.where_positive(d[1] - d[0], d[1], d[0])
+        n = _pick(B, d[2] - d01, lambda: axis(2), lambda: n01)
+        sigma = n[0] * a[0] + n[1] * a[1] + n[2] * a[2]    # sin(theta) up to the sign of n
+        n = _pick(B, sigma, lambda: n, lambda: tuple(-x for x in n))
+        th = B.atan2(B.where_positive(sigma, sigma, -sigma), c)
+        return (th * n[0], th * n[1], th * n[2], th * th)
+
+    return _pick(B, s2 - _LOG_S2, regular, lambda: _pick(B, c, near_zero, near_pi))
+
+
+def _dlog_coefficient(B, x2):
+    """D(x2) of the comment above ``_DLOG`` (1/12 at 0, 1/pi^2 at pi)."""
+    return _power_series(_DLOG, x2)
+
+
+def log3(B, R):
+    """The rotation vector ``w`` (3) of a rotation matrix ``R``: ``exp(S(w)) = R``, ``|w| = theta``
+    in [0, pi] (at theta = pi either of +-pi n). ``theta = atan2(s, c)`` with ``s = |vee(R -
+    R^T)|/2``, ``c = (trace R - 1)/2``; finite values on every backend for every rotation, and
+    finite AD derivatives except at theta = pi (comment above ``_LOG_S2``)."""
+    w0, w1, w2, _ = _log3_parts(B, R)
+    return B.vector([w0, w1, w2])
+
+
+def _jlog3_of(B, w, x2):
+    W = skew(B, w)
+    return B.eye(3) + W / 2 + _dlog_coefficient(B, x2) * (W @ W)
+
+
+def jlog3(B, R):
+    """The right Jacobian of :func:`log3` (3x3): ``d log3(R exp(S(dw))) / d dw`` at dw = 0,
+    ``I + S(w)/2 + D S(w)^2`` with ``w = log3(R)`` and ``D = 1/theta^2 - (1 + cos theta)/(2 theta
+    sin theta)`` (Pinocchio's ``Jlog3``); finite up to theta = pi."""
+    w0, w1, w2, x2 = _log3_parts(B, R)
+    return _jlog3_of(B, B.vector([w0, w1, w2]), x2)
+
+
+def log6(B, R, p):
+    """The twist ``[w; u]`` (6, ``[angular; linear]``) of the placement ``(R, p)`` (rotation and
+    translation, Pinocchio's SE3): ``w = log3(R)``, ``u = V(w)^-1 p = p - w x p / 2 + D w x (w x
+    p)`` (D as in :func:`jlog3`). Pinocchio's ``log6(M)`` is ``[u; w]``."""
+    w0, w1, w2, x2 = _log3_parts(B, R)
+    w = B.vector([w0, w1, w2])
+    W = skew(B, w)
+    Wp = W @ p
+    return B.vcat([w, p - Wp / 2 + _dlog_coefficient(B, x2) * (W @ Wp)])
+
+
+def jlog6(B, R, p):
+    """The right Jacobian of :func:`log6` (6x6, rows and columns ``[angular; linear]``):
+    ``d log6(M exp(xi)) / d xi`` at xi = 0 for M = (R, p), a twist xi = [dw; du] in M's frame:
+    ``[[Jw, 0], [K Jw, Jw]]`` with ``Jw = jlog3(R)`` and ``K`` the derivative of ``u = V(w)^-1 p``
+    with respect to w at fixed p (``V(w)^-1 R = Jw``):
+    ``K = S(p)/2 + D (w p^T + (w.p) I - 2 p w^T) + E (w x (w x p)) w^T``, ``E = 2 dD/d(theta^2)``
+    a power series (exact to rounding for theta <= pi). Pinocchio's ``Jlog6`` has the 3-blocks
+    in ``[linear; angular]`` order."""
+    w0, w1, w2, x2 = _log3_parts(B, R)
+    w = B.vector([w0, w1, w2])
+    Jw = _jlog3_of(B, w, x2)
+    W = skew(B, w)
+    WWp = W @ (W @ p)
+    D, E = _power_series(_DLOG, x2), _power_series(_DLOG_RATE, x2)
+    ws, ps, qs = (w0, w1, w2), [p[k] for k in range(3)], [WWp[k] for k in range(3)]
+    wp = ws[0] * ps[0] + ws[1] * ps[1] + ws[2] * ps[2]
+    K = B.matrix([[D * (ws[i] * ps[j] - 2 * ps[i] * ws[j] + (wp if i == j else 0))
+                   + E * qs[i] * ws[j] for j in range(3)] for i in range(3)]) + skew(B, p) / 2
+    return B.block([[Jw, B.zeros(3, 3)], [K @ Jw, Jw]])
