@@ -19,7 +19,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
+import numpy as np
+
 from ..algorithms.frames import REFERENCES, FrameRef, resolve_frame
+from ..spatial import Transform
 
 if TYPE_CHECKING:
     from ..model import Frame, Model
@@ -54,18 +57,33 @@ class Contact:
 
     ``baumgarte=(kp, kd)``: stabilization gains (both >= 0). The constraint acceleration is
     ``J qdd + drift = -kd v_c - kp e_c`` with ``v_c = J qd`` the contact velocity and ``e_c`` the
-    position error in the contact's reference axes: ``p - target`` for a 3-D contact with a
-    ``target`` (world coordinates of where the contact point should be; rotated into the local
-    axes for ``"local"``), zero otherwise. Without a target the reference placement is the
-    placement at the current ``q`` (Pinocchio's ``RigidConstraintModel`` whose desired placement
-    is the current one), so ``kp`` has no effect; 6-D contacts take no target.
+    position error from the ``target`` in the contact's reference:
+
+    * 3-D contact, ``target`` = 3 numbers (world coordinates of where the contact point should
+      be): ``e_c = p - target``, rotated into the frame axes for ``"local"``;
+    * 6-D contact, ``target`` = a placement in world coordinates (a 4x4 homogeneous matrix, a
+      pair ``(R, p)`` of a 3x3 rotation and 3 numbers as :func:`symdyn.frame_placement` returns
+      it, an object with a ``homogeneous`` 4x4 matrix such as ``pinocchio.SE3``, or a
+      :class:`~symdyn.spatial.Transform` ``(E, r)`` from world to the target frame, i.e.
+      ``R = E^T``, ``p = r``): Pinocchio
+      4.1's ``RigidConstraintModel`` error ``-log6(c1Mc2) = log6(c2Mc1)``, with ``c1`` the
+      frame's placement and ``c2`` the target: the twist ``[w; u]`` (:func:`symdyn.spatial.log6`)
+      that moves the target onto the frame, in frame coordinates for ``"local"``, both 3-blocks
+      rotated to world axes for ``"local_world_aligned"`` (as Pinocchio), and moved to world
+      coordinates (at the world origin, ``[R w; R u + p x R w]``) for ``"world"``, which makes
+      the ``"world"`` rows the ``"local"`` ones under the frame's motion transform (same
+      ``qdd``). The target is stored as the pair ``(R, p)`` of tuples (hashable).
+
+    Without a target the reference placement is the placement at the current ``q``
+    (Pinocchio's ``RigidConstraintModel`` whose desired placement is the current one), so
+    ``kp`` has no effect.
     """
 
     frame: FrameRef
     dim: int = 3
     reference: str = "local"
     baumgarte: tuple[float, float] = (0.0, 0.0)
-    target: tuple[float, float, float] | None = None
+    target: Any = None
 
     def __post_init__(self) -> None:
         d = self.dim
@@ -89,18 +107,78 @@ class Contact:
         object.__setattr__(self, "baumgarte", (nonneg_number(kp, "Contact baumgarte kp"),
                                                 nonneg_number(kd, "Contact baumgarte kd")))
         if self.target is not None:
-            if self.dim != 3:
-                raise ValueError("a 6-D Contact takes no target: its reference placement is the "
-                                 "placement at the current q (zero position error)")
-            try:
-                t = tuple(float(x) for x in self.target)
-            except (TypeError, ValueError):
-                raise TypeError(f"Contact target must be 3 numbers (world coordinates), got "
-                                f"{self.target!r}") from None
-            if len(t) != 3 or not all(math.isfinite(x) for x in t):
-                raise ValueError(f"Contact target must be 3 finite numbers (world coordinates), "
-                                 f"got {self.target!r}")
+            t = _point_target(self.target) if self.dim == 3 else _placement_target(self.target)
             object.__setattr__(self, "target", t)
+
+
+def _point_target(target: Any) -> tuple[float, float, float]:
+    try:
+        t = tuple(float(x) for x in target)
+    except (TypeError, ValueError):
+        raise TypeError(f"Contact target must be 3 numbers (world coordinates), got "
+                        f"{target!r}") from None
+    if len(t) != 3 or not all(math.isfinite(x) for x in t):
+        raise ValueError(f"Contact target must be 3 finite numbers (world coordinates), "
+                         f"got {target!r}")
+    return (t[0], t[1], t[2])
+
+
+_FORMS = ("a placement in world coordinates: a 4x4 homogeneous matrix, a pair (R, p) of a 3x3 "
+          "rotation matrix and 3 numbers, an object with a 4x4 'homogeneous' matrix "
+          "(pinocchio.SE3) or a symdyn Transform (world -> frame)")
+_PLACEMENT = f"a 6-D Contact target must be {_FORMS}"
+
+
+def _real_array(x: Any, what: str) -> np.ndarray:
+    try:
+        a = np.asarray(x)
+        if a.dtype.kind not in "iuf":                      # no complex, bool or objects
+            raise TypeError
+        return a.astype(float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{_PLACEMENT}; {what} is not an array of real numbers: {x!r}") from None
+
+
+#: how far a 6-D target's rotation may be from orthonormal with determinant +1
+ROTATION_TOL = 1e-9
+
+
+def _placement_target(target: Any) -> tuple[tuple[tuple[float, ...], ...], tuple[float, ...]]:
+    """A 6-D contact's target (see :class:`Contact`) as the pair ``(R rows, p)`` of tuples,
+    after checking it: real and finite, R a rotation within :data:`ROTATION_TOL`."""
+    if isinstance(target, Transform):                       # world -> frame: R = E^T, p = r
+        target = (_real_array(target.E, "E").T, target.r)
+    elif hasattr(target, "homogeneous") and not isinstance(target, (tuple, list, np.ndarray)):
+        target = target.homogeneous
+    if isinstance(target, (str, bytes)):
+        raise TypeError(f"{_PLACEMENT}, got {target!r}")
+    if isinstance(target, (tuple, list)) and len(target) == 2:
+        R, p = _real_array(target[0], "R"), _real_array(target[1], "p")
+        if R.shape != (3, 3) or p.size != 3:
+            raise ValueError(f"{_PLACEMENT}; got R of shape {R.shape} and p of shape {p.shape}")
+        p = p.reshape(3)
+    else:
+        H = _real_array(target, "the target")
+        if H.shape == (3,):
+            raise ValueError(f"a 6-D Contact takes no target of 3 numbers (a point, as a 3-D "
+                             f"contact's): its target is {_FORMS}; got {target!r}")
+        if H.shape != (4, 4):
+            raise ValueError(f"{_PLACEMENT}; got an array of shape {H.shape}")
+        if not np.all(np.isfinite(H)):
+            raise ValueError(f"Contact target must be finite, got {target!r}")
+        if np.abs(H[3] - [0.0, 0.0, 0.0, 1.0]).max() > ROTATION_TOL:
+            raise ValueError(f"Contact target: the last row of a homogeneous matrix must be "
+                             f"[0, 0, 0, 1], got {H[3].tolist()}")
+        R, p = H[:3, :3], H[:3, 3]
+    if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+        raise ValueError(f"Contact target must be finite, got R = {R.tolist()}, p = {p.tolist()}")
+    ortho = float(np.abs(R.T @ R - np.eye(3)).max())
+    det = float(np.linalg.det(R))
+    if ortho > ROTATION_TOL or abs(det - 1) > ROTATION_TOL:
+        raise ValueError(f"Contact target: R must be a rotation matrix (R^T R = I and det R = +1 "
+                         f"within {ROTATION_TOL:g}), got |R^T R - I| = {ortho:.3g}, det R = "
+                         f"{det:.12g}")
+    return (tuple(tuple(float(x) for x in row) for row in R), tuple(float(x) for x in p))
 
 
 class ResolvedContact(NamedTuple):

@@ -32,18 +32,27 @@ applied through the tree's ``L^T D L`` factors and the small factorization of G
   ``R dx/dq + omega_j x (R x)`` (the axes are world axes, the origin moves with the frame).
 
 Position error (Baumgarte ``kp``): the derivative holds each contact's *anchor* fixed where it is
-at ``q``: the ``target`` of a 3-D contact, otherwise the contact's placement at ``q``. For a
-contact without target the error is zero at ``q`` and its tangent derivative is the contact
-Jacobian, so ``kp`` contributes ``kp J`` (Pinocchio's ``RigidConstraintModel`` anchored at its
-placement). This is not the derivative of :func:`~symdyn.contact.constraint_dynamics` seen as a
-function of q alone, whose anchor follows q (and whose ``kp`` term then vanishes identically);
-it equals that derivative for contacts with a target or with ``kp = 0``.
+at ``q``: its ``target`` (a point for a 3-D contact, a placement for a 6-D one), otherwise the
+contact's placement at ``q``. For a contact without target the error is zero at ``q`` and its
+tangent derivative is the contact Jacobian, so ``kp`` contributes ``kp J`` (Pinocchio's
+``RigidConstraintModel`` anchored at its placement). This is not the derivative of
+:func:`~symdyn.contact.constraint_dynamics` seen as a function of q alone, whose anchor follows q
+(and whose ``kp`` term then vanishes identically); it equals that derivative for contacts with a
+target or with ``kp = 0``. A 6-D target's error ``e = log6(c2Mc1)`` (frame coordinates; c1 the
+frame, c2 the target) moves with the frame's body twist ``J_f dq`` as ``de = Jlog6(c2Mc1) J_f
+dq`` (:func:`symdyn.spatial.jlog6`; Pinocchio: ``Jlog6(c1Mc2.inverse()) dac_da``); in
+``"local_world_aligned"`` axes the rows ``R e`` turn as every such row (below), in ``"world"``
+coordinates ``^0X_f e`` adds ``S_j x (^0X_f e)`` to column j.
 
 Pinocchio 4.1 agrees (tests/test_contact_derivatives.py) except for ``"local_world_aligned"``
 contacts with ``damping > 0``: its q columns use identities that hold only while the contact
 rows vanish (``damping = 0``); e.g. it adds the turning of a world-axes force to ``dlam/dq``
 after the solve instead of to the dynamics, which for 3-D contacts is the whole difference.
-The derivatives here are exact in that case too (checked against CasADi AD).
+The derivatives here are exact in that case too (checked against CasADi AD). Its q columns
+differ also for ``"local_world_aligned"`` 6-D contacts with a target and ``kp > 0``:
+Pinocchio 4.1 applies ``Jlog6`` (an operator on frame-coordinate twists) to the world-axes
+Jacobian and leaves out the turning of the error's axes (tests/test_contact_target6.py; CasADi
+AD agrees with the ones here).
 
 Derivatives with respect to q are taken in the tangent space: column k is
 ``d/de x(q (+) e e_k)`` at e = 0 (free-flyer and spherical joints: a body twist), as
@@ -59,11 +68,12 @@ from ..algorithms.common import entry
 from ..algorithms.frames import assemble_columns, frame_transform
 from ..algorithms.kinematics_derivatives import check_support, support_terms
 from ..algorithms.rnea_derivatives import rnea_derivatives
-from ..spatial import cross_motion, crfbar, skew, xform_force, xform_force_T, xform_motion
+from ..spatial import (cross_motion, crfbar, jlog6, log6, skew, xform_force, xform_force_T,
+                       xform_motion, xform_motion_inv)
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
 from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics
-from .kinematics import contact_terms
+from .kinematics import contact_terms, relative_placement
 from .sparse import MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl_solve
 from ..algorithms.dispatch import dispatch
 
@@ -134,7 +144,8 @@ def _contact_rows(B: Backend, model, qs, vs, us, rc: ResolvedContact, lam, speed
     if dim == 6:
         vel = (v, dv_dq, J)
         acc = (a, mats["da"], mats["dad"]) if with_acc else None
-        err = (B.zeros(6), J, None)
+        err = (B.zeros(6), J, None) if c.target is None or not position_gain \
+            else _placement_error_rows(B, Xf0, c.target, J, ref == "world")
     else:
         w, u = _ang(B, v), _lin(B, v)
         vel = (u, _lin(B, dv_dq), _lin(B, J))
@@ -165,6 +176,21 @@ def _contact_rows(B: Backend, model, qs, vs, us, rc: ResolvedContact, lam, speed
                 dr_dqd = dr_dqd + g * t[2]
     wrench, extra = _force_terms(B, T.K.X0[fr.body], Xf0, Xf, ref, dim, lam, J, Omega)
     return _Rows(J, dr_dq, dr_dqd, wrench, extra)
+
+
+def _placement_error_rows(B: Backend, Xf0, target, J, world: bool):
+    """(value, d/dq, None) of a 6-D contact's placement error (``"local"`` axes; ``J``: the
+    frame-coordinate Jacobian) or, with ``world``, of ``^0X_f e`` (``J``: the world Jacobian):
+    ``e = log6(c2Mc1)`` moves with the frame's body twist ``J_f dq`` as
+    ``de = Jlog6(c2Mc1) J_f dq`` (Pinocchio: ``Jlog6(c1Mc2.inverse()) dac_da``), and the world
+    form adds the turning of the transform, ``S_j x (^0X_f e)`` per column (module docstring)."""
+    R, p = relative_placement(B, Xf0, target)
+    e, Jlog = log6(B, R, p), jlog6(B, R, p)
+    if not world:
+        return e, Jlog @ J, None
+    e_w = xform_motion_inv(B, Xf0, e)
+    de_w = xform_motion_inv(B, Xf0, Jlog @ xform_motion(B, Xf0, J)) - cross_motion(B, e_w, J)
+    return e_w, de_w, None
 
 
 def _to_world_axes(B: Backend, R, Omega, t, dim: int):

@@ -26,20 +26,22 @@ from typing import Any, Sequence
 from ..algorithms.common import entry
 from ..algorithms.frames import (assemble_columns, frame_jacobian_time_variation, frame_transform,
                                  lwa_shift, path_kinematics)
-from ..spatial import skew, xform_motion, xform_motion_inv
+from ..spatial import log6, skew, xform_motion, xform_motion_inv
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, resolve_contacts
 from ..algorithms.dispatch import dispatch
 
 __all__ = ["ContactTerms", "contact_acceleration_drift", "contact_jacobian",
-           "contact_jacobian_time_variation", "contact_terms", "contact_velocity"]
+           "contact_jacobian_time_variation", "contact_terms", "contact_velocity",
+           "placement_error", "relative_placement"]
 
 
 class ContactTerms:
     """Stacked contact quantities at one state (backend arrays): ``J`` (nc x nv), and with ``qd``:
-    ``velocity = J qd``, ``drift`` (module docstring), ``position_error`` (zero rows except 3-D
-    contacts with a target) and ``gamma = drift + kd velocity + kp position_error``, the
-    right-hand side of ``J qdd = -gamma``."""
+    ``velocity = J qd``, ``drift`` (module docstring), ``position_error`` (zero rows except
+    contacts with a target; :class:`~symdyn.contact.contact.Contact`) and
+    ``gamma = drift + kd velocity + kp position_error``, the right-hand side of
+    ``J qdd = -gamma``."""
 
     def __init__(self, J, velocity=None, drift=None, position_error=None, gamma=None):
         self.J, self.velocity, self.drift = J, velocity, drift
@@ -80,10 +82,34 @@ def _one_contact(B: Backend, model, K, rc: ResolvedContact, with_rates: bool):
             drift = B.vcat([B.zeros(3), lin if ref == "local" else Xf0.E.T @ lin])
     if c.target is None:
         err = None
-    else:
+    elif c.dim == 3:
         e_world = Xf0.r - B.const(list(c.target))
         err = Xf0.E @ e_world if ref == "local" else e_world
+    else:
+        err = placement_error(B, Xf0, c.target, ref)
     return _rows(B, J, c.dim), _rows(B, drift, c.dim), err
+
+
+def relative_placement(B: Backend, Xf0, target):
+    """``c2Mc1 = (R2^T R1, R2^T (p1 - p2))``: the placement ``(R1, p1) = (Xf0.E^T, Xf0.r)`` of a
+    contact frame (``Xf0``: world -> frame) seen from a 6-D contact's ``target`` ``(R2, p2)``
+    (:class:`~symdyn.contact.contact.Contact`'s stored pair)."""
+    R2 = B.const([list(row) for row in target[0]])
+    p2 = B.const(list(target[1]))
+    return R2.T @ Xf0.E.T, R2.T @ (Xf0.r - p2)
+
+
+def placement_error(B: Backend, Xf0, target, reference: str):
+    """A 6-D contact's position error (6, ``[angular; linear]``): ``e = log6(c2Mc1)`` (Pinocchio
+    4.1's ``-log6(c1Mc2)``) in frame coordinates for ``"local"``; its 3-blocks rotated to world
+    axes for ``"local_world_aligned"``; ``^0X_f e`` (world coordinates) for ``"world"``."""
+    e = log6(B, *relative_placement(B, Xf0, target))
+    if reference == "local":
+        return e
+    if reference == "world":
+        return xform_motion_inv(B, Xf0, e)
+    R = Xf0.E.T
+    return B.vcat([R @ B.rows(e, 0, 3), R @ B.rows(e, 3, 6)])
 
 
 def contact_terms(B: Backend, model, qs, vs, resolved: Sequence[ResolvedContact]) -> ContactTerms:
