@@ -481,6 +481,7 @@ static int symdyn_batch(const symdyn_desc* d, const casadi_real* const* in,
   /* one range for one thread; else chunks of ~SYMDYN_CHUNK_BYTES of outputs (few partial
    * lines at their ends), at least 8 a thread */
   v = simd ? symdyn_pick(d) : 0;
+  if (v && n < v->w) v = 0;    /* fewer states than a block: one scalar call each costs less */
   chunk = n;
   if (nthreads > 1) {
     long long most = (n + 8LL * nthreads - 1) / (8LL * nthreads);
