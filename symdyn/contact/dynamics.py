@@ -226,9 +226,9 @@ def _friction(friction: Any, resolved: Sequence[ResolvedContact], R: list) -> li
         if R[r] != R[r + 1]:
             raise ValueError(f"contacts[{k}]: friction needs equal tangential compliances, got "
                              f"compliance[{r}] = {R[r]!r} != compliance[{r + 1}] = {R[r + 1]!r}: "
-                             "the R-weighted projection on the cone is then no longer the "
-                             "closed form used here (Pinocchio's weightedProject assumes "
-                             "R0 == R1 too)")
+                             "the closed form used here is the R-weighted projection on the "
+                             "cone for isotropic tangential compliance only (Pinocchio's "
+                             "weightedProject assumes R0 == R1 too)")
     return mus
 
 
