@@ -477,7 +477,7 @@ def test_contact_rejects_bad_descriptions():
         sd.Contact("x", baumgarte=3.0)
     with pytest.raises(ValueError, match="3-D Contact cannot use reference 'world'"):
         sd.Contact("x", 3, "world")
-    with pytest.raises(ValueError, match="6-D Contact takes no target"):
+    with pytest.raises(ValueError, match="6-D Contact takes no target of 3 numbers .*placement"):
         sd.Contact("x", 6, target=(0, 0, 0))
     with pytest.raises(ValueError, match="3 finite numbers"):
         sd.Contact("x", 3, target=(0, 0))
