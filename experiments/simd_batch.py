@@ -7,7 +7,7 @@ interleaved in one process (medians of the per-round ratios). Both compiled form
 
 Where the CPU runs more than one vector target (AVX-512 and AVX2), the narrower ones are built
 and timed beside the widest, and the report says which one ``simd="auto"`` builds for each
-function (:func:`symdyn.codegen.simd.auto_target`: by the function's output bytes a state) and
+function (:func:`symdyn.codegen.simd.auto_target`: by its output bytes and outputs per operation) and
 what that choice costs against the best.
 
 Also: the vector FMA peak of this CPU (independent multiply-add chains on the same vector type,
@@ -135,6 +135,7 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
                              repeat=repeat)
         rows.append({"model": name, "nv": m.nv, "alg": alg, "form": f.meta["form"],
                      "width": f.simd_width, "states": n, "instr": int(f.stats["n_instructions"]),
+                     "work": int(f.stats.get("work", f.stats["n_instructions"])),
                      "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
                      "speedup": paired_ratio(ts_s, ts_v), "err": err,
                      "fixed_fast": median(tf), "fixed_python": median(tp),
@@ -180,13 +181,14 @@ def report(rows, peak, target, args, t0) -> list[str]:
               "interleaved rounds. Speedups over the scalar loop; the best per function in "
               "bold. `auto`: the target `simd=\"auto\"` builds for the function "
               f"(`simd.auto_target`: AVX2 from {simd.AUTO_NARROW_OUT_BYTES} output bytes a "
-              "state on, else the widest) and its speedup.", ""]
+              f"state and {simd.AUTO_NARROW_OUT_PER_OP} output entries per SX operation of "
+              "the evaluation on, else the widest) and its speedup.", ""]
         body = []
         host = (target, *others)
         for r in rows:
             cells = {target: r["speedup"], **{t: r["others"][t][2] for t in others}}
             best = max(cells.values())
-            (pick,) = simd.auto_target(host, r["out_bytes"] // 8)
+            (pick,) = simd.auto_target(host, r["out_bytes"] // 8, r["work"])
             r["auto"], r["auto_loss"] = pick, cells[pick] / best
             body.append([r["model"], r["alg"], f"{r['out_bytes'] / 1024:.1f}"]
                         + [(f"**{cells[t]:.2f}**" if cells[t] == best else f"{cells[t]:.2f}")

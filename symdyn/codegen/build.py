@@ -89,8 +89,9 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
 
     ``simd``: the vector variants that ``.batch`` runs W states per instruction with
     (:mod:`symdyn.codegen.simd`): ``"auto"`` one per function, the widest the building CPU runs
-    except AVX2 for functions writing 640 bytes a state or more (faster there), a target name or a
-    tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
+    except AVX2 for functions with large outputs (640 bytes a state or more, and one entry per
+    50 operations or more: faster there; :func:`symdyn.codegen.simd.auto_target`), a target
+    name or a tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
     batch picks at run time the widest one the CPU supports, else the scalar loop; single
     calls are not affected.
     """
@@ -146,7 +147,8 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
         "algorithms": [(k, jsonable_options(o)) for k, o in algs], "prefix": prefix,
         "opt": opt, "auto": AUTO_POLICY, "cflags": cflags, "cse": bool(cse),
         "fast_trig": bool(fast_trig), "simd": list(targets),
-        "simd_auto": _simd.AUTO_NARROW_OUT_BYTES if simd_auto else None,
+        "simd_auto": ([_simd.AUTO_NARROW_OUT_BYTES, _simd.AUTO_NARROW_OUT_PER_OP] if simd_auto
+                      else None),
         "native": native_target(cc_path)[1] if native else None,
         "cc": [cc_path, cc_version], "platform": [sys.platform, platform.machine()],
     }

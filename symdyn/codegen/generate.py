@@ -252,7 +252,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
 
     ``simd``: the vector targets of every function's batch (:mod:`symdyn.codegen.simd`); with
     ``simd_auto`` they are the host's and each function takes the one of
-    :func:`symdyn.codegen.simd.auto_target` for its output size.
+    :func:`symdyn.codegen.simd.auto_target` for its outputs and work.
     """
     import casadi as ca
     import numpy as np
@@ -324,8 +324,8 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             src = directory / f"{fname}.c"
             ctx: dict[str, Any] = {"orders": info["orders"], "fast_trig": fast_trig}
             src.write_text(apply_passes(src.read_text(), ctx))
-            fsimd = (_simd.auto_target(simd, sum(f.numel_out(i) for i in range(f.n_out())))
-                     if simd_auto else tuple(simd))
+            fsimd = (_simd.auto_target(simd, sum(f.numel_out(i) for i in range(f.n_out())),
+                                       f.n_instructions()) if simd_auto else tuple(simd))
             built, simd_reason, simd_source = list(fsimd), None, None
             if fsimd:   # a file of its own: compiled alongside the scalar one
                 orders = info["orders"]
@@ -349,6 +349,7 @@ def generate_sources(model, algorithms, out_dir, name: str | None = None, *, cse
             "output_names": list(spec.output_names),
             "output_shapes": [list(tr.output_shapes[o]) for o in spec.output_names],
             "n_nodes": tr.n_nodes, "n_instructions": tr.n_instructions,
+            "work": tr.n_instructions,
             "n_fast_trig": ctx.get("n_fast_trig", 0),
             "t_trace": tr.t_trace, "t_function": tr.t_function, "t_generate": t_gen,
             "source_bytes": src.stat().st_size, "form": "unrolled", "form_reason": reason,
@@ -475,7 +476,8 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         program = _record(model, key, alg, opts, fname, prog, cse)
     st = program.stats
     if simd_auto:
-        simd = _simd.auto_target(simd, sum(int(np.prod(shape)) for *_, shape in program.outputs))
+        simd = _simd.auto_target(simd, sum(int(np.prod(shape)) for *_, shape in program.outputs),
+                                 st["work"])
     t0 = time.perf_counter()
     ctx: dict[str, Any] = {"fast_trig": fast_trig}
     with prog.step(f"generating C for {key}", slow=False):
@@ -494,6 +496,7 @@ def _generate_recursive(model, key, alg, opts, fname, prefix, directory, prog, *
         "input_names": list(spec.input_names), "input_sizes": sizes,
         "output_names": list(spec.output_names), "output_shapes": shapes,
         "n_nodes": st["n_instructions"], "n_instructions": st["n_instructions"],
+        "work": st["work"],
         "n_fast_trig": ctx.get("n_fast_trig", 0), "t_trace": st["t_record"] + st["t_trace"],
         "t_function": 0.0, "t_generate": time.perf_counter() - t0,
         "source_bytes": info["source_bytes"], "form": "recursive", "form_reason": reason,

@@ -100,8 +100,8 @@ class CompiledFunction:
         self._check_sizes(meta, sizes_in, sizes_out)
         self.input_shapes = tuple((n,) for n in sizes_in)
         self.output_shapes = tuple(tuple(int(d) for d in s) for s in meta["output_shapes"])
-        self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "n_fast_trig", "t_trace", "t_function",
-                                           "t_generate", "t_compile", "cpu_compile", "cflags",
+        self.stats = {k: meta[k] for k in ("n_nodes", "n_instructions", "work", "n_fast_trig",
+                                           "t_trace", "t_function", "t_generate", "t_compile", "cpu_compile", "cflags",
                                            "source_bytes", "t_compile_simd", "cpu_compile_simd")
                       if k in meta}
         self._single_lib, self._batch_lib = single_lib, batch_lib

@@ -11,8 +11,8 @@ compiled into the function's own C file with a ``target`` attribute per function
 the library keeps the build's flags: a library built without ``-march=native`` runs on any
 x86-64 CPU, and the wrapper takes a variant only where the CPU reports its features
 (``__builtin_cpu_supports``), else the scalar loop. ``simd="auto"`` builds the widest variant
-the building CPU runs, per function: a function writing :data:`AUTO_NARROW_OUT_BYTES` or more a
-state gets AVX2 where the CPU runs it (:func:`auto_target`); ``simd=("avx512", "avx2")`` builds
+the building CPU runs, per function: a function whose outputs are large, in bytes and against its
+arithmetic, gets AVX2 where the CPU runs it (:func:`auto_target`); ``simd=("avx512", "avx2")`` builds
 both (a library to ship), ``simd=()`` none.
 
 Operations: arithmetic maps to vector operators, sqrt to the target's instruction, sin/cos to a
@@ -38,10 +38,14 @@ TARGETS: dict[str, tuple[int, str, tuple[str, ...], str]] = {
 }
 SIMD_MODES = ("auto",)      # besides a tuple of target names (empty: none)
 # simd="auto" builds AVX2 rather than AVX-512 for functions writing this many bytes a state or
-# more (80 doubles): W = 8 loses to W = 4 there, the transposes and stores of the outputs
+# more (80 doubles) and at least AUTO_NARROW_OUT_PER_OP output entries per SX operation of
+# their evaluation: there W = 8 loses to W = 4, the transposes and stores of the outputs
 # dominating (reports/simd_batch.md, "Every vector target this CPU runs": of 30 functions on an
-# AVX-512 Xeon, AVX2 was faster on 17 of the 18 at or above, AVX-512 on all 12 below)
+# AVX-512 Xeon, AVX2 was faster on 17 of the 18 at or above both, AVX-512 on all 12 below).
+# Functions with much arithmetic per output keep AVX-512 (reports/contact_dynamics.md: the
+# contact derivatives of talos and g1, ~0.018 entries per operation, batch faster with it).
 AUTO_NARROW_OUT_BYTES = 640
+AUTO_NARROW_OUT_PER_OP = 0.02
 
 
 class Unsupported(ValueError):
@@ -105,13 +109,15 @@ def resolve_targets(simd: Any, cc: str) -> tuple[str, ...]:
     return simd
 
 
-def auto_target(host: Sequence[str], out_entries: int) -> tuple[str, ...]:
+def auto_target(host: Sequence[str], out_entries: int, work: int) -> tuple[str, ...]:
     """The one variant ``simd="auto"`` builds for a function writing ``out_entries`` doubles a
-    state, from the ``host`` targets (widest first): AVX2 from :data:`AUTO_NARROW_OUT_BYTES`
-    on where the host runs it, else the widest."""
+    state with ``work`` SX operations a state, from the ``host`` targets (widest first): AVX2
+    from :data:`AUTO_NARROW_OUT_BYTES` and :data:`AUTO_NARROW_OUT_PER_OP` on, where the host
+    runs it; else the widest."""
     if not host:
         return ()
-    if 8 * out_entries >= AUTO_NARROW_OUT_BYTES and "avx2" in host:
+    if (8 * out_entries >= AUTO_NARROW_OUT_BYTES
+            and out_entries >= AUTO_NARROW_OUT_PER_OP * work and "avx2" in host):
         return ("avx2",)
     return tuple(host[:1])
 
