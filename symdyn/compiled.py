@@ -19,7 +19,9 @@ Inputs: NumPy float arrays, lists or numbers. A single state given as C-contiguo
 of the exact shapes goes straight to C; other inputs are converted first. Not accepted, with an
 error that says to call the function on ``fast.model`` instead: symbolic (SymPy, SymEngine,
 CasADi) or JAX inputs (TypeError), ``backend=`` other than ``"numpy"`` (ValueError), and
-arguments the compiled function cannot take (TypeError): external forces ``f_ext``.
+arguments the compiled function cannot take (TypeError): external forces ``f_ext`` except for
+``static_torque_derivatives``, whose compiled function takes them as an input (a list of N
+6-vectors or None, an (N, 6) array, or (B, N, 6) for a batch of B states).
 
 Arguments other than the state vectors (frames, contacts, ``dt``, ``compliance``,
 ``constraint_correction``, ``friction`` of ``contact_inverse_dynamics`` ...) are build-time
@@ -30,7 +32,7 @@ Functions without a compiled counterpart run the NumPy path on ``fast.model`` (s
 NumPy speed): :data:`NUMPY_FALLBACK` lists them (``body_jacobians``, ``christoffel_nonzero``,
 ``contact_acceleration_drift``, ``contact_velocity``, ``coriolis_product``,
 ``coriolis_transpose_product``, ``forward_kinematics``, ``friction_torque``, ``integrate``,
-``joint_frames``, ``static_torque_derivatives``, ``total_mass``).
+``joint_frames``, ``total_mass``).
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ __all__ = ["CompiledModel", "NUMPY_FALLBACK", "compiled"]
 NUMPY_FALLBACK = ("body_jacobians", "christoffel_nonzero", "contact_acceleration_drift",
                   "contact_velocity", "coriolis_product", "coriolis_transpose_product",
                   "forward_kinematics", "friction_torque", "integrate", "joint_frames",
-                  "static_torque_derivatives", "total_mass")
+                  "total_mass")
 
 # options of symdyn.codegen.build that a CompiledModel passes on (the others fix what is built)
 BUILD_OPTIONS = ("opt", "cflags", "native", "cse", "fast_trig", "cache", "cache_dir", "cc", "jobs",
@@ -224,20 +226,27 @@ class CompiledModel:
                 raise TypeError(f"{name}: input {n} holds {kind} values; a compiled model "
                                 f"evaluates NumPy floats only: call sd.{name}(fast.model, ...) "
                                 f"for {kind} inputs")
-        if arguments.pop("f_ext", None) is not None:
-            raise TypeError(f"{name}: the compiled function takes no external forces f_ext; "
-                            f"call sd.{name}(fast.model, ..., f_ext=...) for them")
         n_states = batch_size(self.model, names, values, name)     # before any build
         algorithm = self._algorithm(function, names)
+        f_ext = arguments.pop("f_ext", None)
+        forces = "f" in (kind for _, kind in _codegen().ALGORITHMS[algorithm].inputs)
+        if forces and f_ext is None:
+            return function(self.model, *args, **kwargs)    # the NumPy path's error
+        if f_ext is not None and not forces:
+            raise TypeError(f"{name}: the compiled function takes no external forces f_ext; "
+                            f"call sd.{name}(fast.model, ..., f_ext=...) for them")
         options = self._options(name, algorithm, arguments)
         cfn = self.function(algorithm, **options)
         scalar = len(cfn.output_shapes) == 1 and cfn.output_shapes[0] == ()
+        if forces:
+            values.append(_stacked_forces(self.model.N, f_ext, n_states, name))
         if n_states is not None:
             return cfn.batch(*values)
         values = [_one_state(x, getattr(self.model, STATE_INPUTS[n])) for n, x in
-                  zip(names, values)]
+                  zip(names, values)] + values[len(names):]
         out = cfn(*values)
-        if len(args) >= plan.n and len(names) == plan.n and not kwargs.keys() & set(plan.states):
+        if len(args) >= plan.n and len(names) == plan.n and not forces \
+                and not kwargs.keys() & set(plan.states):
             try:
                 plan.calls[(args[plan.n:], tuple(kwargs.items())) if kwargs
                            else args[plan.n:]] = (cfn, scalar)
@@ -301,6 +310,31 @@ def _freeze(value: Any) -> Any:
         return value
     except TypeError:
         return (type(value).__qualname__, repr(value))
+
+
+def _stacked_forces(N: int, f_ext: Any, n_states: int | None, name: str) -> np.ndarray:
+    """External forces as the compiled input takes them (:mod:`symdyn.codegen.functions`): one
+    state's N entries (6-vectors ``[n; f]`` or None), (N, 6) or stacked (6 N,) array as a
+    (6 N,) vector; a batch's (B, N, 6) or (B, 6 N) array as (B, 6 N). Shapes are checked here,
+    values (NaN, inf) by the compiled function."""
+    if n_states is None and isinstance(f_ext, (list, tuple)) and len(f_ext) == N:
+        try:
+            return np.concatenate([np.zeros(6) if f is None else
+                                   np.asarray(f, dtype=float).reshape(6) for f in f_ext])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: f_ext must hold one 6-vector [n; f] (or None) per body: "
+                             f"{exc}") from None
+    try:
+        a = np.asarray(f_ext, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: f_ext must be real numbers: {exc}") from None
+    lead = () if n_states is None else (n_states,)
+    if a.shape in (lead + (N, 6), lead + (6 * N,)):
+        return a.reshape(lead + (6 * N,))
+    want = f"({N}, 6) or ({6 * N},)" if n_states is None else \
+        f"({n_states}, {N}, 6) or ({n_states}, {6 * N})"
+    raise ValueError(f"{name}: f_ext must have shape {want}{' (one per state)' if lead else ''}"
+                     f", or be a list of {N} 6-vectors or None; got shape {a.shape}")
 
 
 def _one_state(x: Any, n: int) -> Any:

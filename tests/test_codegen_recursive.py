@@ -31,9 +31,16 @@ FIRST_ORDER = [a for a in RECURSIVE_ALGORITHMS if "second" not in a]
 SECOND_ORDER = [a for a in RECURSIVE_ALGORITHMS if "second" in a]
 
 
+def _stacked_forces(model):
+    """random_forces stacked as compiled functions take them (None: zeros)."""
+    return np.concatenate([np.zeros(6) if f is None else f for f in random_forces(model)])
+
+
 def _reference(model, alg, q, qd, qdd):
     fn = getattr(sd, alg)
-    args = {"rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
+    args = {"generalized_gravity_derivatives": (q,),
+            "static_torque_derivatives": (q, _stacked_forces(model)),
+            "rnea": (q, qd, qdd), "crba": (q,), "aba": (q, qd, qdd),
             "nonlinear_effects": (q, qd), "gravity_vector": (q,), "coriolis_matrix": (q, qd),
             "christoffel": (q,), "rnea_derivatives": (q, qd, qdd),
             "aba_derivatives": (q, qd, qdd), "rnea_second_derivatives": (q, qd, qdd),

@@ -248,6 +248,36 @@ def test_compiled_errors_match_numpy(fast, corrupt):
 
 
 @requires_cc
+def test_static_torque_derivatives_take_external_forces(fast):
+    """The one compiled function with an f_ext input: a list with None entries, an (N, 6) and a
+    stacked (6 N,) array give NumPy's result; a batch takes (B, N, 6); bad shapes and NaN are
+    refused naming f_ext."""
+    m = FLOATING
+    q, _, _ = state(m, 5)
+    rng = np.random.default_rng(5)
+    forces = [None if i == 1 else rng.uniform(-5, 5, 6) for i in range(m.N)]
+    dense = np.array([np.zeros(6) if f is None else f for f in forces])
+    want = sd.static_torque_derivatives(m, q, forces)
+    for given in (forces, dense, dense.reshape(-1)):
+        close(sd.static_torque_derivatives(fast, q, given), want)
+    Q, _, _ = states(m, 4)
+    F = rng.uniform(-5, 5, (4, m.N, 6))
+    got = sd.static_torque_derivatives(fast, Q, F)
+    assert got.shape == (4, m.nv, m.nv)
+    for b in range(4):
+        close(got[b], sd.static_torque_derivatives(m, Q[b], F[b]))
+    close(sd.static_torque_derivatives(fast, Q, F.reshape(4, -1)), got)
+    with pytest.raises(TypeError, match="f_ext is required"):
+        sd.static_torque_derivatives(fast, q, None)
+    with pytest.raises(ValueError, match=r"f_ext must have shape \(%d, 6\)" % m.N):
+        sd.static_torque_derivatives(fast, q, dense[:, :5])
+    with pytest.raises(ValueError, match=r"f_ext must have shape \(4, %d, 6\)" % m.N):
+        sd.static_torque_derivatives(fast, Q, F[:3])
+    with pytest.raises(ValueError, match="f_ext contains NaN"):
+        sd.static_torque_derivatives(fast, q, np.full((m.N, 6), np.nan))
+
+
+@requires_cc
 def test_compiled_refuses_what_it_cannot_evaluate(fast):
     q, qd, qdd = state(FLOATING)
     with pytest.raises(TypeError, match=r"sympy values.*fast\.model"):

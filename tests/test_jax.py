@@ -186,6 +186,10 @@ def test_compile_options_and_toolkit_functions():
     T = sjax.compile(model, regressors.joint_torque_regressor)          # a function, not a name
     close(T(Q, QD, QD)[2], regressors.joint_torque_regressor(model, Q[2], QD[2], QD[2]))
     assert "rnea" in repr(sjax.compile(model, "rnea"))
+    S = sjax.compile(model, "static_torque_derivatives")   # external forces batched, stacked
+    assert S.args == ("q", "f_ext") and S.sizes == (model.nq, 6 * model.N)
+    F = rng.normal(size=(3, 6 * model.N))
+    close(S(Q, F)[1], sd.static_torque_derivatives(model, Q[1], F[1].reshape(model.N, 6)))
 
 
 def test_compile_mimic_functions_take_reduced_coordinates():

@@ -478,6 +478,28 @@ def test_statics_and_centroidal_on_graph_backends():
         check(sympy_values(a, vals), b, f"sympy output {k}")
 
 
+def test_stacked_external_forces_equal_the_list():
+    """f_ext stacked into one 6 N vector (what compiled functions take: body i's [n; f] at rows
+    6 i .. 6 i + 5) gives the list form's results: a NumPy vector, a CasADi column, and through
+    rnea and aba too."""
+    model = spherical_tree(8)
+    q, qd, qdd = state(model, 3)
+    fx = random_forces(model, 3)
+    stacked = np.concatenate([np.zeros(6) if f is None else f for f in fx])
+    check(sd.static_torque_derivatives(model, q, stacked),
+          sd.static_torque_derivatives(model, q, fx), "numpy stacked")
+    check(sd.rnea(model, q, qd, qdd, stacked), sd.rnea(model, q, qd, qdd, fx), "rnea stacked")
+    check(sd.aba(model, q, qd, qdd, stacked.reshape(-1, 1)), sd.aba(model, q, qd, qdd, fx),
+          "aba stacked column")
+    sym_q, sym_f = ca.SX.sym("q", model.nq), ca.SX.sym("f", 6 * model.N)
+    f = ca.Function("f", [sym_q, sym_f], [sd.static_torque_derivatives(model, sym_q, sym_f)])
+    check(np.array(f(q, stacked)), sd.static_torque_derivatives(model, q, fx), "casadi stacked")
+    with pytest.raises(ValueError, match=r"one stacked vector of %d" % (6 * model.N)):
+        sd.static_torque_derivatives(model, q, stacked[:-1])
+    with pytest.raises(ValueError, match="contains NaN"):
+        sd.static_torque_derivatives(model, q, np.full(6 * model.N, np.nan))
+
+
 def test_statics_and_centroidal_bad_input():
     model = sd.load_robot("solo12")
     q, qd, qdd = state(model, 0)

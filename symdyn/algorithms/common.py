@@ -49,13 +49,20 @@ def _check_quaternions(model, qs, name):
 
 
 def external_forces(B: Backend, model, f_ext):
-    """f_ext: None, or a sequence of N body forces [n; f] in body coordinates (None entries allowed),
-    or an (N, 6) array."""
+    """The body forces of ``f_ext`` as a list of N 6-vectors ``[n; f]`` in body coordinates (None:
+    no force). ``f_ext``: None, a sequence of N entries (6-vectors or None), an (N, 6) array, or
+    the stacked form: one vector of 6 N entries, body i's force at rows ``6 i .. 6 i + 5`` (a 1-D
+    array or a column; what compiled functions take)."""
     if f_ext is None:
         return [None] * model.N
+    shape = getattr(f_ext, "shape", None)
+    if shape is not None and len(shape) in (1, 2) and shape[0] == 6 * model.N \
+            and (len(shape) == 1 or shape[1] == 1):
+        return [B.to_vector(B.rows(f_ext, 6 * i, 6 * i + 6), 6, f"f_ext[{6 * i}:{6 * i + 6}]")
+                for i in range(model.N)]
     if len(f_ext) != model.N:
-        raise ValueError(f"f_ext must hold one 6-vector (or None) per body: {model.N} entries, "
-                         f"got {len(f_ext)}")
+        raise ValueError(f"f_ext must hold one 6-vector (or None) per body: {model.N} entries "
+                         f"(or one stacked vector of {6 * model.N}), got {len(f_ext)}")
     return [None if f is None else B.to_vector(f, 6, f"f_ext[{i}]") for i, f in enumerate(f_ext)]
 
 

@@ -25,6 +25,7 @@ FORMS = ("auto", "unrolled", "recursive")
 # algorithms whose every computation is in steps (recordable)
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
                         "coriolis_matrix", "christoffel", "rnea_derivatives", "aba_derivatives",
+                        "generalized_gravity_derivatives", "static_torque_derivatives",
                         "rnea_second_derivatives", "aba_second_derivatives")
 # options whose other values compute outside steps (no recorded form): aba_derivatives'
 # "dmm" (a dense product) and "ltdl" (scalar loops) routes

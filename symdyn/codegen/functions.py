@@ -14,7 +14,9 @@ from. Two output layouts:
   ``M[i * nv + j]``, ``Gamma[(i * nv + j) * nv + k]``.
 
 Inputs are dense columns in both layouts: ``q`` (nq), ``qd``/``qdd``/``tau``/``qr_d``/``qr_dd``
-(nv) and, with ``parameters="inertial"``, ``pi`` (10 N, :mod:`symdyn.codegen.parameters`).
+(nv), ``f_ext`` (6 N: the external forces stacked, body i's ``[n; f]`` in body coordinates at
+rows ``6 i .. 6 i + 5``; ``static_torque_derivatives``) and, with ``parameters="inertial"``,
+``pi`` (10 N, :mod:`symdyn.codegen.parameters`).
 Scalar outputs (energies) have rank 0: NumPy shape ``()``, one double in C.
 
 Groups of :data:`ALGORITHMS` (``AlgorithmSpec.group``): ``"dynamics"`` (rnea ... aba_derivatives,
@@ -46,8 +48,8 @@ LAYOUTS = ("casadi", "numpy")
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v'|'pi')`` and its
-    outputs ``(name, rank)`` (rank 0 scalar, 1 vector, 2 matrix, 3 tensor Gamma[i, j, k]).
+    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v'|'pi'|'f')`` (sizes
+    nq, nv, 10 N and 6 N: the stacked external forces) and its outputs ``(name, rank)`` (rank 0 scalar, 1 vector, 2 matrix, 3 tensor Gamma[i, j, k]).
 
     ``group``: see the module docstring. ``inertial``: the result depends on the inertias, so
     ``parameters="inertial"`` gives the function an input ``pi`` (frames and regressors do not:
@@ -66,8 +68,7 @@ class AlgorithmSpec:
         return self.function
 
     def input_sizes(self, model) -> tuple[int, ...]:
-        return tuple(model.nq if kind == "q" else 10 * model.N if kind == "pi" else model.nv
-                     for _, kind in self.inputs)
+        return tuple(_KIND_SIZES[kind](model) for _, kind in self.inputs)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -78,7 +79,10 @@ class AlgorithmSpec:
         return tuple(n for n, _ in self.outputs)
 
 
+_KIND_SIZES = {"q": lambda m: m.nq, "v": lambda m: m.nv, "pi": lambda m: 10 * m.N,
+               "f": lambda m: 6 * m.N}
 _Q, _QD, _QDD, _TAU = ("q", "q"), ("qd", "v"), ("qdd", "v"), ("tau", "v")
+_F_EXT = ("f_ext", "f")   # stacked body forces: [n; f] of body i at rows 6 i .. 6 i + 5
 _QRD, _QRDD = ("qr_d", "v"), ("qr_dd", "v")
 PI_INPUT = ("pi", "pi")   # appended by parameters="inertial"
 
@@ -192,6 +196,10 @@ def _registry() -> dict[str, AlgorithmSpec]:
                       False),
         AlgorithmSpec("generalized_gravity_derivatives", alg.generalized_gravity_derivatives,
                       (_Q,), (("dg_dq", 2),), "dg/dq of gravity_vector", "derivatives"),
+        AlgorithmSpec("static_torque_derivatives", alg.static_torque_derivatives, (_Q, _F_EXT),
+                      (("dtau_dq", 2),), "d/dq of the static torque g(q) - sum_i J_i^T f_i "
+                      "(f_ext stacked: body i's [n; f], body coordinates, at rows 6 i .. 6 i + 5)",
+                      "derivatives"),
         AlgorithmSpec("centroidal_dynamics_derivatives", alg.centroidal_dynamics_derivatives,
                       (_Q, _QD, _QDD), (("dh_dq", 2), ("dhdot_dq", 2), ("dhdot_dqd", 2),
                                         ("dhdot_dqdd", 2)),

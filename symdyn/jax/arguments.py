@@ -14,7 +14,7 @@ QUATERNION_TOL = 1e-6
 # batched arguments by name: their length (model.nq / nv, or the independent joints' nq / nv of
 # the mimic functions: those taking q_r) and whether they hold the joints' unit quaternions
 _BATCHED = {"q": "q", "qd": "v", "qdd": "v", "tau": "v", "nu": "v", "qd_r": "v", "qr_d": "v",
-            "qr_dd": "v"}
+            "qr_dd": "v", "f_ext": "f"}   # f_ext where required: stacked, 6 N (f_ext=None: none)
 _BATCHED_MIMIC = {"q_r": "q_r", "qd_r": "v_r", "qdd_r": "v_r", "tau_r": "v_r"}
 STATE = {"q", "q_r"}     # the arguments holding coordinates (quaternions checked)
 # required arguments that are one value for the whole batch: compile's options
@@ -97,7 +97,7 @@ def batched_arguments(model, name: str, fn: Callable, options: dict) -> tuple[
         if jn in independent:
             nq_r, nv_r = nq_r + model.joints[i].nq, nv_r + model.joints[i].nv
             q_end[i] = nq_r
-    length = {"q": model.nq, "v": model.nv, "q_r": nq_r, "v_r": nv_r}
+    length = {"q": model.nq, "v": model.nv, "q_r": nq_r, "v_r": nv_r, "f": 6 * model.N}
     sizes = tuple(length[table.get(a, "v")] for a in args)   # other names (your functions): nv
     if "q_r" in args:
         at = q_end
