@@ -430,3 +430,44 @@ def test_second_order_derivatives_record_and_compile_in_the_recursive_form(alg, 
         assert lib.manifest["functions"][0]["form"] == "recursive"
         for o, r in zip(lib[alg](*args), ref, strict=True):
             np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-10)
+
+
+@requires_cc
+def test_dense_steps_gather_their_arguments_and_share_kernels(tmp_path):
+    """The products of aba_second_derivatives read pages of tensors assembled from many steps
+    (literal zeros, negated entries): recorded with gathers, each argument is first copied into
+    a block of its own, so that calls of the same shapes share a kernel (without: one kernel
+    per call pattern). The program, and its compiled C loop (scalar and every vector target of
+    this CPU, signed gathers included), equal NumPy."""
+    from symdyn.codegen import simd
+    from symdyn.codegen.compiler import compiler_info
+
+    model = serial_chain(7, seed=3)
+    q, qd, tau = random_state(model, seed=2)
+    sizes = [model.nq, model.nv, model.nv]
+    ref = sd.aba_second_derivatives(model, q, qd, tau)
+    plain = record(model, sd.aba_second_derivatives, sizes, name="t", fuse=1, gather=False)
+    prog = record(model, sd.aba_second_derivatives, sizes, name="t", fuse=1)
+    assert not plain.gathers and prog.stats["n_gathers"] == len(prog.gathers) > 0
+    assert any((g < 0).any() for g in prog.gathers)               # a signed gather occurs
+    gathered = {k for k, _, _ in prog.instructions if k >= 0
+                and prog.kernels[k].step in ("product", "neg_product")}
+    by_call = {k for k, _, _ in plain.instructions if plain.kernels[k].step in ("product",
+                                                                                 "neg_product")}
+    assert len(gathered) <= 8 < len(by_call)
+    assert prog.stats["n_instructions"] < 0.75 * plain.stats["n_instructions"]
+    for out, r in zip(evaluate(prog, q, qd, tau), ref, strict=True):
+        np.testing.assert_allclose(out, r, rtol=1e-12, atol=1e-10)
+    targets = simd.host_targets(compiler_info()[0])
+    lib = build(model, ["aba_second_derivatives"], form="recursive", cache_dir=tmp_path,
+                opt="-O1", simd=targets, progress=False)
+    f = lib["aba_second_derivatives"]
+    for o, r in zip(f(q, qd, tau), ref, strict=True):
+        np.testing.assert_allclose(o, r, rtol=1e-12, atol=1e-10)
+    rng = np.random.default_rng(4)
+    Q = np.array([model.random_q(rng) for _ in range(11)])
+    V, T = rng.uniform(-1, 1, (2, 11, model.nv))
+    for batch in (f.batch(Q, V, T), f.batch(Q, V, T, simd=False)):
+        for b in (0, 7, 10):
+            for o, r in zip(batch, sd.aba_second_derivatives(model, Q[b], V[b], T[b])):
+                np.testing.assert_allclose(o[b], r, rtol=1e-12, atol=1e-10)

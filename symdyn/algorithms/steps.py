@@ -32,3 +32,12 @@ def step(fn: F) -> F:
         return hook(fn, args)
     call.__wrapped_step__ = fn  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]
+
+
+def dense_step(fn: F) -> F:
+    """:func:`step` for a step whose arguments are assembled from many places (pages of a
+    tensor, columns from several steps): a backend that runs steps as units may first copy each
+    argument into one dense block, so that every call of the same shapes is one unit (the
+    recording backend's gather; :mod:`symdyn.codegen.recursive`)."""
+    fn.dense_arguments = True  # type: ignore[attr-defined]
+    return step(fn)

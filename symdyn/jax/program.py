@@ -211,6 +211,9 @@ def program_function(prog: Any, shapes: Sequence[tuple[int, ...]],
     n_inputs = top
     lowerings: dict[int, SXLowering] = {}
     calls = []                                   # (kernel, constant offsets, read, first, n)
+    if prog.gathers:
+        raise LoweringError("the program route runs programs recorded without gathers "
+                            "(symdyn.codegen.recursive.record(..., gather=False))")
     for k, args, outs in prog.instructions:
         kern = prog.kernels[k]
         if k not in lowerings:

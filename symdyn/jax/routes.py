@@ -97,7 +97,9 @@ def record(c: Any):
     # fuse=1: one kernel per step signature; fused runs (what the C loop gains from) are more
     # kernel variants, and XLA's compile time follows the kernels' total size
     args = (model, spec.function, list(spec.input_sizes(model)))
-    options = dict(name=c.name, fuse=1, **recorded_options(c.name, c.options))
+    # gather=False: the program route maps each value to a row of its scan (no signed copies);
+    # dense steps keep a kernel per argument pattern here
+    options = dict(name=c.name, fuse=1, gather=False, **recorded_options(c.name, c.options))
     try:    # stops as soon as the folded kernels pass FOLD_MAX
         return recursive.record(*args, fold=True, max_instructions=FOLD_MAX, **options)
     except recursive.OverBudget:

@@ -159,6 +159,39 @@ def _static_names(text: str, names: Sequence[str]) -> list[str]:
     return [found[n] for n in names]
 
 
+# opcodes of the gathers in the program (kernel indices are below them): a copy of n entries
+# into a block, "GATHER, n, destination, n addresses" (GATHER_SIGNED: then n signs, 1 negates)
+GATHER, GATHER_SIGNED = 0xFFFFFFF0, 0xFFFFFFF1
+
+
+def _program_ints(prog: Program) -> list[int]:
+    """The program table: per instruction its kernel, argument and result addresses, or a
+    gather (:data:`GATHER`)."""
+    out: list[int] = []
+    for k, args, outs in prog.instructions:
+        if k >= 0:
+            out += [k, *args, *outs]
+            continue
+        signs = prog.gathers[-1 - k]
+        neg = bool((signs < 0).any())
+        out += [GATHER_SIGNED if neg else GATHER, len(args), outs[0], *args]
+        if neg:
+            out += (signs < 0).astype(int).tolist()
+    return out
+
+
+def _gather_cases(p: str, vtype: str) -> str:
+    """The switch's cases of the two gather opcodes (``vtype``: the entries' C type)."""
+    P = p.upper()
+    return (f"      case {GATHER}u: {{ {vtype}* d = {P}_AT(p[1]); const unsigned* s = p + 2;\n"
+            f"        for (e = 0; e < p[0]; ++e) d[e] = *{P}_AT(s[e]);\n"
+            f"        p += 2 + p[0]; break; }}\n"
+            f"      case {GATHER_SIGNED}u: {{ {vtype}* d = {P}_AT(p[1]); const unsigned* s = p + 2;\n"
+            f"        const unsigned* g = s + p[0];\n"
+            f"        for (e = 0; e < p[0]; ++e) d[e] = g[e] ? -*{P}_AT(s[e]) : *{P}_AT(s[e]);\n"
+            f"        p += 2 + 2 * (long long)p[0]; break; }}")
+
+
 def kernel_prefix(fname: str) -> str:
     """C names of the kernels: ``<fname>_k<i>``, the prefix cut and hashed so that they stay
     within CasADi's 48 characters."""
@@ -195,9 +228,7 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     text = _unchecked_pointers(src.read_text())
     if passes is not None:
         text = passes(text)
-    prog_ints: list[int] = []
-    for k, args, outs in prog.instructions:
-        prog_ints += [k, *args, *outs]
+    prog_ints = _program_ints(prog)
     p = f"symdyn_{kp}"
     out_tables, copy_out, set_bases = [], [], []
     scratch = 0
@@ -237,6 +268,8 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         sets += [f"r[{j}] = {p.upper()}_AT(p[{n + j}]);" for j in range(m)]
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        if ({static[k]}(a, r, iw, kw, 0)) return 1;\n        break;")
+    if prog.gathers:
+        cases.append(_gather_cases(p, "casadi_real"))
     sz_w = prog.workspace + scratch + max([f.sz_w() for f in names.values()] or [0])
     sz_iw = max([f.sz_iw() for f in names.values()] or [0])
     max_in = max([prog.kernels[k].n_in for k in names] or [1]) or 1
@@ -294,6 +327,8 @@ def _vector_entry(prog: Program, fname: str, target: str, kernels: dict, p: str,
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        {p}_k{k}_{t}((const double* const*)a, (double* const*)r, 0);\n"
                      "        break;")
+    if prog.gathers:
+        cases.append(_gather_cases(p, f"symdyn_{t}"))
     max_in = max([prog.kernels[k].n_in for k in kernels] or [1]) or 1
     max_out = max([len(prog.kernels[k].out_sizes) for k in kernels] or [1]) or 1
     copy_in = [f"  for (e = 0; e < {n}; ++e) base[0][{decode(start)[1]} + e] = arg[{j}][e];"

@@ -39,6 +39,12 @@ def decode(a: int) -> tuple[int, int]:
     return a >> OFFSET_BITS, a & OFFSET_MASK
 
 
+# Gathers: a step marked dense (symdyn.algorithms.steps.dense_step) reads arguments assembled
+# from many blocks (pages of a tensor, columns from several steps): each argument whose entries
+# are not one block in order is first copied into a block of its own by a gather instruction
+# (kernel index -1 - g, g its index in Program.gathers; literals read from the constant table),
+# so that one kernel serves every call of the same shapes instead of one kernel per call.
+
 # At most this many independent consecutive calls of one kernel are fused into one call
 # (Recorder._fuse_runs): 8 takes most of the gain on the ancestor loops of coriolis_matrix and
 # rnea_derivatives, 16 is no faster on chains of 40-160 bodies and doubles the variants' code
@@ -333,7 +339,9 @@ class Program:
     """A recorded algorithm: kernels, instructions, the constant table and the outputs."""
 
     kernels: list[Kernel]
-    instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]]  # (kernel, args, outs)
+    # (kernel, args, outs); a gather (kernel < 0, see GATHER) copies the entries ``args`` times
+    # ``gathers[-1 - kernel]`` (their signs) into the block ``outs[0]``
+    instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]]
     constants: np.ndarray
     workspace: int
     inputs: list[tuple[int, int]]        # (address, length) of each input in the workspace
@@ -341,6 +349,7 @@ class Program:
     # the end (entry, address, sign) and its shape; the other entries are written by kernels
     used: set[int] = field(default_factory=set)   # kernels the instructions call
     stats: dict = field(default_factory=dict)
+    gathers: list[np.ndarray] = field(default_factory=list)   # signs (int8) of each gather
 
 
 # --- pytrees of step arguments and results ---------------------------------------------------
@@ -438,8 +447,12 @@ class Recorder:
 
     def __init__(self, name: str, cse: bool = True, fuse: int | None = None,
                  fuse_exact: bool = False, fold: bool = False,
-                 max_instructions: int | None = None):
+                 max_instructions: int | None = None, gather: bool = True):
         self.name = name
+        self.gather = gather
+        self.gathers: list[np.ndarray] = []           # signs of each gather instruction
+        self._gathered: dict[tuple, Ref] = {}         # a Ref's entries -> its gathered copy
+        self._literal_at: dict[float, int] = {}       # literal value -> its table address
         self.cse = cse
         self.fuse = FUSE if fuse is None else fuse
         self.fuse_exact = fuse_exact
@@ -574,6 +587,32 @@ class Recorder:
             out.append(x)
         return tuple(out)
 
+    def _dense(self, ref: Ref) -> Ref:
+        """``ref`` as one block in row-major order: itself where it is one already, else a
+        gathered copy (one per distinct ``ref``; see the module's note on gathers)."""
+        addr = ref.addr.reshape(-1)
+        n = addr.size
+        if n and addr[0] >= 0 and addr[0] < CONST_BIT and (ref.sign > 0).all() and \
+                (addr == addr[0] + np.arange(n)).all() and \
+                self._w_owner[int(addr[-1])] == self._w_owner[int(addr[0])]:
+            return ref
+        key = (ref.shape, addr.tobytes(), ref.sign.tobytes(), ref.lit.tobytes())
+        hit = self._gathered.get(key)
+        if hit is not None:
+            return hit
+        src = addr.tolist()
+        signs = ref.sign.reshape(-1).astype(np.int8)
+        for e in np.flatnonzero(addr < 0).tolist():
+            v = float(ref.lit.reshape(-1)[e])
+            if v not in self._literal_at:
+                self._literal_at[v] = self._alloc_const([v])
+            src[e], signs[e] = self._literal_at[v], 1
+        start = self._alloc(n)
+        self.instructions.append((-1 - len(self.gathers), tuple(src), (start,)))
+        self.gathers.append(signs)
+        out = self._gathered[key] = Ref((start + np.arange(n)).reshape(ref.shape))
+        return out
+
     def call(self, fn: Callable, args: tuple):
         args = self._table_axes(args)
         leaves: list = []
@@ -582,6 +621,8 @@ class Recorder:
             if not isinstance(leaf, Ref):
                 raise TypeError(f"step {fn.__name__} got a {type(leaf).__name__}; a recorded "
                                 "algorithm passes only recorded values between steps")
+        if self.gather and getattr(fn, "dense_arguments", False):
+            leaves = [self._dense(leaf) for leaf in leaves]
         # argument groups: the memory blocks the dynamic entries come from, in address order
         # (workspace blocks, then table blocks), each spanning the entries the call reads
         flat = np.concatenate([leaf.addr.ravel() for leaf in leaves]) if leaves else \
@@ -825,7 +866,7 @@ class Recorder:
             raise ValueError("result or constant table too large for the recursive form "
                              f"({OFFSET_MASK} entries at most)")
         self._fuse_runs(self.fuse)
-        used = {k for k, _, _ in self.instructions}
+        used = {k for k, _, _ in self.instructions if k >= 0}
         placed = self._place_outputs(inputs, outputs)
         remap, size = self._reuse_workspace(inputs, outputs, placed)
         direct = {(o, e) for o, e in placed.values()}
@@ -851,7 +892,8 @@ class Recorder:
         instructions = [(k, tuple(remap(a) for a in args), tuple(remap(b) for b in bs))
                         for k, args, bs in self.instructions]
         prog = Program(self.kernels, instructions, np.array(self._c_values, dtype=float),
-                       size, [(remap(a), n) for a, n in inputs], outs, used=used)
+                       size, [(remap(a), n) for a, n in inputs], outs, used=used,
+                       gathers=self.gathers)
         prog.stats["n_direct"] = len(placed)
         return prog
 
@@ -929,7 +971,8 @@ def _inertia_ref(base: int, I: np.ndarray) -> Ref:
 
 def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
            cse: bool = True, fuse: int | None = None, fuse_exact: bool = False,
-           fold: bool = False, max_instructions: int | None = None, **options) -> Program:
+           fold: bool = False, max_instructions: int | None = None, gather: bool = True,
+           **options) -> Program:
     """Record ``algorithm(model, *inputs, backend=<recording>, **options)`` into a
     :class:`Program` whose inputs are vectors of ``input_sizes`` (``fuse``: see
     :meth:`Recorder._fuse_runs`; default :data:`FUSE`; 1 keeps every call; ``fuse_exact``:
@@ -941,9 +984,11 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
     traced; ``max_instructions``: raise :class:`OverBudget` as soon as the kernels traced so far
     hold more SX instructions than this, before the rest is recorded. With ``fuse=1`` every
     kernel with results is used, so that is exactly ``stats["n_instructions"] > max_instructions``
-    without the cost of recording the whole algorithm)."""
+    without the cost of recording the whole algorithm); ``gather``: copy the arguments of dense
+    steps into blocks of their own first (gather instructions; see the note above
+    :data:`FUSE`)."""
     rec = Recorder(name, cse=cse, fuse=fuse, fuse_exact=fuse_exact, fold=fold,
-                   max_instructions=max_instructions)
+                   max_instructions=max_instructions, gather=gather)
     refs, inputs = [], []
     for n in input_sizes:
         ref, start = rec.input(n)
@@ -964,8 +1009,9 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
                                  if rec.kernels[k].out_tree is not None),
                   "n_instructions": sum(rec.kernels[k].function.n_instructions()
                                         for k in prog.used),
-                  "work": sum(rec.kernels[k].function.n_instructions()
-                              for k, _, _ in prog.instructions),
+                  "work": sum(rec.kernels[k].function.n_instructions() if k >= 0 else
+                              len(args) for k, args, _ in prog.instructions),
+                  "n_gathers": len(prog.gathers),
                   "workspace": prog.workspace, "n_constants": int(prog.constants.size),
                   "fold": bool(fold)}
     return prog
@@ -1003,6 +1049,13 @@ def _run(prog: Program, inputs: list, scalar: Callable, column: Callable,
         start = decode(start)[1]
         w[start:start + n] = entries(x)[:n]
     for k, args, outs in prog.instructions:
+        if k < 0:                                     # a gather: signed copies of entries
+            base, off = decode(outs[0])
+            dst = bases[base]
+            for e, (a, sg) in enumerate(zip(args, prog.gathers[-1 - k].tolist())):
+                b, o = decode(a)
+                dst[off + e] = bases[b][o] if sg > 0 else -bases[b][o]
+            continue
         f = prog.kernels[k].function
         vals = []
         for j, a in enumerate(args):
