@@ -174,8 +174,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                "Singh, Russell & Wensing (arXiv 2203.01497, 2302.06001): compiled second-order "
                "ID / FD derivatives (SO-IDSVA) vs compiled CasADi AD on serial chains and robots: "
                "per call, agreement, build time and memory, exponent vs N, the humanoid vs ATLAS",
-               ("second_order.md", "second_order.png"), full_args=("--budget", "1800"),
-               minutes=(40.0, 1.5), cold_minutes=0.0),
+               ("second_order.md", "second_order.png"), full_args=("--budget", "2700"),
+               minutes=(45.0, 1.5), cold_minutes=0.0),
     Experiment("ddp_arm", "ddp_arm.py",
                "Full second-order DDP (aba_second_derivatives) vs iLQR on the 7-DoF Panda: "
                "iterations to converge and cost vs iteration, cold and warm starts",

@@ -13,11 +13,12 @@ Each build runs in a child process with an empty cache; its wall time, CPU time 
 
 Writes second_order.md and second_order.png.
 
-    python experiments/second_order.py --budget 1800   # FULL_PLAN, AD up to nv = 12 (~30 min)
+    python experiments/second_order.py --budget 2700   # FULL_PLAN (~35 min)
     python experiments/second_order.py --quick          # chains N = 2, 3, rnea only (~1 min)
 
 The full preset measures the (derivatives, model) pairs of ``FULL_PLAN`` in that order (chains
-N = 5, 10, 20, ur5, talos, solo12), builds AD only up to nv = ``FULL_AD_MAX_NV`` and stops a build
+N = 5, 10, 20, 40, ur5, talos, solo12), builds the unrolled AD graphs up to nv =
+``FULL_AD_MAX_NV`` and the mapped AD (``ad_map_function``) above it, and stops a build
 after ``--timeout`` seconds; pairs left when ``--budget`` runs out are listed as not run.
 """
 from __future__ import annotations
@@ -40,12 +41,14 @@ import numpy as np  # noqa: E402
 ALGS = {"rnea": ("rnea_second_derivatives", ("d2tau_dq2", "d2tau_dqd2", "d2tau_dq_dqd", "dM_dq")),
         "aba": ("aba_second_derivatives", ("d2qdd_dq2", "d2qdd_dqd2", "d2qdd_dq_dqd", "dMinv_dq"))}
 AD_MODES = ("jac_jac", "fwd_over_rev", "fwd_over_fwd")
-FULL_N, QUICK_N = [5, 10, 20], [2, 3]
+MAP_MODE = "fwd_over_rev map"     # ad_map_function: above --ad-max-nv, where the graphs do not build
+FULL_N, QUICK_N = [5, 10, 20, 40], [2, 3]
 FULL_ROBOTS, QUICK_ROBOTS = ["ur5", "talos", "solo12"], []
 FULL_PLAN = [("rnea", "chain5"), ("rnea", "chain10"), ("rnea", "ur5"), ("rnea", "talos"),
-             ("aba", "chain5"), ("aba", "ur5"), ("rnea", "chain20"), ("rnea", "solo12"),
-             ("aba", "chain10"), ("aba", "talos"), ("aba", "solo12"), ("aba", "chain20")]
-FULL_AD_MAX_NV = 12   # AD builds above this nv take longer than the preset's timeout
+             ("aba", "chain5"), ("aba", "ur5"), ("aba", "talos"), ("rnea", "chain20"),
+             ("rnea", "solo12"), ("aba", "chain10"), ("aba", "solo12"), ("aba", "chain20"),
+             ("rnea", "chain40"), ("aba", "chain40")]
+FULL_AD_MAX_NV = 12   # unrolled AD builds above this nv take longer than the preset's timeout
 PAPER = {"ID_us": 200.0, "FD_ms": 2.1, "robot": "ATLAS (36 DoF)", "ref": "arXiv 2302.06001"}
 
 
@@ -100,6 +103,40 @@ def ad_function(model, alg: str, mode: str = "jac_jac"):
     z = ca.DM.zeros(nv)
     outs = ca.substitute([ca.densify(o) for o in outs], [ej, ek], [z, z])
     return ca.Function(f"ad_{alg}_{mode}", [q0, v, x], outs, {"cse": True})
+
+
+def ad_map_function(model, alg: str):
+    """CasADi AD that builds at every size: one forward-over-reverse sweep of ``casadi_function(
+    model, alg, layout="numpy")`` (output weight ``w``, one direction along ``(q (+) e_k, qd)``) as
+    an SX kernel, mapped over the nv^2 pairs (output i, direction k) by ``Function.map(...,
+    "serial")`` (a loop in C, not nv^2 inlined copies). Returns the four tensors as (nv, nv^2)
+    matrices: column ``i + nv k`` holds ``[i, :, k]`` (``reshape(nv, nv, nv, order="F")
+    .transpose(1, 0, 2)`` gives the ``[i, j, k]`` layout). More operations than the unrolled
+    graphs (no subexpression shared across pairs), a kernel of a few times rnea's size."""
+    import casadi as ca
+
+    from symdyn.algorithms.configuration import integrate
+    from symdyn.codegen import casadi_function
+
+    nv = model.nv
+    F = casadi_function(model, alg, layout="numpy")
+    q0 = ca.SX.sym("q", model.nq)
+    ej, ek = ca.SX.sym("ej", nv), ca.SX.sym("ek", nv)
+    v, x, w, e = (ca.SX.sym(n, nv) for n in ("v", "x", "w", "e"))
+    y = F(integrate(model, integrate(model, q0, ek, backend="casadi"), ej, backend="casadi"), v, x)
+    g = ca.gradient(ca.dot(w, y), ca.vertcat(ej, v, x))            # row i of the Jacobians
+    gq, gv, gx = g[:nv], g[nv:2 * nv], g[2 * nv:]
+    zero = ca.DM.zeros(nv)
+    along_q = ca.jtimes(ca.vertcat(gq, gx), ek, e)                  # d/dq_k: d2y_dq2, dM_dq
+    along_v = ca.jtimes(ca.vertcat(gq, gv), v, e)                   # d/dqd_k: dq_dqd, dqd2
+    outs = [along_q[:nv], along_v[nv:], along_v[:nv], along_q[nv:]]
+    outs = ca.substitute([ca.densify(o) for o in outs], [ej, ek], [zero, zero])
+    kernel = ca.Function(f"ad_{alg}_pair", [q0, v, x, w, e], outs, {"cse": True})
+    pairs = kernel.map(f"ad_{alg}_pairs", "serial", nv * nv, [0, 1, 2], [])
+    W = ca.DM(np.kron(np.ones((1, nv)), np.eye(nv)))               # column i + nv k: e_i
+    E = ca.DM(np.kron(np.eye(nv), np.ones((1, nv))))               # column i + nv k: e_k
+    Q0, V, X = ca.MX.sym("q", model.nq), ca.MX.sym("v", nv), ca.MX.sym("x", nv)
+    return ca.Function(f"ad_{alg}_map", [Q0, V, X], pairs(Q0, V, X, W, E)), kernel
 
 
 def ad_instructions(model, alg: str) -> dict:
@@ -189,6 +226,11 @@ def build_child(kind: str, spec: str, alg: str, directory: str) -> None:
         f = lib[ALGS[alg][0]]
         rec = {"n_instructions": f.stats.get("n_instructions"), "flags": f.stats.get("cflags"),
                "form": f.meta.get("form", "unrolled")}
+    elif kind == "admap":
+        f, kernel = ad_map_function(model, alg)
+        rec = compile_casadi(f, Path(directory))
+        rec.update(mode=MAP_MODE, counts={MAP_MODE: int(kernel.n_instructions())},
+                   layout="map")
     else:
         counts = ad_instructions(model, alg)
         mode = min(counts, key=counts.get)
@@ -258,10 +300,11 @@ def measure(spec: str, alg: str, work: Path, rng, states: int, repeat: int,
     r = {"model": spec, "nv": nv, "alg": alg, "b_sd": b_sd, "b_ad": None, "t_ad": None,
          "ratio": None, "err": None, "ad_note": "", "floating": bool(model.is_floating)}
     try:
-        if ad_max_nv is not None and nv > ad_max_nv:
-            raise RuntimeError(f"not built: nv = {nv} > {ad_max_nv} (--ad-max-nv; AD build "
-                               "times grow steeply with N, see the Builds table)")
-        r["b_ad"] = run_child("ad", spec, alg, d_ad, timeout)
+        mapped = ad_max_nv is not None and nv > ad_max_nv
+        r["b_ad"] = run_child("admap" if mapped else "ad", spec, alg, d_ad, timeout)
+        if mapped:
+            r["ad_note"] = (f"{MAP_MODE}: nv = {nv} > {ad_max_nv} (--ad-max-nv), where the "
+                            "unrolled AD graphs take longer to build than the timeout")
         log(f"{spec} {alg}: AD {r['b_ad']['mode']} {r['b_ad']['t_wall']:.1f} s")
     except RuntimeError as exc:
         r["ad_note"] = str(exc)
@@ -278,6 +321,8 @@ def measure(spec: str, alg: str, work: Path, rng, states: int, repeat: int,
         assert rel_diff([np.sort(o) for o in raw], [np.sort(o.ravel()) for o in mine]) < 1e-12
         if f_ad:
             ref = [np.array(o).reshape(nv, nv, nv, order="F") for o in f_ad(q, v, x)]
+            if r["b_ad"].get("layout") == "map":          # columns i + nv k hold [i, :, k]
+                ref = [o.transpose(1, 0, 2) for o in ref]
             err = max(err, rel_diff(mine, ref))
     q, v, x = model.random_q(rng), rng.uniform(-1, 1, nv), rng.uniform(-1, 1, nv)
     fns = [lambda: f_raw(q, v, x), lambda: f_sd(q, v, x)] + ([lambda: f_ad(q, v, x)] if f_ad
@@ -317,7 +362,9 @@ def plot(rows, directory):
 def ad_build_cells(b) -> list[str]:
     if not b:
         return ["-"] * 4
-    return [" / ".join(str(b["counts"][m]) for m in AD_MODES), " ".join(b["flags"]),
+    counts = f"{b['counts'][MAP_MODE]} (kernel, nv^2 calls)" if MAP_MODE in b["counts"] else \
+        " / ".join(str(b["counts"][m]) for m in AD_MODES)
+    return [counts, " ".join(b["flags"]),
             f"{b['t_wall']:.1f} / {b['cpu']:.1f}", f"{b['maxrss_mb']:.0f}"]
 
 
@@ -351,7 +398,12 @@ def report(rows, skipped, overhead, args, t0):
           "(`symdyn.codegen.compiler.choose_opt` + `-march=native`). Three AD routes are traced "
           "for every model: `jac_jac` (`casadi.jacobian` twice, CasADi picks the modes), "
           "`fwd_over_rev` (reverse inner Jacobian, forward outer) and `fwd_over_fwd`; the one "
-          "with the fewest SX instructions is compiled (the AD column names it).",
+          "with the fewest SX instructions is compiled (the AD column names it). Above "
+          "`--ad-max-nv` those graphs (growing about as N^4.6) take longer to build than the "
+          f"timeout, and the AD is `{MAP_MODE}`: one forward-over-reverse sweep (an output "
+          "weight, one direction) as an SX kernel, mapped over the nv^2 (output, direction) "
+          "pairs with `Function.map(..., 'serial')`, a loop in C: it builds at every size and "
+          "does more operations than they do (no subexpression shared across pairs).",
           f"- **Per call**: medians over interleaved rounds in one process; ratio = median of "
           f"the per-round AD / symdyn ratios (> 1: symdyn faster). Both compiled functions are "
           f"called through the same ctypes wrapper with preallocated buffers (the C function "
