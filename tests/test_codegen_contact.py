@@ -34,7 +34,8 @@ def _state(model, seed=0):
     rng = np.random.default_rng(seed)
     return {"q": model.random_q(rng), "qd": rng.uniform(-1, 1, model.nv),
             "qdd": rng.uniform(-1, 1, model.nv), "tau": rng.uniform(-1, 1, model.nv),
-            "qd_minus": rng.uniform(-1, 1, model.nv)}
+            "qd_minus": rng.uniform(-1, 1, model.nv),
+            "f_ext": rng.uniform(-5, 5, 6 * model.N)}         # stacked body forces
 
 
 def _options(model, alg):

@@ -61,8 +61,8 @@ def external_forces(B: Backend, model, f_ext):
         return [B.to_vector(B.rows(f_ext, 6 * i, 6 * i + 6), 6, f"f_ext[{6 * i}:{6 * i + 6}]")
                 for i in range(model.N)]
     if len(f_ext) != model.N:
-        raise ValueError(f"f_ext must hold one 6-vector (or None) per body: {model.N} entries "
-                         f"(or one stacked vector of {6 * model.N}), got {len(f_ext)}")
+        raise ValueError(f"f_ext must hold one 6-vector (or None) per body: {model.N} entries, "
+                         f"got {len(f_ext)} (or be one stacked vector of {6 * model.N})")
     return [None if f is None else B.to_vector(f, 6, f"f_ext[{i}]") for i, f in enumerate(f_ext)]
 
 

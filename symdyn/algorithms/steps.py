@@ -38,6 +38,6 @@ def dense_step(fn: F) -> F:
     """:func:`step` for a step whose arguments are assembled from many places (pages of a
     tensor, columns from several steps): a backend that runs steps as units may first copy each
     argument into one dense block, so that every call of the same shapes is one unit (the
-    recording backend's gather; :mod:`symdyn.codegen.recursive`)."""
+    recording backend's gathers)."""
     fn.dense_arguments = True  # type: ignore[attr-defined]
     return step(fn)
