@@ -89,7 +89,44 @@ def ad_fd_second(model, q, qd, tau, fx=None):
     return tuple(np.array(H, float).reshape(nv, nv, nv, order="F") for H in f(q, z, z, qd, tau))
 
 
+def ad_pairs(model, fn, q, qd, x, fx=None):
+    """CasADi AD of ``fn`` (sd.rnea with x = qdd, or sd.aba with x = tau) twice, for models whose
+    ad_second graphs are too large to build (they grow about as N^4.6): one forward-over-reverse
+    sweep per (output i, direction k) pair, the row i of the first-order Jacobians (reverse mode,
+    along q (+) e_j, qd and x) differentiated along q (+) e_k or qd_k (forward mode), evaluated
+    for the nv^2 pairs by ``Function.map``. The four tensors ``[i, j, k]`` as ad_second /
+    ad_fd_second give them."""
+    nv = model.nv
+    q0 = ca.SX.sym("q", model.nq)
+    ej, ek, v, u, w, e = (ca.SX.sym(n, nv) for n in ("ej", "ek", "v", "u", "w", "e"))
+    y = fn(model, integrate(model, integrate(model, q0, ek, backend="casadi"), ej,
+                            backend="casadi"), v, u, fx, backend="casadi")
+    g = ca.gradient(ca.dot(w, y), ca.vertcat(ej, v, u))
+    gq, gv, gu = g[:nv], g[nv:2 * nv], g[2 * nv:]
+    along_q = ca.jtimes(ca.vertcat(gq, gu), ek, e)
+    along_v = ca.jtimes(ca.vertcat(gq, gv), v, e)
+    outs = ca.substitute([along_q[:nv], along_v[nv:], along_v[:nv], along_q[nv:]], [ej, ek],
+                         [ca.DM.zeros(nv), ca.DM.zeros(nv)])
+    pair = ca.Function("pair", [q0, v, u, w, e], outs)
+    pairs = pair.map("pairs", "serial", nv * nv, [0, 1, 2], [])
+    W = np.kron(np.ones((1, nv)), np.eye(nv))              # column i + nv k: e_i, e_k
+    E = np.kron(np.eye(nv), np.ones((1, nv)))
+    return tuple(np.array(o, float).reshape(nv, nv, nv, order="F").transpose(1, 0, 2)
+                 for o in pairs(q, qd, x, W, E))
+
+
 # --- against CasADi AD ----------------------------------------------------------------------------
+
+def test_pairwise_ad_equals_the_graph_ad():
+    """ad_pairs (the reference for the large models below) gives ad_second's and ad_fd_second's
+    tensors."""
+    model = make("floating6")
+    q, qd, qdd, fx = state(model, 2, True)
+    for X, R in zip(ad_pairs(model, sd.rnea, q, qd, qdd, fx), ad_second(model, q, qd, qdd, fx)):
+        close(X, R, 1e-12)
+    for X, R in zip(ad_pairs(model, sd.aba, q, qd, qdd, fx), ad_fd_second(model, q, qd, qdd, fx)):
+        close(X, R, 1e-12)
+
 
 @pytest.mark.parametrize("name, with_fext", [
     ("chain12", True), ("tree10_rph", False), ("tree10_rph", True), ("chain8_helical", False),
@@ -375,6 +412,37 @@ def test_large_models_equal_casadi_ad(kw):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kw", [dict(n=40, parents=list(range(-1, 39)), joint_kinds=(
+                                    "revolute", "prismatic", "helical", "spherical")),
+                                dict(n=40, joint_kinds=("revolute", "spherical"),
+                                     floating_base=True)])
+def test_forty_bodies_equal_casadi_ad(kw):
+    """N = 40 (a chain and a floating tree, every joint kind of SO-IDSVA), ID and FD, against the
+    pairwise AD: ID to 1e-9; FD to 1e-7, the rounding of a 40-body chain (nv = 62, cond(M) about
+    6e4): there AD through ABA and AD through RNEA and M^-1 differ by 3e-8 in d2qdd_dq2
+    themselves, and these derivatives lie 3e-9 from the latter."""
+    model = random_tree(seed=6, **kw)
+    q, qd, x, fx = state(model, 7, True)
+    for fn, mine, tol in ((sd.rnea, sd.rnea_second_derivatives, 1e-9),
+                          (sd.aba, sd.aba_second_derivatives, 1e-7)):
+        for n, X, R in zip(NAMES, mine(model, q, qd, x, fx), ad_pairs(model, fn, q, qd, x, fx)):
+            close(X, R, tol, f"{fn.__name__} {n}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", ["talos", "g1"])
+def test_humanoid_forward_dynamics_equal_casadi_ad(robot):
+    """The humanoids' FD second derivatives (ad_fd_second's graph is too large there) against
+    the pairwise AD."""
+    pytest.importorskip("pinocchio")
+    model = sd.load_robot(robot)
+    q, qd, tau, fx = state(model, 3, True)
+    for n, X, R in zip(NAMES, sd.aba_second_derivatives(model, q, qd, tau, fx),
+                       ad_pairs(model, sd.aba, q, qd, tau, fx)):
+        close(X, R, 1e-9, f"{robot} FD {n}")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("robot", ["ur5", "panda", "solo12", "talos", "g1"])
 def test_robots_equal_casadi_ad(robot):
     pytest.importorskip("pinocchio")
@@ -383,7 +451,7 @@ def test_robots_equal_casadi_ad(robot):
     for n, X, R in zip(NAMES, sd.rnea_second_derivatives(model, q, qd, qdd, fx),
                        ad_second(model, q, qd, qdd, fx)):
         close(X, R, 1e-9, f"{robot} {n}")
-    if model.nv > 20:        # the humanoids: ID only (AD of aba twice is the slow part there)
+    if model.nv > 20:        # the humanoids' FD: test_humanoid_forward_dynamics_equal_casadi_ad
         return
     for n, X, R in zip(NAMES, sd.aba_second_derivatives(model, q, qd, qdd, fx),
                        ad_fd_second(model, q, qd, qdd, fx)):
