@@ -191,6 +191,26 @@ def test_jax_backend_under_jit_equals_numpy():
             close(np.asarray(X), R, 1e-12)
 
 
+@pytest.mark.slow          # an XLA compile per route and algorithm
+@pytest.mark.parametrize("route", ["graph", "program"])
+def test_jax_compile_equals_numpy(route):
+    """symdyn.jax.compile of both second-order algorithms (a floating tree with a spherical
+    joint), by the lowered graph and by the recorded program, batched."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    from symdyn import jax as sjax
+
+    model = random_tree(3, seed=1, joint_kinds=("revolute", "spherical"), floating_base=True)
+    rng = np.random.default_rng(5)
+    Q = np.stack([model.random_q(rng) for _ in range(3)])
+    V, U = rng.normal(size=(2, 3, model.nv))
+    for name in ("rnea_second_derivatives", "aba_second_derivatives"):
+        out = sjax.compile(model, name, route=route)(Q, V, U)
+        for b in range(3):
+            for X, R in zip(out, getattr(sd, name)(model, Q[b], V[b], U[b])):
+                close(np.asarray(X[b]), R, 1e-12, f"{name} {route} state {b}")
+
+
 @pytest.mark.parametrize("tree", [
     dict(n=4, parents=[-1, 0, 1, 2], joint_kinds=("helical", "revolute")),
     pytest.param(dict(n=5, joint_kinds=("revolute", "prismatic", "helical")),
