@@ -52,7 +52,8 @@ from .aba_derivatives import fdsva_ground
 from .chain_rule import check_constant_S
 from .common import entry, external_forces, joint_kinematics, per_body
 from .rnea_derivatives import crfbar_mul, idsva_backward, idsva_forward
-from .steps import dense_step, step
+from .dense import negated_sum, product
+from .steps import step
 from ..types import Array, Backend, ExternalForces
 from .dispatch import dispatch
 
@@ -347,50 +348,19 @@ def aba_second_derivatives(model: Model, q: Array, qd: Array, tau: Array,
     G, Gv, Minv = fdsva_ground(B, model, qd, tau, f_ext, Xup, S)     # eq. (5), M^-1 by AZA
     d2q, d2v, d2x, dM = so_idsva(B, model, qd, qdd, f_ext, Xup, S)
     dMk = B.pages(dM)
-    chunks = column_chunks(nv)
-    MG = [[_columns(B, [product(B, P, B.cols(X, a, b)) for a, b in chunks]) for X in (G, Gv)]
-          for P in dMk]                                              # dM_j G, dM_j Gv
+    MG = [[product(B, P, X) for X in (G, Gv)] for P in dMk]         # dM_j G, dM_j Gv
     for k in range(nv):
         by_j = [B.hcat([B.cols(MG[j][n], k, k + 1) for j in range(nv)]) for n in range(2)]
         terms = ([B.page(d2q, k), by_j[0], MG[k][0]], [B.page(d2v, k)],
                  [B.page(d2x, k), by_j[1]])
-        pages = [_columns(B, [neg_product(B, Minv, *[B.cols(t, a, b) for t in ts])
-                              for a, b in chunks]) for ts in terms]
-        pages.append(_columns(B, [neg_product(B, Minv, product(B, dMk[k], B.cols(Minv, a, b)))
-                                  for a, b in chunks]))
+        pages = [neg_product(B, Minv, *ts) for ts in terms]
+        pages.append(neg_product(B, Minv, product(B, dMk[k], Minv)))
         for n, P in enumerate(pages):
             out[n] = B.assign3(out[n], slice(None), slice(None), k, P)
     return tuple(out)
 
 
-# multiply-adds of one product step at most (nv x nv times nv x C): the recorded form gathers
-# the products' arguments into dense blocks, so every product of one shape is one kernel, and
-# gcc's time on a straight-line kernel grows faster than its size: on talos and solo12 (nv 38
-# and 18: one column a call) the recursive aba_second_derivatives builds in about half the time
-# of 8192 (five columns) and runs faster. The unrolled form inlines the steps (same operations)
-PRODUCT_BUDGET = 2048
-
-
-def column_chunks(nv: int) -> list[tuple[int, int]]:
-    """Column ranges ``[a, b)`` of an nv-column product, each of at most
-    ``PRODUCT_BUDGET / nv^2`` columns (at least one)."""
-    C = max(1, min(nv, PRODUCT_BUDGET // (nv * nv)))
-    return [(a, min(a + C, nv)) for a in range(0, nv, C)]
-
-
-def _columns(B: Backend, parts: list):
-    return parts[0] if len(parts) == 1 else B.hcat(parts)
-
-
-@dense_step
-def product(B: Backend, A, X):
-    """``A X`` (a block of columns of X)."""
-    return A @ X
-
-
-@dense_step
 def neg_product(B: Backend, A, X, *more):
-    """``-A (X + more...)`` (blocks of the same columns)."""
-    for Y in more:
-        X = X + Y
-    return -(A @ X)
+    """``-A (X + more...)``: two steps, so that the product is :func:`.dense.product` (whole
+    nv x nv products: where steps run as units, one native product loop of each shape)."""
+    return product(B, A, negated_sum(B, X, *more))

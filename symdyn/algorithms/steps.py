@@ -41,3 +41,17 @@ def dense_step(fn: F) -> F:
     recording backend's gathers)."""
     fn.dense_arguments = True  # type: ignore[attr-defined]
     return step(fn)
+
+
+def matmul_step(fn: F) -> F:
+    """:func:`dense_step` for ``fn(B, A, X) == A @ X``: a backend that runs steps as units may
+    run it as a native product of the dense blocks (the recording backend's matmul kernels)."""
+    fn.matmul = True  # type: ignore[attr-defined]
+    return dense_step(fn)
+
+
+def run_as_step(B: Backend, fn: Callable, *args: Any) -> Any:
+    """``fn(B, *args)`` as one step: for a part of an algorithm that computes outside steps
+    (scalar factorizations, frame terms) inside one otherwise made of steps. ``fn`` may close
+    over static data (the model, the contacts); each call is a unit of its own."""
+    return step(fn)(B, *args)

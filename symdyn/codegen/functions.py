@@ -48,8 +48,9 @@ LAYOUTS = ("casadi", "numpy")
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v'|'pi'|'f')`` (sizes
-    nq, nv, 10 N and 6 N: the stacked external forces) and its outputs ``(name, rank)`` (rank 0 scalar, 1 vector, 2 matrix, 3 tensor Gamma[i, j, k]).
+    """One registered algorithm: the function itself, its inputs ``(name, 'q'|'v'|'pi'|'f')``
+    (sizes nq, nv, 10 N and 6 N: the stacked external forces) and its outputs ``(name, rank)``
+    (rank 0 scalar, 1 vector, 2 matrix, 3 tensor Gamma[i, j, k]).
 
     ``group``: see the module docstring. ``inertial``: the result depends on the inertias, so
     ``parameters="inertial"`` gives the function an input ``pi`` (frames and regressors do not:

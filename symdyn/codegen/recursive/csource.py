@@ -192,6 +192,71 @@ def _gather_cases(p: str, vtype: str) -> str:
             f"        p += 2 + 2 * (long long)p[0]; break; }}")
 
 
+# Native products (Kernel.native "matmul"): C = A X of dense row-major blocks as a loop, not as
+# the traced kernel's straight-line multiply-adds: a few hundred bytes of code whatever the
+# sizes, and the columns of C in vector registers (GCC/Clang vector extensions, 8 lanes where
+# the file is compiled for AVX-512, else 4; a plain loop elsewhere)
+_MATMUL = r"""
+#ifndef SYMDYN_MATMUL_DEFINED
+#define SYMDYN_MATMUL_DEFINED
+static void symdyn_matmul(casadi_real* C, const casadi_real* A, const casadi_real* X,
+                          long long m, long long k, long long n) {
+  long long i, j, l;
+#if defined(__GNUC__) || defined(__clang__)
+#if defined(__AVX512F__)
+#define SYMDYN_MM_W 8
+#else
+#define SYMDYN_MM_W 4
+#endif
+  typedef double symdyn_mm __attribute__((vector_size(8 * SYMDYN_MM_W)));
+  const long long W = SYMDYN_MM_W, V = sizeof(symdyn_mm);
+  for (i = 0; i < m; ++i) {
+    const casadi_real* a = A + i * k;
+    casadi_real* c = C + i * n;
+    for (j = 0; j + 4 * W <= n; j += 4 * W) {
+      symdyn_mm c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, x0, x1, x2, x3;
+      for (l = 0; l < k; ++l) {
+        const casadi_real* x = X + l * n + j;
+        __builtin_memcpy(&x0, x, V); __builtin_memcpy(&x1, x + W, V);
+        __builtin_memcpy(&x2, x + 2 * W, V); __builtin_memcpy(&x3, x + 3 * W, V);
+        c0 += a[l] * x0; c1 += a[l] * x1; c2 += a[l] * x2; c3 += a[l] * x3;
+      }
+      __builtin_memcpy(c + j, &c0, V); __builtin_memcpy(c + j + W, &c1, V);
+      __builtin_memcpy(c + j + 2 * W, &c2, V); __builtin_memcpy(c + j + 3 * W, &c3, V);
+    }
+    for (; j + W <= n; j += W) {
+      symdyn_mm c0 = {0}, x0;
+      for (l = 0; l < k; ++l) {
+        __builtin_memcpy(&x0, X + l * n + j, V);
+        c0 += a[l] * x0;
+      }
+      __builtin_memcpy(c + j, &c0, V);
+    }
+    for (; j < n; ++j) {
+      casadi_real s = 0;
+      for (l = 0; l < k; ++l) s += a[l] * X[l * n + j];
+      c[j] = s;
+    }
+  }
+#else
+  for (i = 0; i < m; ++i) for (j = 0; j < n; ++j) {
+    casadi_real s = 0;
+    for (l = 0; l < k; ++l) s += A[i * k + l] * X[l * n + j];
+    C[i * n + j] = s;
+  }
+#endif
+}
+#endif
+"""
+
+
+def _matmul_case(k: int, native: tuple, P: str, fn: str) -> str:
+    """The switch's case of a native product kernel ``k`` (``fn``: the product function)."""
+    _, ga, gx, m, kk, n = native
+    return (f"      case {k}: {fn}({P}_AT(p[2]), {P}_AT(p[{ga}]), {P}_AT(p[{gx}]), {m}, {kk}, "
+            f"{n}); p += 3;\n        break;")
+
+
 def kernel_prefix(fname: str) -> str:
     """C names of the kernels: ``<fname>_k<i>``, the prefix cut and hashed so that they stay
     within CasADi's 48 characters."""
@@ -216,8 +281,9 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     cg = ca.CodeGenerator(f"{fname}.c", {"with_header": False, "casadi_int": "long long int",
                                          "casadi_real": "double"})
     names = {}
+    native = {k: prog.kernels[k].native for k in prog.used if prog.kernels[k].native}
     for k, kern in enumerate(prog.kernels):
-        if k not in prog.used:
+        if k not in prog.used or k in native:
             continue
         f = kern.function
         named = ca.Function(f"{kp}_k{k}", f.sx_in(), f.call(f.sx_in()), {"cse": True})
@@ -268,6 +334,9 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
         sets += [f"r[{j}] = {p.upper()}_AT(p[{n + j}]);" for j in range(m)]
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        if ({static[k]}(a, r, iw, kw, 0)) return 1;\n        break;")
+    cases += [_matmul_case(k, native[k], p.upper(), "symdyn_matmul") for k in sorted(native)]
+    if native:
+        text += _MATMUL
     if prog.gathers:
         cases.append(_gather_cases(p, "casadi_real"))
     sz_w = prog.workspace + scratch + max([f.sz_w() for f in names.values()] or [0])
@@ -327,6 +396,19 @@ def _vector_entry(prog: Program, fname: str, target: str, kernels: dict, p: str,
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        {p}_k{k}_{t}((const double* const*)a, (double* const*)r, 0);\n"
                      "        break;")
+    native = {k: prog.kernels[k].native for k in prog.used if prog.kernels[k].native}
+    if native:
+        parts.append(f"""
+SYMDYN_{T}_FN void symdyn_matmul_{t}(symdyn_{t}* C, const symdyn_{t}* A, const symdyn_{t}* X,
+                                   long long m, long long k, long long n) {{
+  long long i, j, l;
+  for (i = 0; i < m; ++i) for (j = 0; j < n; ++j) {{
+    symdyn_{t} s = SYMDYN_{T}_SPLAT(0.0);
+    for (l = 0; l < k; ++l) s += A[i * k + l] * X[l * n + j];
+    C[i * n + j] = s;
+  }}
+}}""")
+        cases += [_matmul_case(k, native[k], P, f"symdyn_matmul_{t}") for k in sorted(native)]
     if prog.gathers:
         cases.append(_gather_cases(p, f"symdyn_{t}"))
     max_in = max([prog.kernels[k].n_in for k in kernels] or [1]) or 1

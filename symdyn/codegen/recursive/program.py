@@ -43,7 +43,10 @@ def decode(a: int) -> tuple[int, int]:
 # from many blocks (pages of a tensor, columns from several steps): each argument whose entries
 # are not one block in order is first copied into a block of its own by a gather instruction
 # (kernel index -1 - g, g its index in Program.gathers; literals read from the constant table),
-# so that one kernel serves every call of the same shapes instead of one kernel per call.
+# so that one kernel serves every call of the same shapes instead of one kernel per call. A
+# dense step marked matmul (steps.matmul_step: A @ X) whose gathered arguments and result are
+# whole blocks is a native kernel (Kernel.native): the C loop runs a product loop for it and
+# its traced kernel serves only evaluate/lower; such kernels are never fused.
 
 # At most this many independent consecutive calls of one kernel are fused into one call
 # (Recorder._fuse_runs): 8 takes most of the gain on the ancestor loops of coriolis_matrix and
@@ -332,6 +335,10 @@ class Kernel:
     out_sizes: tuple[int, ...]   # one output block per result array with dynamic entries
     out_tree: Any                # output structure with leaf patterns
     calls: int = 0
+    # ("matmul", a, x, m, k, n): the step is the product of argument group a (m x k) and group
+    # x (k x n), both dense row-major blocks, into one dense row-major result block; the C loop
+    # runs it as a native loop instead of the traced kernel (see MATMUL in csource.py)
+    native: tuple | None = None
 
 
 @dataclass
@@ -339,7 +346,7 @@ class Program:
     """A recorded algorithm: kernels, instructions, the constant table and the outputs."""
 
     kernels: list[Kernel]
-    # (kernel, args, outs); a gather (kernel < 0, see GATHER) copies the entries ``args`` times
+    # (kernel, args, outs); a gather (kernel < 0; csource.GATHER) copies the entries ``args`` times
     # ``gathers[-1 - kernel]`` (their signs) into the block ``outs[0]``
     instructions: list[tuple[int, tuple[int, ...], tuple[int, ...]]]
     constants: np.ndarray
@@ -718,10 +725,13 @@ class Recorder:
             leaf_patterns.append(("P", block, addr, sign, lit))
         name = f"{self.name}_k{len(self.kernels)}"
         f = ca.Function(name, syms, outs, {"cse": bool(self.cse)})
-        self.kernels.append(Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
-                                   _with_patterns(out_tree, leaf_patterns)))
+        kern = Kernel(f, fn.__name__, len(syms), tuple(o.numel() for o in outs),
+                      _with_patterns(out_tree, leaf_patterns))
+        if self.gather and getattr(fn, "matmul", False):
+            kern.native = _matmul_layout(leaves, patterns, sizes, kern)
+        self.kernels.append(kern)
         self.t_trace += time.perf_counter() - t0
-        if outs:                           # kernels without results get no instruction
+        if outs and kern.native is None:   # kernels without results get no instruction
             self.n_traced += f.n_instructions()
             if self.max_instructions is not None and self.n_traced > self.max_instructions:
                 raise OverBudget(f"{self.name}: traced kernels exceed {self.max_instructions} "
@@ -814,8 +824,9 @@ class Recorder:
                 full[r[0][0]] = full.get(r[0][0], 0) + 1
         fused: list = []
         for r in runs:
-            if len(r) == 1 or (self.fuse_exact and (len(r) < width or
-                                                    full[r[0][0]] < FUSE_EXACT_MIN_RUNS)):
+            native = self.kernels[r[0][0]].native is not None     # a loop: nothing to fuse
+            if len(r) == 1 or native or (self.fuse_exact and (len(r) < width or
+                                                              full[r[0][0]] < FUSE_EXACT_MIN_RUNS)):
                 fused.extend(r)         # fuse_exact: only frequent runs of ``width``
             else:
                 fused.append(self._fused_call(r))
@@ -896,6 +907,33 @@ class Recorder:
                        gathers=self.gathers)
         prog.stats["n_direct"] = len(placed)
         return prog
+
+
+def _matmul_layout(leaves, patterns, sizes, kern: Kernel) -> tuple | None:
+    """``("matmul", a, x, m, k, n)`` (:attr:`Kernel.native`) where a step marked ``matmul``
+    (``A @ X``) reads A and X each as one whole argument group in row-major order and writes
+    its m x n result as one block in row-major order (gathered arguments of distinct blocks);
+    else None (the traced kernel runs)."""
+    if len(leaves) != 2:
+        return None
+    groups = []
+    for leaf, (shape, g, rel, sign, lit) in zip(leaves, patterns):
+        g = np.frombuffer(g, dtype=np.int64)
+        n = int(np.prod(shape))
+        if g.size == 0 or (g != g[0]).any() or sizes[int(g[0])] != n or \
+                (np.frombuffer(rel, dtype=np.int64) != np.arange(n)).any() or \
+                (np.frombuffer(sign, dtype=np.int8) != 1).any():
+            return None
+        groups.append(int(g[0]))
+    (m, k), (k2, n) = leaves[0].shape, leaves[1].shape
+    tree = kern.out_tree
+    if groups[0] == groups[1] or k != k2 or tree[0] != "P" or kern.out_sizes != (m * n,):
+        return None
+    _, block, addr, sign, _ = tree
+    if block != 0 or addr.shape != (m, n) or (addr.reshape(-1) != np.arange(m * n)).any() or \
+            (sign != 1).any():
+        return None
+    return ("matmul", groups[0], groups[1], m, k, n)
 
 
 def _with_patterns(tree, patterns):
@@ -1008,7 +1046,8 @@ def record(model, algorithm: Callable, input_sizes: Sequence[int], *, name: str,
                   "n_steps": sum(rec.kernels[k].calls for k in prog.used
                                  if rec.kernels[k].out_tree is not None),
                   "n_instructions": sum(rec.kernels[k].function.n_instructions()
-                                        for k in prog.used),
+                                        for k in prog.used if rec.kernels[k].native is None),
+                  "n_native": sum(1 for k in prog.used if rec.kernels[k].native is not None),
                   "work": sum(rec.kernels[k].function.n_instructions() if k >= 0 else
                               len(args) for k, args, _ in prog.instructions),
                   "n_gathers": len(prog.gathers),
