@@ -340,7 +340,12 @@ def report(rows, fig, args, t0):
         L += ["", "The Pinocchio side of the derivative columns includes its forward pass "
               "(`constraintDynamics` / `impulseDynamics`, which "
               "`computeConstraintDynamicsDerivatives` / `computeImpulseDynamicsDerivatives` "
-              "need), as symdyn's derivative functions compute the dynamics themselves."]
+              "need), as symdyn's derivative functions compute the dynamics themselves.",
+              "", "Code form: `form='auto'` of `build` (the recursive form where the unrolled "
+              "graph is over its size bound). SX instr.: the instructions of the compiled "
+              "kernels (unrolled: the whole graph; recursive: its kernels, whose dense "
+              "products (J M^-1 and the KKT partials) are native product loops of the C program, "
+              "not SX code, and are not counted)."]
     L += ["", "Build: wall seconds of `build` in this run (a warm cache reads the library back).",
           "", "## Agreement with Pinocchio", "",
           f"Max over states of max |x - x_pin| / max |x_pin|: the per-call state and the first "

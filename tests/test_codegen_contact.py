@@ -98,6 +98,42 @@ def test_compiled_constraint_dynamics(tmp_path):
                               "reference": "local", "baumgarte": [0.0, 0.0], "target": None}
 
 
+@requires_cc
+def test_recursive_constraint_dynamics_derivatives(tmp_path):
+    """The recorded form of constraint_dynamics_derivatives (the contact rows one step, FDSVA's
+    steps, the KKT products native product loops) equals NumPy in every contact reference,
+    with Baumgarte gains and with damping; its batch too."""
+    from symdyn.codegen.recursive import record
+
+    model = _model()
+    st = _state(model, seed=5)
+    args = [st["q"], st["qd"], st["tau"]]
+    cases = {"lwa": (_contacts(model), 0.0),
+             "world": ([sd.Contact(model.names[3], 6, "world", baumgarte=(4.0, 1.0)),
+                        sd.Contact(model.names[6], 3, "local")], 0.0),
+             "damped": (_contacts(model) + [sd.Contact(model.names[6], 3, "local")], 0.1)}
+    prog = record(model, sd.constraint_dynamics_derivatives, [model.nq, model.nv, model.nv],
+                  name="cdd", contacts=cases["lwa"][0])
+    assert sum(1 for k in prog.used if prog.kernels[k].native) >= 3     # J M^-1, G, products
+    specs = {f"constraint_dynamics_derivatives:{key}": {"contacts": c, "damping": d}
+             for key, (c, d) in cases.items()}
+    lib = build(model, specs, form="recursive", opt="-O1", cache_dir=tmp_path, progress=False)
+    rng = np.random.default_rng(2)
+    Q = np.array([model.random_q(rng) for _ in range(9)])
+    V, T = rng.uniform(-1, 1, (2, 9, model.nv))
+    for key, (contacts, damping) in cases.items():
+        f = lib[f"constraint_dynamics_derivatives:{key}"]
+        assert f.meta["form"] == "recursive"
+        want = sd.constraint_dynamics_derivatives(model, *args, contacts, damping)
+        for g, w in zip(f(*args), want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * np.abs(w).max())
+        batch = f.batch(Q, V, T)
+        for b in (0, 8):
+            want = sd.constraint_dynamics_derivatives(model, Q[b], V[b], T[b], contacts, damping)
+            for g, w in zip(batch, want):
+                np.testing.assert_allclose(g[b], w, rtol=1e-10, atol=1e-10 * np.abs(w).max())
+
+
 # --- contact_inverse_dynamics with friction cones: each regime in the compiled forms -------------
 
 R_ROW = [1e-2, 1e-2, 3e-2]
@@ -192,3 +228,21 @@ def test_jax_compile_of_constraint_dynamics():
     np.testing.assert_allclose(np.asarray(lam), want[1], rtol=1e-10, atol=1e-10)
     # the friction cones' branches (where_positive) through the same route
     _check_friction(lambda o: sjax.compile(model, "contact_inverse_dynamics", **o).single, model)
+
+
+@pytest.mark.slow                               # XLA compiles the dynamics step: ~40 s
+def test_jax_program_route_of_constraint_dynamics_derivatives():
+    """The derivatives' recorded form (the dynamics and each contact's rows one step each,
+    products of gathered blocks) lowered by symdyn.jax's program route."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import symdyn.jax as sjax
+
+    model = _model()
+    st = _state(model, seed=5)
+    contacts = _contacts(model)
+    f = sjax.compile(model, "constraint_dynamics_derivatives", contacts=contacts, route="program")
+    assert f.route == "program"
+    want = sd.constraint_dynamics_derivatives(model, st["q"], st["qd"], st["tau"], contacts)
+    for g, w in zip(f.single(st["q"], st["qd"], st["tau"]), want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-10 * np.abs(w).max())

@@ -342,7 +342,8 @@ def ad_check(model, state, contacts, damping):
     err, errs = worst(got, expect, NAMES)
     assert err < 1e-10, errs
     err, errs = worst([np.array(x) for x in ours(q, qd, tau)], got, NAMES)
-    assert err < 1e-12, f"casadi vs numpy: {errs}"
+    # graph backends take FDSVA's ground route (AZA), NumPy the dense one: rounding apart
+    assert err < 1e-10, f"casadi vs numpy: {errs}"
 
 
 def random_tree_contacts(seed, reference):

@@ -26,7 +26,8 @@ FORMS = ("auto", "unrolled", "recursive")
 RECURSIVE_ALGORITHMS = ("rnea", "crba", "aba", "nonlinear_effects", "gravity_vector",
                         "coriolis_matrix", "christoffel", "rnea_derivatives", "aba_derivatives",
                         "generalized_gravity_derivatives", "static_torque_derivatives",
-                        "rnea_second_derivatives", "aba_second_derivatives")
+                        "rnea_second_derivatives", "aba_second_derivatives",
+                        "constraint_dynamics_derivatives")
 # options whose other values compute outside steps (no recorded form): aba_derivatives'
 # "dmm" (a dense product) and "ltdl" (scalar loops) routes
 RECURSIVE_OPTIONS = {"aba_derivatives": {"method": ("auto", "aza")}}

@@ -13,9 +13,16 @@ implicit derivatives::
 
     dlam/dx = G^-1 (J M^-1 dr1/dx - dr2/dx),    dy/dx = -M^-1 (dr1/dx - J^T dlam/dx),
 
-``G = J M^-1 J^T + damping I``, the partials ``dr/dx`` taken at fixed ``(y, lam)``. They are
-applied through the tree's ``L^T D L`` factors and the small factorization of G
-(:mod:`.sparse`), never a dense solve of the (nv + nc) system.
+``G = J M^-1 J^T + damping I``, the partials ``dr/dx`` taken at fixed ``(y, lam)``; never a
+dense solve of the (nv + nc) system:
+
+* constraint dynamics: ``-M^-1 dr1/dq``, ``-M^-1 dr1/dqd`` and ``M^-1`` are FDSVA
+  (:func:`symdyn.aba_derivatives`, paper 003 eq. (5)) with the contact forces as external
+  forces (its qdd is the constrained one); the rest are products with ``J M^-1`` and the small
+  factorization of G (:mod:`symdyn.algorithms.dense` steps: dense blocks, native product loops
+  where the algorithm is compiled step by step; the dynamics and each contact's rows are steps
+  of their own);
+* impulses: through the tree's ``L^T D L`` factors and the factors of G (:mod:`.sparse`).
 
 * ``dr1/dq``, ``dr1/dqd``: IDSVA (:func:`symdyn.rnea_derivatives`) at ``(q, qd, y)`` with the
   contact forces ``lam`` as external forces on the contact bodies. IDSVA holds an external
@@ -64,7 +71,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..algorithms.aba_derivatives import aba_derivatives
 from ..algorithms.common import entry
+from ..algorithms.dense import negated_sum, product, total
 from ..algorithms.frames import assemble_columns, frame_transform
 from ..algorithms.kinematics_derivatives import check_support, support_terms
 from ..algorithms.rnea_derivatives import rnea_derivatives
@@ -72,10 +81,12 @@ from ..spatial import (cross_motion, crfbar, jlog6, log6, skew, xform_force, xfo
                        xform_motion, xform_motion_inv)
 from ..types import Array, Backend
 from .contact import Contact, ResolvedContact, nonneg_number, resolve_contacts
-from .dynamics import OperationalSpace, constraint_dynamics, impulse_dynamics
+from .dynamics import OperationalSpace, impulse_dynamics, solve_constraint_dynamics
 from .kinematics import contact_terms, relative_placement
-from .sparse import MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl_solve
+from .sparse import (MassFactors, factor_mass_matrix, l_solve, lt_solve, small_ldl,
+                     small_ldl_solve)
 from ..algorithms.dispatch import dispatch
+from ..algorithms.steps import run_as_step
 
 __all__ = ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
 
@@ -84,12 +95,13 @@ __all__ = ["constraint_dynamics_derivatives", "impulse_dynamics_derivatives"]
 
 class _Rows:
     """One contact's rows in its reference: ``J`` and the partials of ``r2`` (dim x nv each),
-    the contact force as a body force (``wrench``, body coordinates) and the correction of
-    ``dr1/dq`` for forces that do not turn with the body (nv x nv, or None)."""
+    the contact force as a body force (``wrench``, body coordinates) and the correction
+    ``J^T carried`` of ``dr1/dq`` for forces that do not turn with the body (``carried``:
+    dim x nv, or None)."""
 
-    def __init__(self, J, dr_dq, dr_dqd, wrench, dtau_dq_extra):
+    def __init__(self, J, dr_dq, dr_dqd, wrench, carried):
         self.J, self.dr_dq, self.dr_dqd = J, dr_dq, dr_dqd
-        self.wrench, self.dtau_dq_extra = wrench, dtau_dq_extra
+        self.wrench, self.carried = wrench, carried
 
 
 def _lin(B: Backend, x):
@@ -174,8 +186,8 @@ def _contact_rows(B: Backend, model, qs, vs, us, rc: ResolvedContact, lam, speed
             dr_dq = dr_dq + g * t[1]
             if t[2] is not None:
                 dr_dqd = dr_dqd + g * t[2]
-    wrench, extra = _force_terms(B, T.K.X0[fr.body], Xf0, Xf, ref, dim, lam, J, Omega)
-    return _Rows(J, dr_dq, dr_dqd, wrench, extra)
+    wrench, carried = _force_terms(B, T.K.X0[fr.body], Xf0, Xf, ref, dim, lam, J, Omega)
+    return _Rows(J, dr_dq, dr_dqd, wrench, carried)
 
 
 def _placement_error_rows(B: Backend, Xf0, target, J, world: bool):
@@ -205,21 +217,22 @@ def _to_world_axes(B: Backend, R, Omega, t, dim: int):
 
 
 def _force_terms(B: Backend, X0b, Xf0, Xf, ref: str, dim: int, lam, J, Omega):
-    """The contact force as a body force (IDSVA's f_ext, body coordinates) and the correction
-    ``J^T d(lam_carried)/dq`` of ``dr1/dq`` (``r1 = ... - J^T lam``) for a force that keeps its
-    world axes (``"local_world_aligned"``: ``lam_carried`` turns, ``omega_j x lam`` per
-    3-block) or stays put (``"world"``: ``S_j x* lam``); None for ``"local"`` (a force in
-    frame coordinates turns with the body, as IDSVA has it)."""
+    """The contact force as a body force (IDSVA's f_ext, body coordinates) and ``carried``
+    (dim x nv) of the correction ``J^T carried = J^T d(lam_carried)/dq`` of ``dr1/dq``
+    (``r1 = ... - J^T lam``) for a force that keeps its world axes (``"local_world_aligned"``:
+    ``lam_carried`` turns, ``omega_j x lam`` per 3-block) or stays put (``"world"``:
+    ``S_j x* lam``); None for ``"local"`` (a force in frame coordinates turns with the body,
+    as IDSVA has it)."""
     lam6 = lam if dim == 6 else B.vcat([B.zeros(3), lam])
     if ref == "world":
-        return xform_force(B, X0b, lam6), J.T @ (crfbar(B, lam6) @ J)
-    extra = None
+        return xform_force(B, X0b, lam6), crfbar(B, lam6) @ J
+    carried = None
     local = lam6
     if ref == "local_world_aligned":
         E = Xf0.E                                    # world -> frame rotation
         local = B.vcat([E @ _ang(B, lam6), E @ _lin(B, lam6)])
-        extra = -(J.T @ B.vcat([skew(B, b) @ Omega for b in _blocks(B, lam, dim)]))
-    return (local if Xf is None else xform_force_T(B, Xf, local)), extra
+        carried = -B.vcat([skew(B, b) @ Omega for b in _blocks(B, lam, dim)])
+    return (local if Xf is None else xform_force_T(B, Xf, local)), carried
 
 
 # --- the KKT solve -------------------------------------------------------------------------------
@@ -240,8 +253,8 @@ def _kkt_partials(B: Backend, F: MassFactors, op: OperationalSpace, dr1, dr2):
     return -B.vcat([B.zeros(1, m) if r is None else r for r in y]), B.vcat(dlam)
 
 
-def _segments(B: Backend, model, x) -> list:
-    return [B.rows(x, a, b) for a, b in model.v_idx]
+def _segments(B: Backend, model, x, kind: str = "v") -> list:
+    return [B.rows(x, a, b) for a, b in (model.q_idx if kind == "q" else model.v_idx)]
 
 
 def _prepare(model, contacts, what: str):
@@ -268,8 +281,8 @@ def _partials(B: Backend, model, qs, vs, us, resolved, lam):
 
 def _add_extras(dtau_dq, rows):
     for r in rows:
-        if r.dtau_dq_extra is not None:
-            dtau_dq = dtau_dq + r.dtau_dq_extra
+        if r.carried is not None:
+            dtau_dq = dtau_dq + r.J.T @ r.carried
     return dtau_dq
 
 
@@ -293,23 +306,60 @@ def constraint_dynamics_derivatives(model: Any, q: Array, qd: Array, tau: Array,
     what = "constraint_dynamics_derivatives"
     d = nonneg_number(damping, "damping")
     resolved = _prepare(model, contacts, what)
-    B, (qs, vs, _) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
-                           backend=backend)
-    same: Any = B                                    # the resolved backend, for the calls below
-    F = factor_mass_matrix(B, model, qs)
-    op = OperationalSpace(B, model, F, contact_terms(B, model, qs, None, resolved).J, resolved, d,
-                          what)                      # raises for redundant contacts
-    qdd, lam = constraint_dynamics(model, q, qd, tau, contacts, d, backend=same)
-    us = _segments(B, model, qdd)
-    rows, f_ext = _partials(B, model, qs, vs, us, resolved, lam)
-    dtau_dq, dtau_dqd = rnea_derivatives(model, B.vcat(qs), B.vcat(vs), qdd, f_ext, backend=same)
-    dr1 = B.hcat([_add_extras(dtau_dq, rows), dtau_dqd, -B.eye(model.nv)])
-    zero = B.zeros(op.nc, model.nv)
-    dr2 = B.hcat([B.vcat([r.dr_dq for r in rows]), B.vcat([r.dr_dqd for r in rows]), zero])
-    dy, dlam = _kkt_partials(B, F, op, dr1, dr2)
+    B, (qs, vs, ts) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
+                            backend=backend)
     n = model.nv
-    return (B.cols(dy, 0, n), B.cols(dy, n, 2 * n), B.cols(dy, 2 * n, 3 * n),
-            B.cols(dlam, 0, n), B.cols(dlam, n, 2 * n), B.cols(dlam, 2 * n, 3 * n))
+    q_v, qd_v, tau_v = B.vcat(qs), B.vcat(vs), B.vcat(ts)
+
+    # the dynamics and each contact's rows: contact code computes outside steps, so each is a
+    # step of its own
+    def dynamics(B, q, qd, tau):
+        return solve_constraint_dynamics(B, model, _segments(B, model, q, "q"),
+                                         _segments(B, model, qd), tau, resolved, d, what)
+
+    qdd, lam = run_as_step(B, dynamics, q_v, qd_v, tau_v)
+    parts, f_ext = [], [None] * model.N
+    for rc in resolved:
+        def rows(B, q, qd, qdd, lam_c, rc=rc):
+            kp, kd = rc.contact.baumgarte
+            r = _contact_rows(B, model, _segments(B, model, q, "q"), _segments(B, model, qd),
+                              _segments(B, model, qdd), rc, lam_c, kd, kp)
+            carried = B.zeros(rc.contact.dim, n) if r.carried is None else r.carried
+            return r.J, r.dr_dq, r.dr_dqd, carried, r.wrench
+
+        *part, wrench = run_as_step(B, rows, q_v, qd_v, qdd,
+                                    B.rows(lam, rc.row, rc.row + rc.contact.dim))
+        parts.append(part)
+        b = rc.frame.body
+        f_ext[b] = wrench if f_ext[b] is None else total(B, f_ext[b], wrench)
+    J, dr2_dq, dr2_dqd, carried = (B.vcat([p[i] for p in parts]) for i in range(4))
+    # -M^-1 dr1/dq (forces held in body coordinates), -M^-1 dr1/dqd and M^-1: FDSVA with the
+    # contact forces as external forces (its qdd is the constrained one: M qdd + h = tau + J^T lam)
+    Yq, Yqd, Minv = aba_derivatives(model, q_v, qd_v, tau_v, f_ext,
+                                    method="auto" if B.numeric else "aza", backend=B)
+    JMinv = product(B, J, Minv)                                  # J M^-1 (M^-1 J^T = JMinv^T)
+    Ginv = run_as_step(B, _inverse_gram, product(B, JMinv, J.T), d)
+    if any(r.contact.reference != "local" for r in resolved):    # the forces that do not turn
+        Yq = total(B, Yq, -product(B, JMinv.T, carried))         # - M^-1 J^T carried
+    dlam = product(B, Ginv, negated_sum(B, product(B, J, B.hcat([Yq, Yqd])),
+                                        B.hcat([dr2_dq, dr2_dqd])))   # G^-1 (J M^-1 dr1 - dr2)
+    dy = total(B, B.hcat([Yq, Yqd]), product(B, JMinv.T, dlam))       # -M^-1 (dr1 - J^T dlam)
+    K = product(B, Ginv, JMinv)                                  # dr1/dtau = -I
+    dy_dtau = total(B, Minv, -product(B, JMinv.T, K))
+    return (B.cols(dy, 0, n), B.cols(dy, n, 2 * n), dy_dtau,
+            B.cols(dlam, 0, n), B.cols(dlam, n, 2 * n), -K)
+
+
+def _inverse_gram(B: Backend, G, damping: float):
+    """``(G + damping I)^-1`` of the operational-space matrix ``G = J M^-1 J^T`` by its small
+    ``L D L^T`` factors (:func:`.sparse.small_ldl`; singular G is caught where the dynamics
+    are solved)."""
+    nc = G.shape[0]
+    rows = [[G[i, j] + (damping if i == j and damping else 0) for j in range(nc)]
+            for i in range(nc)]
+    L, Dinv = small_ldl(B, rows, "constraint_dynamics_derivatives", check=False)
+    eye = B.eye(nc)
+    return B.vcat(small_ldl_solve(L, Dinv, [B.rows(eye, i, i + 1) for i in range(nc)]))
 
 
 @dispatch

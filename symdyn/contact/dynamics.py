@@ -114,10 +114,17 @@ def constraint_dynamics(model: Any, q: Array, qd: Array, tau: Array,
     resolved = resolve_contacts(model, contacts)
     B, (qs, vs, taus) = entry(model, ("q", q, "q"), ("qd", qd, "v"), ("tau", tau, "v"),
                               backend=backend)
+    return solve_constraint_dynamics(B, model, qs, vs, B.vcat(taus), resolved, d,
+                                     "constraint_dynamics")
+
+
+def solve_constraint_dynamics(B: Backend, model, qs: list, vs: list, tau_v, resolved, d: float,
+                              what: str):
+    """:func:`constraint_dynamics` on checked inputs (joint segments of q and qd, the torque
+    vector); errors name ``what``."""
     F = factor_mass_matrix(B, model, qs, vs)
     T = contact_terms(B, model, qs, vs, resolved)
-    op = OperationalSpace(B, model, F, T.J, resolved, d, "constraint_dynamics")
-    tau_v = B.vcat(taus)
+    op = OperationalSpace(B, model, F, T.J, resolved, d, what)
     z = lt_solve(F, [tau_v[k] - F.h[k] for k in range(model.nv)])
     rhs = op.project(F, z)
     rhs = [rhs[j] + T.gamma[j] for j in range(op.nc)]

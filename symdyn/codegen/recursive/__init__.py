@@ -65,6 +65,7 @@ __all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
 # (experiments/second_order.py)
 RECURSIVE_FUSE: dict[str, dict[str, Any]] = {
     "aba_derivatives": {"fuse": 4, "fuse_exact": True},
+    "constraint_dynamics_derivatives": {"fuse": 4, "fuse_exact": True},   # AZA inside
     "rnea_second_derivatives": {"fuse": 1}, "aba_second_derivatives": {"fuse": 1}}
 # the frame of crba, coriolis_matrix and christoffel when not given: in root coordinates an
 # ancestor block is a few dot products and a column's blocks fuse (experiments/scaling.py)
