@@ -74,6 +74,14 @@ class Ref:
             np.asarray(sign, dtype=np.int8)
 
     @classmethod
+    def _of(cls, addr: np.ndarray, lit: np.ndarray, sign: np.ndarray) -> "Ref":
+        """A Ref of arrays already of its dtypes and shape (no conversion: the recorder's
+        results)."""
+        r = object.__new__(cls)
+        r.addr, r.lit, r.sign = addr, lit, sign
+        return r
+
+    @classmethod
     def literal(cls, values) -> "Ref":
         v = np.asarray(values, dtype=float)
         v = v.reshape(-1, 1) if v.ndim <= 1 else v
@@ -632,32 +640,46 @@ class Recorder:
             leaves = [self._dense(leaf) for leaf in leaves]
         # argument groups: the memory blocks the dynamic entries come from, in address order
         # (workspace blocks, then table blocks), each spanning the entries the call reads
-        flat = np.concatenate([leaf.addr.ravel() for leaf in leaves]) if leaves else \
-            np.zeros(0, dtype=np.int64)
+        if len(leaves) == 1:
+            flat, sign, lit = (x.reshape(-1) for x in (leaves[0].addr, leaves[0].sign,
+                                                       leaves[0].lit))
+        elif leaves:
+            flat = np.concatenate([leaf.addr.reshape(-1) for leaf in leaves])
+            sign = np.concatenate([leaf.sign.reshape(-1) for leaf in leaves])
+            lit = np.concatenate([leaf.lit.reshape(-1) for leaf in leaves])
+        else:
+            flat, sign, lit = np.zeros(0, dtype=np.int64), np.zeros(0, np.int8), np.zeros(0)
         dyn_mask = flat >= 0
         dyn = flat[dyn_mask]
-        order, inv = np.unique(self._owners(dyn), return_inverse=True)
-        lo = np.full(order.size, np.iinfo(np.int64).max, dtype=np.int64)
-        hi = np.full(order.size, -1, dtype=np.int64)
-        np.minimum.at(lo, inv, dyn)
-        np.maximum.at(hi, inv, dyn)
+        srt = np.sort(dyn)                  # blocks are address ranges: sorted, they are runs
+        nw = int(np.searchsorted(srt, CONST_BIT))   # workspace addresses, then the table's
+        own = np.concatenate((self._w_owner_a[srt[:nw]],
+                              self._c_owner_a[srt[nw:] - CONST_BIT]))
+        starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1]))) if srt.size \
+            else np.zeros(0, dtype=np.int64)
+        lo = srt[starts]
+        hi = srt[np.concatenate((starts[1:], [srt.size])) - 1] if srt.size else lo
+        inv = np.searchsorted(lo, dyn, side="right") - 1
+        rel = dyn - lo[inv]
         sizes = tuple((hi - lo + 1).tolist())
-        g_all = np.full(flat.shape, -1, dtype=np.int64)
-        rel_all = np.full(flat.shape, -1, dtype=np.int64)
-        g_all[dyn_mask] = inv
-        rel_all[dyn_mask] = dyn - lo[inv]
-        patterns = []
-        at = 0
-        for leaf in leaves:
-            cut = slice(at, at + leaf.addr.size)
-            at += leaf.addr.size
-            dyn_leaf = dyn_mask[cut].reshape(leaf.shape)
-            patterns.append((leaf.shape, g_all[cut].tobytes(), rel_all[cut].tobytes(),
-                             np.where(dyn_leaf, leaf.sign, 1).tobytes(),
-                             np.where(dyn_leaf, 0.0, leaf.lit).tobytes()))
-        key = (fn, _static_key(tree), tuple(patterns), sizes)
+        key = (fn, _static_key(tree), tuple([leaf.addr.shape for leaf in leaves]),
+               dyn_mask.tobytes(), inv.tobytes(), rel.tobytes(), sign[dyn_mask].tobytes(),
+               lit[~dyn_mask].tobytes(), sizes)
         k = self._by_key.get(key)
         if k is None:
+            g_all = np.full(flat.shape, -1, dtype=np.int64)
+            rel_all = np.full(flat.shape, -1, dtype=np.int64)
+            g_all[dyn_mask] = inv
+            rel_all[dyn_mask] = rel
+            patterns = []
+            at = 0
+            for leaf in leaves:
+                cut = slice(at, at + leaf.addr.size)
+                at += leaf.addr.size
+                dyn_leaf = dyn_mask[cut].reshape(leaf.shape)
+                patterns.append((leaf.shape, g_all[cut].tobytes(), rel_all[cut].tobytes(),
+                                 np.where(dyn_leaf, leaf.sign, 1).tobytes(),
+                                 np.where(dyn_leaf, 0.0, leaf.lit).tobytes()))
             joints: dict = {}
             _collect_joints(args, joints)
             k = self._trace(fn, tree, leaves, patterns, sizes, joints)
@@ -824,9 +846,9 @@ class Recorder:
                 full[r[0][0]] = full.get(r[0][0], 0) + 1
         fused: list = []
         for r in runs:
-            native = self.kernels[r[0][0]].native is not None     # a loop: nothing to fuse
-            if len(r) == 1 or native or (self.fuse_exact and (len(r) < width or
-                                                              full[r[0][0]] < FUSE_EXACT_MIN_RUNS)):
+            # (a gather's run is one call; a native kernel is a loop: nothing to fuse)
+            if len(r) == 1 or self.kernels[r[0][0]].native is not None or \
+                    (self.fuse_exact and (len(r) < width or full[r[0][0]] < FUSE_EXACT_MIN_RUNS)):
                 fused.extend(r)         # fuse_exact: only frequent runs of ``width``
             else:
                 fused.append(self._fused_call(r))
@@ -955,7 +977,8 @@ def _rebuild(tree, out: tuple[int, ...], args: list):
     tag = tree[0]
     if tag == "P":
         _, block, addr, sign, lit = tree
-        return Ref(np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1), lit, sign)
+        return Ref._of(np.where(addr >= 0, addr + (out[block] if block >= 0 else 0), -1), lit,
+                       sign)
     if tag == "I":
         return args[tree[1]]
     if tag == "X":
