@@ -335,8 +335,9 @@ def constraint_dynamics_derivatives(model: Any, q: Array, qd: Array, tau: Array,
     J, dr2_dq, dr2_dqd, carried = (B.vcat([p[i] for p in parts]) for i in range(4))
     # -M^-1 dr1/dq (forces held in body coordinates), -M^-1 dr1/dqd and M^-1: FDSVA with the
     # contact forces as external forces (its qdd is the constrained one: M qdd + h = tau + J^T lam)
+    same: Any = B                                    # the resolved backend, for the call
     Yq, Yqd, Minv = aba_derivatives(model, q_v, qd_v, tau_v, f_ext,
-                                    method="auto" if B.numeric else "aza", backend=B)
+                                    method="auto" if B.numeric else "aza", backend=same)
     JMinv = product(B, J, Minv)                                  # J M^-1 (M^-1 J^T = JMinv^T)
     Ginv = run_as_step(B, _inverse_gram, product(B, JMinv, J.T), d)
     if any(r.contact.reference != "local" for r in resolved):    # the forces that do not turn

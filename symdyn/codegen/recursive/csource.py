@@ -250,6 +250,16 @@ static void symdyn_matmul(casadi_real* C, const casadi_real* A, const casadi_rea
 """
 
 
+def _native_kernels(prog: Program) -> dict[int, tuple]:
+    """``{kernel: Kernel.native}`` of the used native kernels."""
+    out: dict[int, tuple] = {}
+    for k in prog.used:
+        native = prog.kernels[k].native
+        if native is not None:
+            out[k] = native
+    return out
+
+
 def _matmul_case(k: int, native: tuple, P: str, fn: str) -> str:
     """The switch's case of a native product kernel ``k`` (``fn``: the product function)."""
     _, ga, gx, m, kk, n = native
@@ -281,7 +291,7 @@ def write_c(prog: Program, fname: str, directory, *, passes: Callable[[str], str
     cg = ca.CodeGenerator(f"{fname}.c", {"with_header": False, "casadi_int": "long long int",
                                          "casadi_real": "double"})
     names = {}
-    native = {k: prog.kernels[k].native for k in prog.used if prog.kernels[k].native}
+    native = _native_kernels(prog)
     for k, kern in enumerate(prog.kernels):
         if k not in prog.used or k in native:
             continue
@@ -396,7 +406,7 @@ def _vector_entry(prog: Program, fname: str, target: str, kernels: dict, p: str,
         cases.append(f"      case {k}: {' '.join(sets)} p += {n + m};\n"
                      f"        {p}_k{k}_{t}((const double* const*)a, (double* const*)r, 0);\n"
                      "        break;")
-    native = {k: prog.kernels[k].native for k in prog.used if prog.kernels[k].native}
+    native = _native_kernels(prog)
     if native:
         parts.append(f"""
 SYMDYN_{T}_FN void symdyn_matmul_{t}(symdyn_{t}* C, const symdyn_{t}* A, const symdyn_{t}* X,
