@@ -81,21 +81,23 @@ def test_vector_batch_equals_the_scalar_loop(lib, alg):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize("alg", ["crba", "christoffel"])
-def test_vector_batch_modes_and_bad_states(lib, alg, threads, stream):
+@pytest.mark.parametrize("entry, bad", [(0, np.nan), (-1, np.inf)])
+def test_vector_batch_modes_and_bad_states(lib, alg, threads, stream, entry, bad):
     """crba's M (196 entries) is transposed whole; christoffel's Gamma (2744 entries) is
-    streamed in pieces, a line writer per state."""
+    streamed in pieces, a line writer per state. The bad entry lies in the inputs' register
+    transposes (entry 0) or in the entries past the last group of four (nq = 17: entry 16)."""
     f = lib[alg]
     n = 4 * f.simd_width + 3
     Q = _states(_model(), n, seed=5)["q"]
     ref = f.batch(Q, simd=False, threads=1)
-    Q[6, 0] = np.nan           # one state with NaN: NaN outputs there only
+    Q[6, entry] = bad          # one state with NaN or inf: NaN outputs there only
     out = f.batch(Q, threads=threads, stream=stream, nan="propagate")
     assert np.isnan(out[6]).all()
     keep = np.arange(n) != 6
     np.testing.assert_allclose(out[keep], ref[keep], rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="state 6 has NaN"):
         f.batch(Q, threads=threads, stream=stream)
-    Q[6, 0] = 0.1
+    Q[6] = _states(_model(), n, seed=5)["q"][6]
     off = [o for o, _ in f.quaternions][0]
     Q[n - 2, off:off + 4] *= 1.5   # not a unit quaternion, in the last (short) block
     with pytest.raises(ValueError, match=f"state {n - 2}"):

@@ -135,6 +135,7 @@ def prelude(target: str) -> str:
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 typedef double symdyn_{t} __attribute__((vector_size({8 * W})));
 typedef long long symdyn_{t}i __attribute__((vector_size({8 * W})));
 #define SYMDYN_{T}_W {W}
@@ -198,46 +199,56 @@ SYMDYN_{T}_FN double symdyn_{t}_sign_(double x) {{ return x < 0 ? -1.0 : x > 0 ?
 """
 
 
-_PACK_FULL = {
-    # four states' rows of four entries -> four entries of four states, transposed in registers;
-    # x - x is 0 for finite x and NaN otherwise
-    "avx2": """
-  if (m == 4) {
+def _pack_full(W: int) -> str:
+    """``pack`` of a whole block (``m == W``) four entries at a time: per group of four states
+    (rows), a 4 x 4 transpose in 256-bit registers stored as the four entries' lanes of those
+    states; ``x - x`` is 0 for finite x and NaN otherwise (one vector sum, no serial chain)."""
+    return f"""
+  if (m == {W}) {{
     __m256d acc = _mm256_setzero_pd();
-    for (; j + 4 <= n; j += 4) {
-      const __m256d r0 = _mm256_loadu_pd(src + j), r1 = _mm256_loadu_pd(src + n + j);
-      const __m256d r2 = _mm256_loadu_pd(src + 2 * n + j), r3 = _mm256_loadu_pd(src + 3 * n + j);
-      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-      double* b = blk + 4 * j;
-      acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
-      acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
-      _mm256_store_pd(b, _mm256_permute2f128_pd(t0, t2, 0x20));
-      _mm256_store_pd(b + 4, _mm256_permute2f128_pd(t1, t3, 0x20));
-      _mm256_store_pd(b + 8, _mm256_permute2f128_pd(t0, t2, 0x31));
-      _mm256_store_pd(b + 12, _mm256_permute2f128_pd(t1, t3, 0x31));
-    }
+    for (; j + 4 <= n; j += 4) {{
+      int h;
+      for (h = 0; h < {W // 4}; ++h) {{
+        const double* s = src + 4 * h * n;
+        const __m256d r0 = _mm256_loadu_pd(s + j), r1 = _mm256_loadu_pd(s + n + j);
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * n + j), r3 = _mm256_loadu_pd(s + 3 * n + j);
+        const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+        const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+        double* b = blk + {W} * j + 4 * h;
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
+        _mm256_store_pd(b, _mm256_permute2f128_pd(t0, t2, 0x20));
+        _mm256_store_pd(b + {W}, _mm256_permute2f128_pd(t1, t3, 0x20));
+        _mm256_store_pd(b + {2 * W}, _mm256_permute2f128_pd(t0, t2, 0x31));
+        _mm256_store_pd(b + {3 * W}, _mm256_permute2f128_pd(t1, t3, 0x31));
+      }}
+    }}
     acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(acc, acc, 0x01));
     fin = _mm_cvtsd_f64(_mm_add_sd(_mm256_castpd256_pd128(acc),
                                    _mm_unpackhi_pd(_mm256_castpd256_pd128(acc),
                                                    _mm256_castpd256_pd128(acc))));
-  }""",
-}
-_UNPACK_FULL = {
-    # W x W blocks transposed in registers: four entries of four states -> four states' rows
-    "avx2": """
-  if (m == 4) for (; j + 4 <= n; j += 4) {
-    const double* b = blk + 4 * j;
-    const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
-    const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);
-    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    _mm256_storeu_pd(dst + j, _mm256_permute2f128_pd(t0, t2, 0x20));
-    _mm256_storeu_pd(dst + n + j, _mm256_permute2f128_pd(t1, t3, 0x20));
-    _mm256_storeu_pd(dst + 2 * n + j, _mm256_permute2f128_pd(t0, t2, 0x31));
-    _mm256_storeu_pd(dst + 3 * n + j, _mm256_permute2f128_pd(t1, t3, 0x31));
-  }""",
-}
+  }}"""
+
+
+def _unpack_full(W: int) -> str:
+    """``unpack`` of a whole block: the transposes of :func:`_pack_full` backwards (four entries
+    of four states -> those states' rows)."""
+    return f"""
+  if (m == {W}) for (; j + 4 <= n; j += 4) {{
+    int h;
+    for (h = 0; h < {W // 4}; ++h) {{
+      const double* b = blk + {W} * j + 4 * h;
+      double* d = dst + 4 * h * n;
+      const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + {W});
+      const __m256d r2 = _mm256_load_pd(b + {2 * W}), r3 = _mm256_load_pd(b + {3 * W});
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      _mm256_storeu_pd(d + j, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(d + n + j, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(d + 2 * n + j, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(d + 3 * n + j, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }}
+  }}"""
 
 
 def io_source(targets: Sequence[str]) -> str:
@@ -252,21 +263,23 @@ def io_source(targets: Sequence[str]) -> str:
         parts += [prelude(t), f"#ifdef SYMDYN_{T}_OK", f"""
 SYMDYN_{T}_TARGET static int symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
   long long j = 0, j0;
-  int l;
-  double fin = 0.0;{_PACK_FULL.get(t, "")}
+  int l, bad = 0;
+  double fin = 0.0;{_pack_full(W)}
   j0 = j;
-  for (l = 0; l < {W}; ++l) {{
+  for (l = 0; l < {W}; ++l) {{   /* the rest lane by lane; non-finite: all exponent bits set */
     const double* row = src + (l < m ? l : m - 1) * n;
     for (j = j0; j < n; ++j) {{
+      uint64_t u;
+      memcpy(&u, row + j, sizeof u);
       blk[j * {W} + l] = row[j];
-      fin += row[j] - row[j];
+      bad |= (u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
     }}
   }}
-  return fin == 0.0;
+  return fin == 0.0 && !bad;
 }}
 SYMDYN_{T}_TARGET static void symdyn_{t}_unpack(const double* blk, long long n, double* dst, int m) {{
   long long j = 0;
-  int l;{_UNPACK_FULL.get(t, "")}
+  int l;{_unpack_full(W)}
   for (; j < n; ++j) for (l = 0; l < m; ++l) dst[l * n + j] = blk[j * {W} + l];
 }}
 #endif"""]
