@@ -358,7 +358,7 @@ def auto_form(row: dict) -> tuple[str, str]:
 
 def crossover_section(results, families, sizes, algs) -> list[str]:
     """What form='auto' picks at each size, and whether it was the faster form measured."""
-    from symdyn.codegen.recursive import (AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
+    from symdyn.codegen.recursive import (AUTO_CALL_COST, AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
                                           AUTO_WORK_PER_INSTRUCTION, AUTO_WORK_RATIO)
 
     out = ["## The rule of `form='auto'`", "",
@@ -366,8 +366,9 @@ def crossover_section(results, families, sizes, algs) -> list[str]:
            f"{AUTO_MAX_UNROLLED} SX instructions, else recursive (a recorded program doing more "
            f"than {AUTO_WORK_RATIO} x {AUTO_MAX_UNROLLED} operations per call is not traced "
            f"unrolled at all); from {AUTO_COMPARE_MIN} instructions on, recursive also where "
-           f"the recorded program does at most {AUTO_WORK_PER_INSTRUCTION} operations per "
-           "unrolled instruction (fitted on the previous run of this report, f0a9052). Cell: the pick (u/r) and, where both were measured, whether it "
+           f"the recorded program's work plus {AUTO_CALL_COST:g} operations per step call is at "
+           f"most {AUTO_WORK_PER_INSTRUCTION} operations per unrolled instruction (fitted on "
+           "the previous run of this report, 02a28ec). Cell: the pick (u/r) and, where both were measured, whether it "
            "was the faster one ('=' within 10 %, 'slower x' by that factor). The bound is on "
            "build cost as much as run time: past it, gcc's time and memory grow quickly "
            "(tables above).", ""]

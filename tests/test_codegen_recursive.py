@@ -9,7 +9,7 @@ import pytest
 import symdyn as sd
 from symdyn.codegen import build
 from symdyn.codegen.functions import exact_rotations
-from symdyn.codegen.recursive import (AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
+from symdyn.codegen.recursive import (AUTO_CALL_COST, AUTO_COMPARE_MIN, AUTO_MAX_UNROLLED,
                                       AUTO_WORK_PER_INSTRUCTION, AUTO_WORK_RATIO,
                                       RECURSIVE_ALGORITHMS, OverBudget,
                                       choose_by_size, choose_form, evaluate, record)
@@ -215,8 +215,8 @@ def test_form_choice():
 
 def test_choose_by_size():
     """Unrolled while its graph is within AUTO_MAX_UNROLLED instructions, unless it has at
-    least AUTO_COMPARE_MIN and the recorded work per unrolled instruction is at most
-    AUTO_WORK_PER_INSTRUCTION; a large recorded program skips tracing the unrolled graph."""
+    least AUTO_COMPARE_MIN and the recorded work, plus AUTO_CALL_COST per step call, per unrolled
+    instruction is at most AUTO_WORK_PER_INSTRUCTION; a large recorded program skips tracing the unrolled graph."""
     small = serial_chain(4, seed=1)
     prog = record(small, sd.crba, [small.nq], name="t")
     traced = []
@@ -231,6 +231,11 @@ def test_choose_by_size():
     for work, form in ((AUTO_WORK_PER_INSTRUCTION * n0, "recursive"),
                        (AUTO_WORK_PER_INSTRUCTION * n0 + 1, "unrolled")):
         stub = type("P", (), {"stats": {"work": work}})()
+        assert choose_by_size(stub, trace(n0))[0] == form
+    # each step call counts AUTO_CALL_COST operations on top of the work
+    work = AUTO_WORK_PER_INSTRUCTION * n0 - 10 * AUTO_CALL_COST
+    for calls, form in ((10, "recursive"), (11, "unrolled")):
+        stub = type("P", (), {"stats": {"work": work, "n_calls": calls}})()
         assert choose_by_size(stub, trace(n0))[0] == form
     stub = type("P", (), {"stats": {"work": 2 * AUTO_MAX_UNROLLED}})()
     assert choose_by_size(stub, trace(AUTO_MAX_UNROLLED))[0] == "unrolled"

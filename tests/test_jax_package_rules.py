@@ -119,25 +119,25 @@ def test_one_chooser_serves_c_and_jax(monkeypatch):
     from symdyn.codegen import choose, recursive
     from symdyn.models import serial_chain
 
-    calls = []
+    seen = []
     real = choose.choose_by_size
 
-    def spy(work, size, limits):
-        choice = real(work, size, limits)
-        calls.append((limits, choice))
+    def spy(work, size, limits, calls=0):
+        choice = real(work, size, limits, calls)
+        seen.append((limits, choice))
         return choice
     monkeypatch.setattr(choose, "choose_by_size", spy)
     model = serial_chain(3, seed=1)
     f = sjax.compile(model, "crba")
-    assert calls[-1][0] is choose.JAX and f.route == "graph"
-    assert f.route_reason == calls[-1][1].reason
+    assert seen[-1][0] is choose.JAX and f.route == "graph"
+    assert f.route_reason == seen[-1][1].reason
     stub = type("P", (), {"stats": {"work": 10 ** 9}})()
     assert recursive.choose_by_size(stub, lambda: None)[0] == "recursive"
-    assert calls[-1][0] is choose.C
+    assert seen[-1][0] is choose.C
     # a lower JAX limit turns the same algorithm to its program, with the chooser's reason
     monkeypatch.setattr(choose, "JAX", choose.Limits(max_unrolled=10))
     g = sjax.compile(model, "rnea_derivatives")          # no program in route="auto": traced
-    assert g.route == "trace" and g.route_reason == calls[-1][1].reason
+    assert g.route == "trace" and g.route_reason == seen[-1][1].reason
     assert "> 10 instructions" in g.route_reason
 
 
@@ -161,3 +161,6 @@ def test_choose_by_size_rules():
     choice = choose_by_size(501, size(0), lim)
     assert choice.form == "recursive" and len(sized) == n and "501" in choice.reason
     assert choose_by_size(10, size(60), Limits(max_unrolled=100)).form == "unrolled"
+    with_calls = Limits(max_unrolled=100, compare_min=50, work_per_instruction=2.0, call_cost=3.0)
+    assert choose_by_size(94, size(50), with_calls, calls=2).form == "recursive"
+    assert choose_by_size(95, size(50), with_calls, calls=2).form == "unrolled"

@@ -159,7 +159,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
                              != "unrolled" for k, o in algs):
         key_data["form"] = [form, recursive.AUTO_MAX_UNROLLED, recursive.AUTO_WORK_RATIO,
                             recursive.AUTO_COMPARE_MIN, recursive.AUTO_WORK_PER_INSTRUCTION,
-                            recursive.program.FUSE]
+                            recursive.AUTO_CALL_COST, recursive.program.FUSE]
     key = _cache.build_key(key_data)
     root = Path(cache_dir) if cache_dir is not None else _cache.cache_root()
     entry = root / key

@@ -38,8 +38,9 @@ class Limits:
     """The cost model's bounds for one evaluator.
 
     ``max_unrolled``: the unrolled graph is kept while it has at most this many instructions.
-    ``compare_min`` / ``work_per_instruction``: from ``compare_min`` instructions on, the program
-    is taken where its work is at most ``work_per_instruction`` operations per unrolled
+    ``compare_min`` / ``work_per_instruction`` / ``call_cost``: from ``compare_min``
+    instructions on, the program is taken where its cost, its work plus ``call_cost``
+    operations per step call, is at most ``work_per_instruction`` operations per unrolled
     instruction (``None``: never below ``max_unrolled``). ``work_ratio``: a program doing more
     than ``work_ratio * max_unrolled`` operations is taken without tracing the unrolled graph,
     whose size is at least ``work / work_ratio`` on every model measured."""
@@ -48,12 +49,16 @@ class Limits:
     compare_min: int | None = None
     work_per_instruction: float = 0.0
     work_ratio: int = 5     # unrolled size >= 0.2 x recorded work: experiments/scaling.py
+    call_cost: float = 0.0
 
 
 # C (gcc): graphs to 40k instructions compile in seconds at -O2 and run faster than the loop;
-# from 15k on the loop wins where its work is <= 1.4 per instruction (instruction cache).
-# Measured by experiments/scaling.py (reports/scaling.md: both forms of 72 model x algorithm pairs).
-C = Limits(max_unrolled=40000, compare_min=15000, work_per_instruction=1.4)
+# from 12k on the loop wins where its work, plus 5 operations per step call (its dispatch and
+# argument gathers), is <= 1.5 per instruction (instruction cache). Measured by
+# experiments/scaling.py (reports/scaling.md: both forms of 72 model x algorithm pairs; this
+# rule picks the faster form, or one within 10 %, on all but the three cells that the rule
+# before it, 15k and 1.4 without the call term, also missed, and on five more than it).
+C = Limits(max_unrolled=40000, compare_min=12000, work_per_instruction=1.5, call_cost=5.0)
 # JAX (XLA:CPU): graphs to 8.5k instructions compile in about a program's time and run faster;
 # its bound is XLA's compile time. Measured by experiments/bench_jax.py (its compile table).
 JAX = Limits(max_unrolled=8500)
@@ -102,11 +107,12 @@ def choose_form(model, algorithm: str, form: str = "auto", *,
 
 
 def choose_by_size(work: float | None, unrolled_size: Callable[[], int],
-                   limits: Limits) -> Choice:
+                   limits: Limits, calls: int = 0) -> Choice:
     """The form of ``"auto"`` by :class:`Limits`: ``work``, the recorded program's operations a
     call (``None``: no program; the choice is then by the graph's size alone, and
-    ``"recursive"`` means that the graph is over budget), and ``unrolled_size()``, the unrolled
-    graph's instructions (called only where ``work`` leaves the unrolled form in question)."""
+    ``"recursive"`` means that the graph is over budget), ``calls``, its step calls a call, and
+    ``unrolled_size()``, the unrolled graph's instructions (called only where ``work`` leaves
+    the unrolled form in question)."""
     cap = limits.max_unrolled
     if work is not None and work > limits.work_ratio * cap:
         return Choice("recursive", f"auto: {work} operations per call recorded > "
@@ -114,8 +120,12 @@ def choose_by_size(work: float | None, unrolled_size: Callable[[], int],
     n = unrolled_size()
     if n > cap:
         return Choice("recursive", f"auto: unrolled graph {n} > {cap} instructions")
-    if (work is not None and limits.compare_min is not None and n >= limits.compare_min
-            and work <= limits.work_per_instruction * n):
-        return Choice("recursive", f"auto: recorded work {work} <= {limits.work_per_instruction}"
-                                   f" x unrolled graph {n} (>= {limits.compare_min} instructions)")
+    if work is not None and limits.compare_min is not None and n >= limits.compare_min:
+        cost = work + limits.call_cost * calls
+        if cost <= limits.work_per_instruction * n:
+            calls_part = (f" + {limits.call_cost:g} x {calls} calls" if limits.call_cost and calls
+                          else "")
+            return Choice("recursive", f"auto: recorded work {work}{calls_part} <= "
+                                       f"{limits.work_per_instruction} x unrolled graph {n} "
+                                       f"(>= {limits.compare_min} instructions)")
     return Choice("unrolled", f"auto: unrolled graph {n} <= {cap} instructions")

@@ -70,7 +70,8 @@ def choose_route(c: Any, route: str) -> tuple[str, str, tuple[Jitted, Jitted] | 
             return wrapped("graph", "asked for", graph[0])
         program = record(c) if recordable and c.name in PROGRAM_AUTO else None
         choice = choose.choose_by_size(None if program is None else program.stats["work"],
-                                       unrolled_size, choose.JAX)
+                                       unrolled_size, choose.JAX,
+                                       calls=0 if program is None else program.stats["n_calls"])
         if choice.form == "unrolled":
             return wrapped("graph", choice.reason, graph[0])
         if program is not None:

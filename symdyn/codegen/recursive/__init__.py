@@ -49,7 +49,7 @@ from .csource import kernel_prefix, write_c
 from .program import (CONSTANTS, RESULT0, WORK, Kernel, OverBudget, Program, Recorder,
                       RecordingBackend, Ref, decode, encode, evaluate, lower, record)
 
-__all__ = ["AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
+__all__ = ["AUTO_CALL_COST", "AUTO_COMPARE_MIN", "AUTO_MAX_UNROLLED", "AUTO_WORK_PER_INSTRUCTION",
            "AUTO_WORK_RATIO", "CONSTANTS", "FORMS",
            "RECURSIVE_ALGORITHMS", "RECURSIVE_FUSE", "RECURSIVE_OPTIONS", "RECURSIVE_FRAME",
            "RESULT0", "WORK", "Kernel", "OverBudget", "Program",
@@ -76,6 +76,7 @@ AUTO_MAX_UNROLLED = _choose.C.max_unrolled
 AUTO_WORK_RATIO = _choose.C.work_ratio
 AUTO_COMPARE_MIN = _choose.C.compare_min
 AUTO_WORK_PER_INSTRUCTION = _choose.C.work_per_instruction
+AUTO_CALL_COST = _choose.C.call_cost
 
 
 def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple[str, str]:
@@ -83,5 +84,6 @@ def choose_by_size(program: Program, trace_unrolled: Callable[[], Any]) -> tuple
     :data:`symdyn.codegen.choose.C`; ``trace_unrolled()`` returns the unrolled
     ``casadi.Function`` and is called only where the recorded work leaves it in question."""
     choice = _choose.choose_by_size(program.stats["work"],
-                                    lambda: trace_unrolled().n_instructions(), _choose.C)
+                                    lambda: trace_unrolled().n_instructions(), _choose.C,
+                                    calls=program.stats.get("n_calls", 0))
     return choice.form, choice.reason
