@@ -95,6 +95,44 @@ SYMDYN_{T}_TARGET double fma_peak(long long n) {{
     return best
 
 
+_FILL_C = r"""
+#include <emmintrin.h>
+#include <stdint.h>
+/* n doubles written with non-temporal stores (what a streamed batch does), or ordinary ones */
+void fill_stream(double* p, long long n) {
+  const __m128d v = _mm_set1_pd(1.0);
+  long long i = 0;
+  for (; i < n && ((uintptr_t)(p + i) & 15); ++i) p[i] = 1.0;
+  for (; i + 2 <= n; i += 2) _mm_stream_pd(p + i, v);
+  for (; i < n; ++i) p[i] = 1.0;
+  _mm_sfence();
+}
+void fill_plain(double* p, long long n) {
+  long long i;
+  for (i = 0; i < n; ++i) p[i] = 1.0;
+}
+"""
+_FILL: list = []
+
+
+def write_floor(nbytes: int):
+    """Two callables writing ``nbytes`` of a reused array, with non-temporal stores and with
+    ordinary ones: the least time any batch writing that much output can take."""
+    if not _FILL:
+        d = tempfile.mkdtemp(prefix="symdyn-fill-")
+        (Path(d) / "fill.c").write_text(_FILL_C)
+        lib = Path(d) / "libfill.so"
+        subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(lib),
+                        str(Path(d) / "fill.c")], check=True, capture_output=True)
+        cdll = ctypes.CDLL(str(lib))
+        for fn in (cdll.fill_stream, cdll.fill_plain):
+            fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_longlong], None
+        _FILL.extend([cdll.fill_stream, cdll.fill_plain])
+    buf = np.empty(nbytes // 8)
+    ptr, n = buf.ctypes.data, buf.size
+    return [lambda fn=fn: fn(ptr, n) or buf for fn in _FILL]
+
+
 def inputs(m, f, n: int, rng) -> list[np.ndarray]:
     q = np.array([m.random_q(rng) for _ in range(n)])
     other = {k: rng.uniform(-1, 1, (n, m.nv)) for k in ("qd", "qdd", "tau")}
@@ -122,9 +160,12 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
         alt_out = [g.batch(*ins, threads=1) for _, g in alts]
         ts = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
                           lambda: f.batch(*ins, out=out, threads=1, simd=False)]
+                         + write_floor(out_bytes * n)
                          + [lambda g=g, o=o: g.batch(*ins, out=o, threads=1, simd=True)
                             for (_, g), o in zip(alts, alt_out)], repeat=repeat)
         ts_v, ts_s = ts[0], ts[1]
+        t_floor = min(median(ts[2]), median(ts[3])) / n
+        ts = ts[:2] + ts[4:]
         vec = f.batch(*ins, threads=1, simd=True)
         sca = f.batch(*ins, threads=1, simd=False)
         err = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
@@ -137,7 +178,7 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
                      "width": f.simd_width, "states": n, "instr": int(f.stats["n_instructions"]),
                      "work": int(f.stats.get("work", f.stats["n_instructions"])),
                      "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
-                     "speedup": paired_ratio(ts_s, ts_v), "err": err,
+                     "speedup": paired_ratio(ts_s, ts_v), "err": err, "t_floor": t_floor,
                      "fixed_fast": median(tf), "fixed_python": median(tp),
                      "cpu_scalar": f.stats.get("cpu_compile", float("nan")),
                      "cpu_vector": f.stats.get("cpu_compile_simd", float("nan")),
@@ -160,7 +201,11 @@ def report(rows, peak, target, args, t0) -> list[str]:
                "times states over the vector batch's time; `% peak`: of the vector FMA peak "
                "below, counting one SX operation as two flops (an FMA), an upper bound on the "
                "share of the arithmetic units in use. `GB/s out`: output bytes written per "
-               "second by the vector batch.")
+               "second by the vector batch. `write floor ns`: the time to write the same output "
+               "bytes alone into a reused array of their size, per state (the faster of "
+               "non-temporal and ordinary stores, timed in the same rounds): no batch writing "
+               "these outputs can be faster. `bound`: scalar ns / write floor ns, the largest "
+               "speedup over the scalar loop that writing the outputs leaves possible.")
     L += [f"Vector target: `{target or 'none'}` (W = {W}); vector FMA peak measured in this run: "
           f"{peak:.1f} flop/ns (12 independent chains, one thread).", ""]
     body = []
@@ -171,9 +216,11 @@ def report(rows, peak, target, args, t0) -> list[str]:
                      f"**{r['speedup']:.2f}**", f"{ops:.1f}",
                      f"{100 * 2 * ops / peak:.0f}" if peak else "-",
                      f"{r['out_bytes'] / 1024:.1f}", f"{r['out_bytes'] / (r['t_vec'] * 1e9):.1f}",
+                     f"{r['t_floor'] * 1e9:.0f}", f"{r['t_sca'] / r['t_floor']:.1f}",
                      f"{r['err']:.0e}"])
     L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
-                "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "max rel. diff"], body)
+                "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "write floor ns", "bound",
+                "max rel. diff"], body)
     others = sorted({t for r in rows for t in r["others"]})
     if others:
         L += ["", "## Every vector target this CPU runs, side by side", "",
@@ -215,6 +262,8 @@ def report(rows, peak, target, args, t0) -> list[str]:
     sp = [r["speedup"] for r in rows]
     cheap = min(rows, key=lambda r: r["fixed_fast"])
     below = [r for r in rows if r["speedup"] < 3.0]
+    capped = [r for r in below if r["t_sca"] / r["t_floor"] < 3.0]
+    free = [r for r in below if r["t_sca"] / r["t_floor"] >= 3.0]
     big_slow = ", ".join(f"{r['model']} {r['alg']} {r['speedup']:.2f}x" for r in below
                          if r["out_bytes"] >= 1024) or "none"
     small_slow = ", ".join(f"{r['model']} {r['alg']} {r['speedup']:.2f}x ({r['form']})"
@@ -235,7 +284,13 @@ def report(rows, peak, target, args, t0) -> list[str]:
           f"- Below 3x, by kind: functions with outputs of 1 KiB a state or more "
           f"({big_slow}), where every state's outputs go through the transpose and out to "
           f"memory (the `GB/s out` column) and the arithmetic is a smaller share; the others "
-          f"({small_slow})."]
+          f"({small_slow}).",
+          f"- Of those below 3x, where writing the outputs alone leaves no 3x (bound < 3): "
+          + (", ".join(f"{r['model']} {r['alg']} ({r['speedup']:.2f}x of a bound "
+                       f"{r['t_sca'] / r['t_floor']:.1f}, vector {r['t_vec'] / r['t_floor']:.1f}x "
+                       "the write floor)" for r in capped) or "none") + "; where it does: "
+          + (", ".join(f"{r['model']} {r['alg']} ({r['speedup']:.2f}x of "
+                       f"{r['t_sca'] / r['t_floor']:.1f})" for r in free) or "none") + "."]
     for t in others:
         wins = [r for r in rows if r["others"][t][2] > r["speedup"]]
         kib = sorted(r["out_bytes"] / 1024 for r in wins)
