@@ -199,29 +199,53 @@ SYMDYN_{T}_FN double symdyn_{t}_sign_(double x) {{ return x < 0 ? -1.0 : x > 0 ?
 """
 
 
+# 4 x 4 transpose of r0..r3 (rows) into e0..e3 (columns), in 256-bit registers
+_T4 = """
+        const __m256d t0_ = _mm256_unpacklo_pd(r0, r1), t1_ = _mm256_unpackhi_pd(r0, r1);
+        const __m256d t2_ = _mm256_unpacklo_pd(r2, r3), t3_ = _mm256_unpackhi_pd(r2, r3);
+        const __m256d e0 = _mm256_permute2f128_pd(t0_, t2_, 0x20);
+        const __m256d e1 = _mm256_permute2f128_pd(t1_, t3_, 0x20);
+        const __m256d e2 = _mm256_permute2f128_pd(t0_, t2_, 0x31);
+        const __m256d e3 = _mm256_permute2f128_pd(t1_, t3_, 0x31);"""
+
+
+def _halves(W: int, load: str, body: str) -> str:
+    """``body`` once per group of four states (``h``), its e0..e3 renamed per group."""
+    return "".join(f"""
+      {{
+        const double* s = {load.format(h=h)};
+        const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + n);
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * n), r3 = _mm256_loadu_pd(s + 3 * n);{_T4}
+        {body.format(h=h)}
+      }}""" for h in range(W // 4))
+
+
 def _pack_full(W: int) -> str:
     """``pack`` of a whole block (``m == W``) four entries at a time: per group of four states
-    (rows), a 4 x 4 transpose in 256-bit registers stored as the four entries' lanes of those
-    states; ``x - x`` is 0 for finite x and NaN otherwise (one vector sum, no serial chain)."""
+    (rows) a 4 x 4 transpose in 256-bit registers; with W = 8 the two groups' halves are joined
+    into one 512-bit store per entry, so that the kernel's 512-bit loads of the block are
+    forwarded from single stores. ``x - x`` is 0 for finite x and NaN otherwise (one vector
+    sum, no serial chain)."""
+    if W == 4:
+        inner = _halves(4, "src + j", """acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
+        _mm256_store_pd(blk + 4 * j, e0);
+        _mm256_store_pd(blk + 4 * j + 4, e1);
+        _mm256_store_pd(blk + 4 * j + 8, e2);
+        _mm256_store_pd(blk + 4 * j + 12, e3);""")
+    else:
+        inner = "\n      __m256d l0, l1, l2, l3;" + _halves(8, "src + 4 * {h} * n + j", """acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
+        {h_code}""".replace("{h_code}", "{{h_code_{h}}}")).replace(
+            "{h_code_0}", "l0 = e0; l1 = e1; l2 = e2; l3 = e3;").replace(
+            "{h_code_1}", """_mm512_store_pd(blk + 8 * j, _mm512_insertf64x4(_mm512_castpd256_pd512(l0), e0, 1));
+        _mm512_store_pd(blk + 8 * j + 8, _mm512_insertf64x4(_mm512_castpd256_pd512(l1), e1, 1));
+        _mm512_store_pd(blk + 8 * j + 16, _mm512_insertf64x4(_mm512_castpd256_pd512(l2), e2, 1));
+        _mm512_store_pd(blk + 8 * j + 24, _mm512_insertf64x4(_mm512_castpd256_pd512(l3), e3, 1));""")
     return f"""
   if (m == {W}) {{
     __m256d acc = _mm256_setzero_pd();
-    for (; j + 4 <= n; j += 4) {{
-      int h;
-      for (h = 0; h < {W // 4}; ++h) {{
-        const double* s = src + 4 * h * n;
-        const __m256d r0 = _mm256_loadu_pd(s + j), r1 = _mm256_loadu_pd(s + n + j);
-        const __m256d r2 = _mm256_loadu_pd(s + 2 * n + j), r3 = _mm256_loadu_pd(s + 3 * n + j);
-        const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-        const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-        double* b = blk + {W} * j + 4 * h;
-        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
-        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
-        _mm256_store_pd(b, _mm256_permute2f128_pd(t0, t2, 0x20));
-        _mm256_store_pd(b + {W}, _mm256_permute2f128_pd(t1, t3, 0x20));
-        _mm256_store_pd(b + {2 * W}, _mm256_permute2f128_pd(t0, t2, 0x31));
-        _mm256_store_pd(b + {3 * W}, _mm256_permute2f128_pd(t1, t3, 0x31));
-      }}
+    for (; j + 4 <= n; j += 4) {{{inner}
     }}
     acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(acc, acc, 0x01));
     fin = _mm_cvtsd_f64(_mm_add_sd(_mm256_castpd256_pd128(acc),
@@ -231,23 +255,34 @@ def _pack_full(W: int) -> str:
 
 
 def _unpack_full(W: int) -> str:
-    """``unpack`` of a whole block: the transposes of :func:`_pack_full` backwards (four entries
-    of four states -> those states' rows)."""
+    """``unpack`` of a whole block: four entries of four states at a time transposed back into
+    those states' rows (W = 8: each entry read as one 512-bit vector, split into its halves)."""
+    if W == 4:
+        loads = """const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
+      const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);"""
+        groups = [("r0", "r1", "r2", "r3")]
+    else:
+        loads = """const __m512d v0 = _mm512_load_pd(b), v1 = _mm512_load_pd(b + 8);
+      const __m512d v2 = _mm512_load_pd(b + 16), v3 = _mm512_load_pd(b + 24);"""
+        groups = [tuple(f"_mm512_castpd512_pd256(v{k})" for k in range(4)),
+                  tuple(f"_mm512_extractf64x4_pd(v{k}, 1)" for k in range(4))]
+    code = ""
+    for h, (a0, a1, a2, a3) in enumerate(groups):
+        code += f"""
+    {{
+      const __m256d r0 = {a0}, r1 = {a1}, r2 = {a2}, r3 = {a3};
+      double* d = dst + {4 * h} * n + j;{_T4}
+      _mm256_storeu_pd(d, e0);
+      _mm256_storeu_pd(d + n, e1);
+      _mm256_storeu_pd(d + 2 * n, e2);
+      _mm256_storeu_pd(d + 3 * n, e3);
+    }}"""
+    if W == 4:
+        code = code.replace("const __m256d r0 = r0, r1 = r1, r2 = r2, r3 = r3;", "")
     return f"""
   if (m == {W}) for (; j + 4 <= n; j += 4) {{
-    int h;
-    for (h = 0; h < {W // 4}; ++h) {{
-      const double* b = blk + {W} * j + 4 * h;
-      double* d = dst + 4 * h * n;
-      const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + {W});
-      const __m256d r2 = _mm256_load_pd(b + {2 * W}), r3 = _mm256_load_pd(b + {3 * W});
-      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-      _mm256_storeu_pd(d + j, _mm256_permute2f128_pd(t0, t2, 0x20));
-      _mm256_storeu_pd(d + n + j, _mm256_permute2f128_pd(t1, t3, 0x20));
-      _mm256_storeu_pd(d + 2 * n + j, _mm256_permute2f128_pd(t0, t2, 0x31));
-      _mm256_storeu_pd(d + 3 * n + j, _mm256_permute2f128_pd(t1, t3, 0x31));
-    }}
+    const double* b = blk + {W} * j;
+    {loads}{code}
   }}"""
 
 
@@ -262,20 +297,21 @@ def io_source(targets: Sequence[str]) -> str:
         T = t.upper()
         parts += [prelude(t), f"#ifdef SYMDYN_{T}_OK", f"""
 SYMDYN_{T}_TARGET static int symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
-  long long j = 0, j0;
-  int l, bad = 0;
+  long long j = 0;
+  int l;
   double fin = 0.0;{_pack_full(W)}
-  j0 = j;
-  for (l = 0; l < {W}; ++l) {{   /* the rest lane by lane; non-finite: all exponent bits set */
-    const double* row = src + (l < m ? l : m - 1) * n;
-    for (j = j0; j < n; ++j) {{
-      uint64_t u;
-      memcpy(&u, row + j, sizeof u);
-      blk[j * {W} + l] = row[j];
-      bad |= (u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
+  if (j < n) {{   /* the rest an entry at a time, each built in a register and stored whole */
+    const double* row[{W}];
+    symdyn_{t} acc = SYMDYN_{T}_SPLAT(0.0);
+    for (l = 0; l < {W}; ++l) row[l] = src + (l < m ? l : m - 1) * n;
+    for (; j < n; ++j) {{
+      const symdyn_{t} v = {{{", ".join(f"row[{l}][j]" for l in range(W))}}};
+      *(symdyn_{t}*)(blk + j * {W}) = v;
+      acc += v - v;
     }}
+    for (l = 0; l < {W}; ++l) fin += acc[l];
   }}
-  return fin == 0.0 && !bad;
+  return fin == 0.0;
 }}
 SYMDYN_{T}_TARGET static void symdyn_{t}_unpack(const double* blk, long long n, double* dst, int m) {{
   long long j = 0;
