@@ -39,13 +39,15 @@ TARGETS: dict[str, tuple[int, str, tuple[str, ...], str]] = {
 SIMD_MODES = ("auto",)      # besides a tuple of target names (empty: none)
 # simd="auto" builds AVX2 rather than AVX-512 for functions writing this many bytes a state or
 # more (80 doubles) and at least AUTO_NARROW_OUT_PER_OP output entries per SX operation of
-# their evaluation: there W = 8 loses to W = 4, the transposes and stores of the outputs
-# dominating (reports/simd_batch.md, "Every vector target this CPU runs": of 30 functions on an
-# AVX-512 Xeon, AVX2 was faster on 17 of the 18 at or above both, AVX-512 on all 12 below).
-# Functions with much arithmetic per output keep AVX-512 (reports/contact_dynamics.md: the
-# contact derivatives of talos and g1, ~0.018 entries per operation, batch faster with it).
+# their evaluation: there W = 8 loses to W = 4 or ties, the transposes and stores of the
+# outputs dominating (reports/simd_batch.md, "Every vector target this CPU runs": of 30
+# functions on an AVX-512 Xeon, AVX2 was faster or within 1 % on all 11 at or above 0.1 entries
+# per operation, Christoffel symbols of all five models among them, AVX-512 faster on all 19
+# below, panda crba at 0.096 the closest). Functions with much arithmetic per output keep
+# AVX-512 (reports/contact_dynamics.md: the contact derivatives of talos and g1, ~0.018
+# entries per operation, batch faster with it).
 AUTO_NARROW_OUT_BYTES = 640
-AUTO_NARROW_OUT_PER_OP = 0.02
+AUTO_NARROW_OUT_PER_OP = 0.1
 
 
 class Unsupported(ValueError):
