@@ -262,14 +262,15 @@ def _unpack_full(W: int) -> str:
     if W == 4:
         loads = """const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
       const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);"""
-        groups = [("r0", "r1", "r2", "r3")]
+        groups: list[tuple[str, ...]] = [("r0", "r1", "r2", "r3")]
     else:
         loads = """const __m512d v0 = _mm512_load_pd(b), v1 = _mm512_load_pd(b + 8);
       const __m512d v2 = _mm512_load_pd(b + 16), v3 = _mm512_load_pd(b + 24);"""
         groups = [tuple(f"_mm512_castpd512_pd256(v{k})" for k in range(4)),
                   tuple(f"_mm512_extractf64x4_pd(v{k}, 1)" for k in range(4))]
     code = ""
-    for h, (a0, a1, a2, a3) in enumerate(groups):
+    for h, group in enumerate(groups):
+        a0, a1, a2, a3 = group
         code += f"""
     {{
       const __m256d r0 = {a0}, r1 = {a1}, r2 = {a2}, r3 = {a3};
