@@ -104,6 +104,25 @@ def test_vector_batch_modes_and_bad_states(lib, alg, threads, stream, entry, bad
         f.batch(Q, threads=threads, stream=stream)
 
 
+@needs_vectors
+@pytest.mark.parametrize("entry", [0, 9, 13])
+def test_bad_entry_in_every_pack_path(lib, entry):
+    """qd has nv = 14 entries: with W = 8 entry 0 is packed by the 8 x 8 transpose, 9 by the
+    group of four after it and 13 one entry at a time; with W = 4, 0 and 9 by 4 x 4
+    transposes. A NaN in any of them marks its state, and only it."""
+    f = lib["rnea"]
+    n = 3 * f.simd_width
+    states = _states(_model(), n, seed=7)
+    ref = f.batch(*_args(f, states), simd=False)
+    for state in (0, f.simd_width + 3, n - 1):
+        bad = {k: v.copy() for k, v in states.items()}
+        bad["qd"][state, entry] = np.nan
+        out = f.batch(*_args(f, bad), nan="propagate")
+        assert np.isnan(out[state]).all()
+        keep = np.arange(n) != state
+        np.testing.assert_allclose(out[keep], ref[keep], rtol=1e-12, atol=1e-12)
+
+
 def test_without_vector_variants_the_batch_is_scalar(tmp_path):
     lib = build(_model(), ["rnea"], simd=(), opt="-O1", progress=False, cache_dir=tmp_path)
     f = lib.rnea

@@ -210,83 +210,161 @@ _T4 = """
         const __m256d e2 = _mm256_permute2f128_pd(t0_, t2_, 0x31);
         const __m256d e3 = _mm256_permute2f128_pd(t1_, t3_, 0x31);"""
 
+# 8 x 8 transpose of r0..r7 into e0..e7 in 512-bit registers: pairs within 128-bit lanes, then
+# 128-bit lanes gathered twice (0x88: lanes 0, 2 of each source; 0xDD: lanes 1, 3)
+_T8 = """
+      const __m512d t0_ = _mm512_unpacklo_pd(r0, r1), t1_ = _mm512_unpackhi_pd(r0, r1);
+      const __m512d t2_ = _mm512_unpacklo_pd(r2, r3), t3_ = _mm512_unpackhi_pd(r2, r3);
+      const __m512d t4_ = _mm512_unpacklo_pd(r4, r5), t5_ = _mm512_unpackhi_pd(r4, r5);
+      const __m512d t6_ = _mm512_unpacklo_pd(r6, r7), t7_ = _mm512_unpackhi_pd(r6, r7);
+      const __m512d u0_ = _mm512_shuffle_f64x2(t0_, t2_, 0x88), u1_ = _mm512_shuffle_f64x2(t1_, t3_, 0x88);
+      const __m512d u2_ = _mm512_shuffle_f64x2(t0_, t2_, 0xDD), u3_ = _mm512_shuffle_f64x2(t1_, t3_, 0xDD);
+      const __m512d u4_ = _mm512_shuffle_f64x2(t4_, t6_, 0x88), u5_ = _mm512_shuffle_f64x2(t5_, t7_, 0x88);
+      const __m512d u6_ = _mm512_shuffle_f64x2(t4_, t6_, 0xDD), u7_ = _mm512_shuffle_f64x2(t5_, t7_, 0xDD);
+      const __m512d e0 = _mm512_shuffle_f64x2(u0_, u4_, 0x88), e4 = _mm512_shuffle_f64x2(u0_, u4_, 0xDD);
+      const __m512d e1 = _mm512_shuffle_f64x2(u1_, u5_, 0x88), e5 = _mm512_shuffle_f64x2(u1_, u5_, 0xDD);
+      const __m512d e2 = _mm512_shuffle_f64x2(u2_, u6_, 0x88), e6 = _mm512_shuffle_f64x2(u2_, u6_, 0xDD);
+      const __m512d e3 = _mm512_shuffle_f64x2(u3_, u7_, 0x88), e7 = _mm512_shuffle_f64x2(u3_, u7_, 0xDD);"""
 
-def _halves(W: int, load: str, body: str) -> str:
-    """``body`` once per group of four states (``h``), its e0..e3 renamed per group."""
-    return "".join(f"""
-      {{
-        const double* s = {load.format(h=h)};
+# ``x - x`` is 0 for finite x and NaN otherwise: the finite check of a pack is one vector sum
+_FINITE4 = """
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
+        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));"""
+
+_PACK4 = """
+  if (m == 4) {
+    __m256d acc = _mm256_setzero_pd();
+    for (; j + 4 <= n; j += 4) {
+      {
+        const double* s = src + j;
         const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + n);
-        const __m256d r2 = _mm256_loadu_pd(s + 2 * n), r3 = _mm256_loadu_pd(s + 3 * n);{_T4}
-        {body.format(h=h)}
-      }}""" for h in range(W // 4))
-
-
-def _pack_full(W: int) -> str:
-    """``pack`` of a whole block (``m == W``) four entries at a time: per group of four states
-    (rows) a 4 x 4 transpose in 256-bit registers; with W = 8 the two groups' halves are joined
-    into one 512-bit store per entry, so that the kernel's 512-bit loads of the block are
-    forwarded from single stores. ``x - x`` is 0 for finite x and NaN otherwise (one vector
-    sum, no serial chain)."""
-    if W == 4:
-        inner = _halves(4, "src + j", """acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
-        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * n), r3 = _mm256_loadu_pd(s + 3 * n);""" + _FINITE4 + _T4 + """
         _mm256_store_pd(blk + 4 * j, e0);
         _mm256_store_pd(blk + 4 * j + 4, e1);
         _mm256_store_pd(blk + 4 * j + 8, e2);
-        _mm256_store_pd(blk + 4 * j + 12, e3);""")
-    else:
-        inner = "\n      __m256d l0, l1, l2, l3;" + _halves(8, "src + 4 * {h} * n + j", """acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r0, r0), _mm256_sub_pd(r1, r1)));
-        acc = _mm256_add_pd(acc, _mm256_add_pd(_mm256_sub_pd(r2, r2), _mm256_sub_pd(r3, r3)));
-        {h_code}""".replace("{h_code}", "{{h_code_{h}}}")).replace(
-            "{h_code_0}", "l0 = e0; l1 = e1; l2 = e2; l3 = e3;").replace(
-            "{h_code_1}", """_mm512_store_pd(blk + 8 * j, _mm512_insertf64x4(_mm512_castpd256_pd512(l0), e0, 1));
+        _mm256_store_pd(blk + 4 * j + 12, e3);
+      }
+    }
+    fin = symdyn_sum256(acc);
+  }"""
+
+# W = 8: eight entries of the eight states at a time (a 512-bit row load per state, one 8 x 8
+# transpose), then groups of four entries per group of four states (4 x 4 transposes) with the
+# two groups' halves joined: every entry of the block is one 512-bit store, so that the kernel's
+# 512-bit loads are forwarded from single stores. Rows of n = 4 (mod 8) entries all start on
+# 32 bytes (rows of an aligned array), where 256-bit accesses never cross a cache line and
+# half the 512-bit ones would: those take the groups of four only (in pack and unpack).
+_PACK8 = """
+  if (m == 8) {
+    __m512d acc8 = _mm512_setzero_pd();
+    __m256d acc = _mm256_setzero_pd();
+    if (n % 8 != 4) for (; j + 8 <= n; j += 8) {
+      const double* s = src + j;
+      const __m512d r0 = _mm512_loadu_pd(s), r1 = _mm512_loadu_pd(s + n);
+      const __m512d r2 = _mm512_loadu_pd(s + 2 * n), r3 = _mm512_loadu_pd(s + 3 * n);
+      const __m512d r4 = _mm512_loadu_pd(s + 4 * n), r5 = _mm512_loadu_pd(s + 5 * n);
+      const __m512d r6 = _mm512_loadu_pd(s + 6 * n), r7 = _mm512_loadu_pd(s + 7 * n);
+      acc8 = _mm512_add_pd(acc8, _mm512_add_pd(
+          _mm512_add_pd(_mm512_sub_pd(r0, r0), _mm512_sub_pd(r1, r1)),
+          _mm512_add_pd(_mm512_sub_pd(r2, r2), _mm512_sub_pd(r3, r3))));
+      acc8 = _mm512_add_pd(acc8, _mm512_add_pd(
+          _mm512_add_pd(_mm512_sub_pd(r4, r4), _mm512_sub_pd(r5, r5)),
+          _mm512_add_pd(_mm512_sub_pd(r6, r6), _mm512_sub_pd(r7, r7))));""" + _T8 + """
+      _mm512_store_pd(blk + 8 * j, e0);
+      _mm512_store_pd(blk + 8 * j + 8, e1);
+      _mm512_store_pd(blk + 8 * j + 16, e2);
+      _mm512_store_pd(blk + 8 * j + 24, e3);
+      _mm512_store_pd(blk + 8 * j + 32, e4);
+      _mm512_store_pd(blk + 8 * j + 40, e5);
+      _mm512_store_pd(blk + 8 * j + 48, e6);
+      _mm512_store_pd(blk + 8 * j + 56, e7);
+    }
+    fin = symdyn_sum256(_mm256_add_pd(_mm512_castpd512_pd256(acc8),
+                                      _mm512_extractf64x4_pd(acc8, 1)));
+    for (; j + 4 <= n; j += 4) {
+      __m256d l0, l1, l2, l3;
+      {
+        const double* s = src + j;
+        const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + n);
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * n), r3 = _mm256_loadu_pd(s + 3 * n);""" + _FINITE4 + _T4 + """
+        l0 = e0; l1 = e1; l2 = e2; l3 = e3;
+      }
+      {
+        const double* s = src + 4 * n + j;
+        const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + n);
+        const __m256d r2 = _mm256_loadu_pd(s + 2 * n), r3 = _mm256_loadu_pd(s + 3 * n);""" + _FINITE4 + _T4 + """
+        _mm512_store_pd(blk + 8 * j, _mm512_insertf64x4(_mm512_castpd256_pd512(l0), e0, 1));
         _mm512_store_pd(blk + 8 * j + 8, _mm512_insertf64x4(_mm512_castpd256_pd512(l1), e1, 1));
         _mm512_store_pd(blk + 8 * j + 16, _mm512_insertf64x4(_mm512_castpd256_pd512(l2), e2, 1));
-        _mm512_store_pd(blk + 8 * j + 24, _mm512_insertf64x4(_mm512_castpd256_pd512(l3), e3, 1));""")
-    return f"""
-  if (m == {W}) {{
-    __m256d acc = _mm256_setzero_pd();
-    for (; j + 4 <= n; j += 4) {{{inner}
-    }}
-    acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(acc, acc, 0x01));
-    fin = _mm_cvtsd_f64(_mm_add_sd(_mm256_castpd256_pd128(acc),
-                                   _mm_unpackhi_pd(_mm256_castpd256_pd128(acc),
-                                                   _mm256_castpd256_pd128(acc))));
-  }}"""
+        _mm512_store_pd(blk + 8 * j + 24, _mm512_insertf64x4(_mm512_castpd256_pd512(l3), e3, 1));
+      }
+    }
+    fin += symdyn_sum256(acc);
+  }"""
 
-
-def _unpack_full(W: int) -> str:
-    """``unpack`` of a whole block: four entries of four states at a time transposed back into
-    those states' rows (W = 8: each entry read as one 512-bit vector, split into its halves)."""
-    if W == 4:
-        loads = """const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
-      const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);"""
-        groups: list[tuple[str, ...]] = [("r0", "r1", "r2", "r3")]
-    else:
-        loads = """const __m512d v0 = _mm512_load_pd(b), v1 = _mm512_load_pd(b + 8);
-      const __m512d v2 = _mm512_load_pd(b + 16), v3 = _mm512_load_pd(b + 24);"""
-        groups = [tuple(f"_mm512_castpd512_pd256(v{k})" for k in range(4)),
-                  tuple(f"_mm512_extractf64x4_pd(v{k}, 1)" for k in range(4))]
-    code = ""
-    for h, group in enumerate(groups):
-        a0, a1, a2, a3 = group
-        code += f"""
-    {{
-      const __m256d r0 = {a0}, r1 = {a1}, r2 = {a2}, r3 = {a3};
-      double* d = dst + {4 * h} * n + j;{_T4}
+_UNPACK4 = """
+  if (m == 4) for (; j + 4 <= n; j += 4) {
+    {
+      const double* b = blk + 4 * j;
+      const __m256d r0 = _mm256_load_pd(b), r1 = _mm256_load_pd(b + 4);
+      const __m256d r2 = _mm256_load_pd(b + 8), r3 = _mm256_load_pd(b + 12);
+      double* d = dst + j;""" + _T4 + """
       _mm256_storeu_pd(d, e0);
       _mm256_storeu_pd(d + n, e1);
       _mm256_storeu_pd(d + 2 * n, e2);
       _mm256_storeu_pd(d + 3 * n, e3);
-    }}"""
-    if W == 4:
-        code = code.replace("const __m256d r0 = r0, r1 = r1, r2 = r2, r3 = r3;", "")
-    return f"""
-  if (m == {W}) for (; j + 4 <= n; j += 4) {{
-    const double* b = blk + {W} * j;
-    {loads}{code}
-  }}"""
+    }
+  }"""
+
+# W = 8: eight entries at a time (one 8 x 8 transpose, a 512-bit store per state), then groups
+# of four entries, each entry's vector split into its two groups of four states (n = 4 mod 8:
+# groups of four only, as in pack)
+_UNPACK8 = """
+  if (m == 8) {
+    if (n % 8 != 4) for (; j + 8 <= n; j += 8) {
+      const double* b = blk + 8 * j;
+      double* d = dst + j;
+      const __m512d r0 = _mm512_load_pd(b), r1 = _mm512_load_pd(b + 8);
+      const __m512d r2 = _mm512_load_pd(b + 16), r3 = _mm512_load_pd(b + 24);
+      const __m512d r4 = _mm512_load_pd(b + 32), r5 = _mm512_load_pd(b + 40);
+      const __m512d r6 = _mm512_load_pd(b + 48), r7 = _mm512_load_pd(b + 56);""" + _T8 + """
+      _mm512_storeu_pd(d, e0);
+      _mm512_storeu_pd(d + n, e1);
+      _mm512_storeu_pd(d + 2 * n, e2);
+      _mm512_storeu_pd(d + 3 * n, e3);
+      _mm512_storeu_pd(d + 4 * n, e4);
+      _mm512_storeu_pd(d + 5 * n, e5);
+      _mm512_storeu_pd(d + 6 * n, e6);
+      _mm512_storeu_pd(d + 7 * n, e7);
+    }
+    for (; j + 4 <= n; j += 4) {
+      const double* b = blk + 8 * j;
+      const __m512d v0 = _mm512_load_pd(b), v1 = _mm512_load_pd(b + 8);
+      const __m512d v2 = _mm512_load_pd(b + 16), v3 = _mm512_load_pd(b + 24);
+      {
+        const __m256d r0 = _mm512_castpd512_pd256(v0), r1 = _mm512_castpd512_pd256(v1);
+        const __m256d r2 = _mm512_castpd512_pd256(v2), r3 = _mm512_castpd512_pd256(v3);
+        double* d = dst + j;""" + _T4 + """
+        _mm256_storeu_pd(d, e0);
+        _mm256_storeu_pd(d + n, e1);
+        _mm256_storeu_pd(d + 2 * n, e2);
+        _mm256_storeu_pd(d + 3 * n, e3);
+      }
+      {
+        const __m256d r0 = _mm512_extractf64x4_pd(v0, 1), r1 = _mm512_extractf64x4_pd(v1, 1);
+        const __m256d r2 = _mm512_extractf64x4_pd(v2, 1), r3 = _mm512_extractf64x4_pd(v3, 1);
+        double* d = dst + 4 * n + j;""" + _T4 + """
+        _mm256_storeu_pd(d, e0);
+        _mm256_storeu_pd(d + n, e1);
+        _mm256_storeu_pd(d + 2 * n, e2);
+        _mm256_storeu_pd(d + 3 * n, e3);
+      }
+    }
+  }"""
+
+# the whole-block paths of pack and unpack, by width
+_PACK_FULL = {4: _PACK4, 8: _PACK8}
+_UNPACK_FULL = {4: _UNPACK4, 8: _UNPACK8}
 
 
 def io_source(targets: Sequence[str]) -> str:
@@ -299,10 +377,14 @@ def io_source(targets: Sequence[str]) -> str:
         W = TARGETS[t][0]
         T = t.upper()
         parts += [prelude(t), f"#ifdef SYMDYN_{T}_OK", f"""
+SYMDYN_{T}_FN double symdyn_{t}_sum256(__m256d a) {{
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}}
 SYMDYN_{T}_TARGET static int symdyn_{t}_pack(const double* src, long long n, double* blk, int m) {{
   long long j = 0;
   int l;
-  double fin = 0.0;{_pack_full(W)}
+  double fin = 0.0;{_PACK_FULL[W].replace("symdyn_sum256", f"symdyn_{t}_sum256")}
   if (j < n) {{   /* the rest an entry at a time, each built in a register and stored whole */
     const double* row[{W}];
     symdyn_{t} acc = SYMDYN_{T}_SPLAT(0.0);
@@ -318,7 +400,7 @@ SYMDYN_{T}_TARGET static int symdyn_{t}_pack(const double* src, long long n, dou
 }}
 SYMDYN_{T}_TARGET static void symdyn_{t}_unpack(const double* blk, long long n, double* dst, int m) {{
   long long j = 0;
-  int l;{_unpack_full(W)}
+  int l;{_UNPACK_FULL[W]}
   for (; j < n; ++j) for (l = 0; l < m; ++l) dst[l * n + j] = blk[j * {W} + l];
 }}
 #endif"""]
