@@ -525,3 +525,104 @@ def test_native_products_equal_numpy(tmp_path, m, k, n):
     assert so.mm(args, res, iw, w.ctypes.data_as(dbl), 0) == 0
     out = out.reshape(m, n)      # the result's entries in row-major order
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-13)
+
+
+# --- loops recorded as one (steps.loop_step, Recorder.call_loop) -----------------------------
+
+from symdyn.algorithms.steps import loop_step, step  # noqa: E402
+from symdyn.codegen.recursive import program as recorded  # noqa: E402
+
+
+@step
+def _scaled(B, x, c: float):
+    return c * x
+
+
+@step
+def _mixed(B, a, y):
+    return a * y[0, 0] + y[1:3, :]
+
+
+def _loop_algorithm(model, x, backend=None):
+    """Blocks of one pattern in blocks of their own (recorded like the first), one negated and
+    one literal (other patterns: full calls), one changed in place between two loops,
+    entries of the pattern lying across two blocks, and a block on the other side (in address
+    order) of a shared argument."""
+    B = backend                                      # the recording backend itself
+    y = B.rows(x, 0, 3)
+    parts = [_scaled(B, B.rows(x, 3, 5), float(c)) for c in range(2, 6)]   # (2 x 1 blocks)
+    calls = [(p, y) for p in parts] + [(-parts[1], y), (B.const(np.array([[1.0], [2.0]])), y)]
+    first = loop_step(B, _mixed, calls)
+    changed = parts[2]
+    B.assign(changed, 0, 0, B.rows(x, 5, 6))        # in place: its pattern is not the same
+    second = loop_step(B, _mixed, [(parts[0], y), (changed, y), (parts[3], y)])
+    # entries of two neighbouring blocks: their pattern, but not one block
+    p6, p7 = (_scaled(B, B.rows(x, 3, 5), c) for c in (6.0, 7.0))
+    across = B.vcat([B.rows(p6, 1, 2), B.rows(p7, 0, 1)])
+    third = loop_step(B, _mixed, [(parts[0], y), (across, y)])
+    # a block after the shared argument's where the first call's was before it (other order)
+    y2 = _scaled(B, y, 1.5)
+    p8 = _scaled(B, B.rows(x, 3, 5), 8.0)
+    fourth = loop_step(B, _mixed, [(parts[0], y2), (p8, y2)])
+    return B.vcat(first + second + third + fourth)
+
+
+def _loop_reference(x):
+    y = x[0:3].reshape(3, 1)
+    parts = [c * x[3:5].reshape(2, 1) for c in range(2, 6)]
+    calls = parts + [-parts[1], np.array([[1.0], [2.0]])]
+    first = [a * y[0, 0] + y[1:3] for a in calls]
+    changed = parts[2].copy()
+    changed[0, 0] = x[5]
+    second = [a * y[0, 0] + y[1:3] for a in (parts[0], changed, parts[3])]
+    across = np.array([[6.0 * x[4]], [7.0 * x[3]]])
+    third = [a * y[0, 0] + y[1:3] for a in (parts[0], across)]
+    y2 = 1.5 * y
+    fourth = [a * y2[0, 0] + y2[1:3] for a in (parts[0], 8.0 * x[3:5].reshape(2, 1))]
+    return np.vstack(first + second + third + fourth)
+
+
+def test_loop_recorded_as_one_equals_each_call_recorded(monkeypatch):
+    """call_loop takes calls whose varying arguments are other blocks of one pattern from the
+    first call's kernel and argument groups; other patterns (negated, literal, changed in place
+    since) are full calls. The program runs to the same numbers as NumPy and is the program of
+    calls recorded one by one."""
+    model = serial_chain(1, seed=1)
+    x = np.array([0.5, -1.5, 2.0, 0.25, -0.75, 3.0])
+    prog = record(model, _loop_algorithm, [6], name="t_loop")
+    np.testing.assert_allclose(evaluate(prog, x)[0], _loop_reference(x), rtol=1e-15)
+    full = []
+    orig = recorded.Recorder.call
+
+    def counted(self, fn, args):
+        full.append(fn.__name__)
+        return orig(self, fn, args)
+
+    monkeypatch.setattr(recorded.Recorder, "call", counted)
+    record(model, _loop_algorithm, [6], name="t_loop")
+    loops = [n for n in full if n == "_mixed"]
+    # the first call of each loop; the negated and the literal block; the block changed in
+    # place (now of entries in two blocks) and the one after it (unlike the changed one); the
+    # entries across two blocks; the block on the other side of the shared one
+    assert len(loops) == 1 + 2 + 1 + 2 + 1 + 1 + 1 + 1, loops
+    monkeypatch.setattr(recorded.Recorder, "_like", lambda *a: None)
+    one_by_one = record(model, _loop_algorithm, [6], name="t_loop")
+    assert one_by_one.instructions == prog.instructions
+
+
+@pytest.mark.parametrize("name", ["serial", "mixed", "floating"])
+def test_christoffel_loops_record_the_program_of_single_calls(name, monkeypatch):
+    """christoffel(frame="root") records its ancestor loops as loops: the same program as
+    recording every call."""
+    model = exact_rotations(MODELS[name]) if name in MODELS else serial_chain(12, seed=1)
+
+    def rec():
+        return record(model, sd.christoffel, [model.nq], name="t_chr", frame="root")
+
+    prog = rec()
+    monkeypatch.setattr(recorded.Recorder, "_like", lambda *a: None)
+    single = rec()
+    assert prog.instructions == single.instructions
+    for a, b in zip(prog.outputs, single.outputs):
+        for u, v in zip(a[:3], b[:3]):
+            np.testing.assert_array_equal(u, v)

@@ -29,7 +29,7 @@ from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorizat
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .crba import crba
-from .steps import step
+from .steps import loop_step, step
 from ..backends.protocol import as_graph
 from ..types import Array, Backend
 from .dispatch import dispatch
@@ -69,18 +69,28 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
     # dPhiring_i / dnu (per column of joint i); Phiring is linear in the joint's own speeds
     dSring: list[Any] = [None if j.S_constant else ring_rates(B, j, q[i], X0[i])
                          for i, j in enumerate(model.joints)]
+    # root coordinates: an ancestor loop moves nothing (Xup None), so its calls are independent
+    # of each other and run as one loop step (steps.loop_step: recorded once, not per call)
+    root = frame == "root"
     IC = list(I)                                                              # lines 1-3
     for k in reversed(range(N)):                                              # line 4
         for b in range(n[k]):                                                 # speeds of joint k
             kk = idx[k][0] + b
             Bt, h, Gkk, F = speed_terms(B, IC[k], S[k], dSring[k], b)         # line 5
             emit("A", idx[k], idx[k], kk, Gkk, False)
-            i = k
-            while parents[i] >= 0:
-                G_ik, G_ki, F = ancestor_of_k(B, Xup[i], F, S[parents[i]], n[k])
-                i = parents[i]
-                emit("A", idx[i], idx[k], kk, G_ik, False)                  # Gamma_ijk
-                emit("A", idx[k], idx[i], kk, G_ki, True)                   # Gamma_jik = Gamma_jki
+            if root:
+                up = _ancestors(parents, k)
+                for i, (G_ik, G_ki, _) in zip(up, loop_step(
+                        B, ancestor_of_k, [(None, F, S[i], n[k]) for i in up])):
+                    emit("A", idx[i], idx[k], kk, G_ik, False)              # Gamma_ijk
+                    emit("A", idx[k], idx[i], kk, G_ki, True)               # Gamma_jik = Gamma_jki
+            else:
+                i = k
+                while parents[i] >= 0:
+                    G_ik, G_ki, F = ancestor_of_k(B, Xup[i], F, S[parents[i]], n[k])
+                    i = parents[i]
+                    emit("A", idx[i], idx[k], kk, G_ik, False)              # Gamma_ijk
+                    emit("A", idx[k], idx[i], kk, G_ki, True)               # Gamma_jik = Gamma_jki
             j = k                                                             # line 7
             while parents[j] >= 0:                                            # line 8
                 Bt, h, Gjj, G3, same, F = ancestor_j(B, Xup[j], Bt, h, S[parents[j]],
@@ -88,16 +98,35 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
                 j = parents[j]                                                # line 20
                 emit("A", idx[j], idx[j], kk, Gjj, True)
                 emit("C", kk, idx[j], idx[j], G3, not same)
-                i = j
-                while parents[i] >= 0:                                        # line 11
-                    G_ij, G_ji, G_kij, F = ancestor_of_j(B, Xup[i], F, S[parents[i]], n[j])
-                    i = parents[i]                                            # line 16
-                    emit("A", idx[i], idx[j], kk, G_ij, True)               # line 12
-                    emit("A", idx[j], idx[i], kk, G_ji, True)               # line 13
-                    emit("C", kk, idx[i], idx[j], G_kij, True)              # line 14
+                if root:                                                      # lines 11-16
+                    up = _ancestors(parents, j)
+                    for i, (G_ij, G_ji, G_kij, _) in zip(up, loop_step(
+                            B, ancestor_of_j, [(None, F, S[i], n[j]) for i in up])):
+                        emit("A", idx[i], idx[j], kk, G_ij, True)           # line 12
+                        emit("A", idx[j], idx[i], kk, G_ji, True)           # line 13
+                        emit("C", kk, idx[i], idx[j], G_kij, True)          # line 14
+                else:
+                    i = j
+                    while parents[i] >= 0:                                    # line 11
+                        G_ij, G_ji, G_kij, F = ancestor_of_j(B, Xup[i], F, S[parents[i]],
+                                                             n[j])
+                        i = parents[i]                                        # line 16
+                        emit("A", idx[i], idx[j], kk, G_ij, True)           # line 12
+                        emit("A", idx[j], idx[i], kk, G_ji, True)           # line 13
+                        emit("C", kk, idx[i], idx[j], G_kij, True)          # line 14
         p = parents[k]
         if p >= 0:
             IC[p] = composite_inertia(B, IC[p], Xup[k], IC[k])                # line 22
+
+
+def _ancestors(parents, j) -> list[int]:
+    """The ancestors of body j, its parent first."""
+    out = []
+    i = parents[j]
+    while i >= 0:
+        out.append(i)
+        i = parents[i]
+    return out
 
 
 @step
@@ -214,7 +243,8 @@ def christoffel(model: Model, q: Array, *, frame: str = "body",
     ``frame="body"`` runs the listing (body coordinates, force blocks moved up per ancestor);
     ``frame="root"`` the same recursion with every quantity in its tree's root coordinates
     (paper 000 footnote 2, as :func:`~symdyn.algorithms.coriolis.coriolis_matrix`): no transforms
-    below the root poses, and the innermost loop's blocks are independent of each other.
+    below the root poses, and the ancestor loops' blocks are independent of each other (each
+    loop one :func:`~symdyn.algorithms.steps.loop_step`, recorded once by the compiled form).
     """
     if frame not in FRAMES:
         raise ValueError(f"unknown frame {frame!r}; choose 'body' or 'root'")

@@ -14,7 +14,7 @@ arrays, ``None`` allowed); everything an algorithm computes should happen inside
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..backends._plain import DirectCall
 from ..types import Backend
@@ -48,6 +48,17 @@ def matmul_step(fn: F) -> F:
     run it as a native product of the dense blocks (the recording backend's matmul kernels)."""
     fn.matmul = True  # type: ignore[attr-defined]
     return dense_step(fn)
+
+
+def loop_step(B: Backend, fn: Callable, calls: Sequence[tuple]) -> list:
+    """``[fn(B, *args) for args in calls]`` for a :func:`step` ``fn`` whose calls do not read
+    each other's results (an ancestor loop whose blocks need no transform): a backend that
+    records steps may record the loop as one (the recording backend's ``call_steps``: the
+    first call traced, the others taken as the same kernel at other addresses)."""
+    hook = getattr(B, "call_steps", None)
+    if hook is None:
+        return [fn(B, *args) for args in calls]
+    return hook(fn.__wrapped_step__, calls)  # type: ignore[attr-defined]
 
 
 def run_as_step(B: Backend, fn: Callable, *args: Any) -> Any:

@@ -11,7 +11,10 @@ This form keeps the program's loop instead. Recording (the algorithms' loop bodi
   entry lives in memory, or a literal); a step called with them is traced with CasADi once per
   *signature* (the step, its static arguments such as the joint kind, and the memory pattern of
   its array arguments) into a kernel, and every call becomes one instruction
-  ``kernel(arguments...) -> a fresh block of the workspace``;
+  ``kernel(arguments...) -> a fresh block of the workspace``; a loop of calls independent of
+  each other (:func:`~symdyn.algorithms.steps.loop_step`: christoffel's ancestor loops in root
+  coordinates) is matched once, its other calls taken as the first's kernel on other blocks of
+  the same pattern (the same program, recorded without matching each call again);
 * model constants (tree transforms, inertias by their 10 parameters, armature) are read from a
   table of numbers, one block per body, so that bodies of one joint kind share their kernels;
 * literal values (a joint's motion subspace, zeros, gravity) are baked into the kernels, and a

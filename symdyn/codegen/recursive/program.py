@@ -48,6 +48,10 @@ def decode(a: int) -> tuple[int, int]:
 # whole blocks is a native kernel (Kernel.native): the C loop runs a product loop for it and
 # its traced kernel serves only evaluate/lower; such kernels are never fused.
 
+# Recorder._pattern keeps the patterns of this many recent Refs (a loop's varying arguments
+# recur: a body's motion subspace in the loops of all its descendants)
+PATTERNS_KEPT = 4096
+
 # At most this many independent consecutive calls of one kernel are fused into one call
 # (Recorder._fuse_runs): 8 takes most of the gain on the ancestor loops of coriolis_matrix and
 # rnea_derivatives, 16 is no faster on chains of 40-160 bodies and doubles the variants' code
@@ -157,6 +161,9 @@ class RecordingBackend:
     # hooks
     def call_step(self, fn: Callable, args: tuple) -> Any:
         return self._recorder.call(fn, args)
+
+    def call_steps(self, fn: Callable, calls: Sequence[tuple]) -> list:
+        return self._recorder.call_loop(fn, calls)
 
     def model_constants(self, model) -> Any:
         return self._recorder.model_constants(model)
@@ -285,9 +292,9 @@ class RecordingBackend:
     def block(blocks) -> Ref:
         return _cat([_cat([RecordingBackend._ref(b) for b in row], 1) for row in blocks], 0)
 
-    @staticmethod
-    def assign(x: Ref, r, c, v) -> Ref:
+    def assign(self, x: Ref, r, c, v) -> Ref:
         """x[r, c] = v in place (ints or slices), as the other backends' ``assign``."""
+        self._recorder.changed(x)
         v = RecordingBackend._ref(v)
         shape = x.addr[r, c].shape
         x.addr[r, c] = v.addr.reshape(shape)
@@ -300,19 +307,23 @@ class RecordingBackend:
     def tensor3(n1: int, n2: int, n3: int) -> Ref:
         return Ref(np.full((n1, n2, n3), -1))
 
-    @staticmethod
-    def assign3(T: Ref, i, j, k, v) -> Ref:
+    def assign3(self, T: Ref, i, j, k, v) -> Ref:
         """T[i, j, k] = v in place (ints or slices; v over the sliced axes, in order)."""
+        self._recorder.changed(T)
         v = RecordingBackend._ref(v)
+        if v.addr.size == 1:       # one entry (1-dof joints' blocks): scalar stores
+            at = (_index(i), _index(j), _index(k))
+            if None not in at:
+                T.addr[at], T.lit[at], T.sign[at] = v.addr.flat[0], v.lit.flat[0], v.sign.flat[0]
+                return T
         shape = T.addr[i, j, k].shape
         T.addr[i, j, k] = v.addr.reshape(shape)
         T.lit[i, j, k] = v.lit.reshape(shape)
         T.sign[i, j, k] = v.sign.reshape(shape)
         return T
 
-    @staticmethod
-    def set3(T: Ref, i: int, j: int, k: int, v) -> Ref:
-        return RecordingBackend.assign3(T, i, j, k, v)
+    def set3(self, T: Ref, i: int, j: int, k: int, v) -> Ref:
+        return self.assign3(T, i, j, k, v)
 
     @staticmethod
     def page(T: Ref, k: int) -> Ref:
@@ -330,6 +341,15 @@ class RecordingBackend:
             return Ref.literal([[float(x)]])
         raise TypeError(f"cannot record a {type(x).__name__} (a recorded algorithm passes "
                         "recorded values and numbers)")
+
+
+def _index(x) -> int | None:
+    """The one index an int or a slice of length one selects (None: another slice)."""
+    if isinstance(x, slice):
+        if x.step is None and x.start is not None and x.stop == x.start + 1 and x.start >= 0:
+            return x.start
+        return None
+    return int(x) if isinstance(x, (int, np.integer)) else None
 
 
 @dataclass
@@ -487,6 +507,7 @@ class Recorder:
         self._consts: dict[int, Any] = {}
         self._axes: dict[int, Ref] = {}
         self._fused_by_key: dict[Any, int] = {}
+        self._patterns: dict[int, tuple[Ref, tuple[tuple, int]]] = {}   # see _pattern
         self.t_trace = 0.0
         self.max_instructions = max_instructions
         self.n_traced = 0                  # SX instructions of the traced kernels with results
@@ -687,8 +708,116 @@ class Recorder:
         kern = self.kernels[k]
         kern.calls += 1
         outs = tuple(self._alloc(n) for n in kern.out_sizes)
+        lo_list = lo.tolist()
         if outs:
-            self.instructions.append((k, tuple(lo.tolist()), outs))
+            self.instructions.append((k, tuple(lo_list), outs))
+        self._last = (fn, args, leaves, k, lo_list, inv, dyn_mask)
+        return _rebuild(kern.out_tree, outs, leaves)
+
+    def call_loop(self, fn: Callable, calls: Sequence[tuple]) -> list:
+        """:meth:`call` of each argument tuple of ``calls``: calls independent of each other
+        that differ from the first only in which memory blocks some arguments are (an ancestor
+        loop: the same pattern at other addresses) are recorded from the first's kernel and
+        argument groups, without tracing or matching them again; any other is a full call."""
+        out: list = []
+        ref = None
+        for args in calls:
+            r = self._like(fn, args, ref) if ref is not None else None
+            if r is None:
+                r = self.call(fn, args)
+                ref = self._loop_reference()
+            out.append(r)
+        return out
+
+    def changed(self, ref: Ref) -> None:
+        """``ref`` is being changed in place: forget what was known of it (:meth:`_pattern`)."""
+        self._patterns.pop(id(ref), None)
+
+    def _loop_reference(self):
+        """What :meth:`_like` compares a call with: the last full call, with per argument leaf
+        the one argument group holding all its entries (None: spread over several, shared with
+        another leaf, or none)."""
+        fn, args, leaves, k, lo, inv, dyn_mask = self._last
+        if (self.gather and getattr(fn, "dense_arguments", False)) or \
+                any(not isinstance(a, (Ref, int, float, bool, type(None))) for a in args):
+            return None
+        groups: list = []
+        at = 0
+        inv_at = 0
+        for leaf in leaves:
+            n = leaf.addr.size
+            dm = dyn_mask[at:at + n]
+            m = int(dm.sum())
+            g = inv[inv_at:inv_at + m]
+            groups.append(int(g[0]) if m and (g == g[0]).all() else None)
+            at += n
+            inv_at += m
+        for p, g in enumerate(groups):
+            if g is not None and groups.count(g) > 1:
+                groups[p] = None
+        return (fn, args, [self._pattern(leaf) for leaf in leaves], k, lo, groups)
+
+    def _pattern(self, ref: Ref) -> tuple[tuple, int]:
+        """``(pattern, base)`` of a Ref: its entries as offsets from its least dynamic address
+        ``base``, signs and literals (equal patterns: the same value at another address).
+        Memoized per Ref object (the loop's varying arguments recur, e.g. a body's motion
+        subspace in every loop over its descendants)."""
+        memo = self._patterns
+        hit = memo.pop(id(ref), None)
+        if hit is not None and hit[0] is ref:
+            memo[id(ref)] = hit          # most recent last
+            return hit[1]
+        dyn = ref.addr >= 0
+        base = int(ref.addr[dyn].min()) if dyn.any() else -1
+        key = (ref.addr.shape, np.where(dyn, ref.addr - base, -1).tobytes(), ref.sign.tobytes(),
+               np.where(dyn, 0.0, ref.lit).tobytes())
+        memo[id(ref)] = (ref, (key, base))   # (holding ref: its id is not reused meanwhile)
+        if len(memo) > PATTERNS_KEPT:
+            del memo[next(iter(memo))]
+        return key, base
+
+    def _like(self, fn, args: tuple, ref) -> Any:
+        """The call ``fn(*args)`` recorded like the reference call ``ref``
+        (:meth:`_loop_reference`) where it differs from it only in whole argument groups at
+        other addresses, blocks of the same sizes in the same address order; else None."""
+        rfn, rargs, rpatterns, k, lo, groups = ref
+        if fn is not rfn or len(args) != len(rargs):
+            return None
+        new_lo = list(lo)
+        leaves: list = []
+        p = 0
+        for a, ra in zip(args, rargs):
+            if not isinstance(ra, Ref):
+                if isinstance(a, Ref) or a != ra or type(a) is not type(ra):
+                    return None
+                continue
+            if not isinstance(a, Ref):
+                return None
+            leaves.append(a)
+            pa, pr = self._pattern(a), rpatterns[p]
+            if pa[0] != pr[0]:
+                return None
+            if pa[1] != pr[1]:
+                g = groups[p]
+                if g is None:
+                    return None
+                start = lo[g] + pa[1] - pr[1]
+                end = start + self.kernels[k].function.size1_in(g) - 1
+                # the group's entries at their new place: in one workspace block (table blocks
+                # and entries across blocks: a full call, which makes its own groups)
+                if lo[g] >= CONST_BIT or start < 0 or end >= len(self._w_owner) or \
+                        self._w_owner[start] != self._w_owner[end]:
+                    return None
+                new_lo[g] = start
+            p += 1
+        if any(new_lo[i] >= new_lo[i + 1] for i in range(len(new_lo) - 1)) or \
+                len({self._owner(a) for a in new_lo}) != len(new_lo):
+            return None
+        kern = self.kernels[k]
+        kern.calls += 1
+        outs = tuple(self._alloc(n) for n in kern.out_sizes)
+        if outs:
+            self.instructions.append((k, tuple(new_lo), outs))
         return _rebuild(kern.out_tree, outs, leaves)
 
     def _trace(self, fn, tree, leaves, patterns, sizes, joints) -> int:
