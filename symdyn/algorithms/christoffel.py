@@ -29,6 +29,7 @@ from ..spatial import (congruence, crfbar, cross_force, cross_motion, factorizat
 from .common import entry, joint_kinematics
 from .root_frame import root_inertias, root_kinematics
 from .crba import crba
+from .ltdl import ancestor_lists
 from .steps import loop_step, step
 from ..backends.protocol import as_graph
 from ..types import Array, Backend
@@ -72,6 +73,7 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
     # root coordinates: an ancestor loop moves nothing (Xup None), so its calls are independent
     # of each other and run as one loop step (steps.loop_step: recorded once, not per call)
     root = frame == "root"
+    ancestors = ancestor_lists(parents) if root else []                       # parent first
     IC = list(I)                                                              # lines 1-3
     for k in reversed(range(N)):                                              # line 4
         for b in range(n[k]):                                                 # speeds of joint k
@@ -79,7 +81,7 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
             Bt, h, Gkk, F = speed_terms(B, IC[k], S[k], dSring[k], b)         # line 5
             emit("A", idx[k], idx[k], kk, Gkk, False)
             if root:
-                up = _ancestors(parents, k)
+                up = ancestors[k]
                 for i, (G_ik, G_ki, _) in zip(up, loop_step(
                         B, ancestor_of_k, [(None, F, S[i], n[k]) for i in up])):
                     emit("A", idx[i], idx[k], kk, G_ik, False)              # Gamma_ijk
@@ -99,7 +101,7 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
                 emit("A", idx[j], idx[j], kk, Gjj, True)
                 emit("C", kk, idx[j], idx[j], G3, not same)
                 if root:                                                      # lines 11-16
-                    up = _ancestors(parents, j)
+                    up = ancestors[j]
                     for i, (G_ij, G_ji, G_kij, _) in zip(up, loop_step(
                             B, ancestor_of_j, [(None, F, S[i], n[j]) for i in up])):
                         emit("A", idx[i], idx[j], kk, G_ij, True)           # line 12
@@ -117,16 +119,6 @@ def _christoffel_blocks(B: Backend, model, q, emit, frame: str = "body"):
         p = parents[k]
         if p >= 0:
             IC[p] = composite_inertia(B, IC[p], Xup[k], IC[k])                # line 22
-
-
-def _ancestors(parents, j) -> list[int]:
-    """The ancestors of body j, its parent first."""
-    out = []
-    i = parents[j]
-    while i >= 0:
-        out.append(i)
-        i = parents[i]
-    return out
 
 
 @step

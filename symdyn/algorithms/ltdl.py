@@ -41,7 +41,8 @@ def dof_parents(model) -> list[int]:
 
 
 def ancestor_lists(lam) -> list[list[int]]:
-    """The dof ancestors of each dof, nearest first."""
+    """The ancestors of each node of a parent array in which parents precede their children
+    (``lam``: each dof's dof ancestors; ``model.parents``: each body's), nearest first."""
     anc: list[list[int]] = []
     for j in lam:
         anc.append([] if j < 0 else [j] + anc[j])

@@ -779,7 +779,8 @@ class Recorder:
     def _like(self, fn, args: tuple, ref) -> Any:
         """The call ``fn(*args)`` recorded like the reference call ``ref``
         (:meth:`_loop_reference`) where it differs from it only in whole argument groups at
-        other addresses, blocks of the same sizes in the same address order; else None."""
+        other addresses: each moved group within one workspace block, the groups in the same
+        address order, each in a block of its own; else None."""
         rfn, rargs, rpatterns, k, lo, groups = ref
         if fn is not rfn or len(args) != len(rargs):
             return None
