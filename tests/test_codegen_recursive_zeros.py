@@ -1,5 +1,6 @@
 """The recursive form writes the entries off a tree's sparsity (literal zeros) as runs of stores:
-every entry of every result is written, whatever the result memory held before."""
+every entry of every result is written, whatever the result memory held before (the vector
+kernels leave them to the batch wrapper: tests/test_codegen_simd.py)."""
 from __future__ import annotations
 
 import numpy as np

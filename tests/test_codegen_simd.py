@@ -265,3 +265,41 @@ def test_small_batches_run_in_the_extension(lib):
     args[1][2, 0] = np.inf
     with pytest.raises(ValueError, match="state 2 has NaN or inf"):
         f.batch(*args)
+
+
+_DIRTY_CHECK = """
+import sys
+import numpy as np
+from symdyn.codegen import build
+from symdyn.models import random_tree
+model = random_tree(12, seed=2)
+lib = build(model, ["rnea_derivatives"], form="recursive", opt="-O1", cache_dir=sys.argv[1],
+            progress=False, simd=(sys.argv[2],))
+f = lib["rnea_derivatives"]
+rng = np.random.default_rng(3)
+n = 4 * f.simd_width + 1
+args = (np.stack([model.random_q(rng) for _ in range(n)]), rng.uniform(-1, 1, (n, model.nv)),
+        rng.uniform(-1, 1, (n, model.nv)))
+want = f.batch(*args, simd=False, threads=1)
+args[1][1] = np.nan                 # a NaN state: NaN rows in the output, not in the blocks
+for stream in (False, True, False):
+    got = f.batch(*args, simd=True, threads=1, stream=stream, nan="propagate")
+    for g, w in zip(got, want):
+        assert np.isnan(g[1]).all()
+        np.testing.assert_allclose(np.delete(g, 1, 0), np.delete(w, 1, 0), atol=1e-10)
+"""
+
+
+@needs_vectors
+def test_recursive_vector_blocks_are_zeroed_before_use(tmp_path):
+    """The recursive form's vector kernels leave the outputs' structural zeros (entries off the
+    tree's sparsity: most of random_tree(12)'s derivatives) unwritten; the wrapper zeroes its
+    blocks once per thread, so they hold zeros there even where malloc hands back dirty memory
+    (glibc's MALLOC_PERTURB_ fills it; in a subprocess, where that takes effect)."""
+    import os
+    import sys
+
+    env = dict(os.environ, MALLOC_PERTURB_="165")
+    run = subprocess.run([sys.executable, "-c", _DIRTY_CHECK, str(tmp_path), _host()[0]],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]

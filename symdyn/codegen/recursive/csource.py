@@ -388,7 +388,8 @@ def _vector_entry(prog: Program, fname: str, target: str, kernels: dict, p: str,
                   fast_trig: bool) -> str:
     """The program's loop over vector kernels (:mod:`symdyn.codegen.simd`): every address is
     the same, in units of W-lane vectors; base 1 is the constant table broadcast into ``w`` by
-    ``<fname>_<target>_prepare``."""
+    ``<fname>_<target>_prepare``. The outputs' structural zeros are left unwritten: the batch
+    wrapper zeroes its output blocks once per thread, not once per block of states."""
     from .. import simd
 
     t, T, P = target, target.upper(), p.upper()
@@ -427,13 +428,9 @@ SYMDYN_{T}_FN void symdyn_matmul_{t}(symdyn_{t}* C, const symdyn_{t}* A, const s
                for j, (start, n) in enumerate(prog.inputs)]
     copy_out = []
     for o, (entries, codes, signs, shape) in enumerate(prog.outputs):
+        # structural zeros are not written: the batch wrapper zeroes its output blocks once
         zero = np.array([_is_zero(prog, c) for c in codes.tolist()], dtype=bool)
-        if zero.any():
-            runs = _runs(entries[zero])
-            copy_out.append(f"  for (e = 0; e < {runs.size}; e += 2) {{ symdyn_{t}* z = res[{o}] + "
-                            f"{p}_z{o}[e]; for (j = 0; j < {p}_z{o}[e + 1]; ++j) "
-                            f"z[j] = SYMDYN_{T}_SPLAT(0.0); }}")
-            entries, codes, signs = entries[~zero], codes[~zero], signs[~zero]
+        entries, codes, signs = entries[~zero], codes[~zero], signs[~zero]
         if not entries.size:
             continue
         value = (f"(double){p}_s{o}[e] * *{P}_AT({p}_c{o}[e])" if bool((signs < 0).any())
