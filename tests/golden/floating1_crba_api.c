@@ -43,7 +43,8 @@
 typedef int (*symdyn_fn)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
 /* a vector variant (symdyn/codegen/simd.py): f evaluates w states stored state-minor (entry j of
  * an input or output block: w consecutive doubles), with sz_w() doubles of work that prepare()
- * initializes once; cpu: its index in symdyn_cpu_has */
+ * initializes once; output blocks are zeroed once and f may leave structural zeros unwritten
+ * (the recursive form does); cpu: its index in symdyn_cpu_has */
 typedef void (*symdyn_vfn)(const double* const*, double* const*, double*);
 typedef struct {
   symdyn_vfn f;
@@ -269,6 +270,7 @@ static int symdyn_buffers_alloc(const symdyn_desc* d, const symdyn_vec* v, symdy
   }
   for (k = 0, off = 0; k < d->n_in; off += d->nin[k] * v->w, ++k) b->varg[k] = b->vblock + off;
   for (k = 0; k < d->n_out; off += d->nout[k] * v->w, ++k) b->vres[k] = b->vblock + off;
+  memset(b->vblock, 0, sizeof(double) * (size_t)((n_vin + n_all) * v->w));
   v->prepare(b->vw);
   return 0;
 }
