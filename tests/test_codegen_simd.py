@@ -4,7 +4,9 @@ quaternion and thread behaviour; the extension's fast path for small batches."""
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
+import sys
 
 import casadi as ca
 import numpy as np
@@ -296,9 +298,6 @@ def test_recursive_vector_blocks_are_zeroed_before_use(tmp_path):
     tree's sparsity: most of random_tree(12)'s derivatives) unwritten; the wrapper zeroes its
     blocks once per thread, so they hold zeros there even where malloc hands back dirty memory
     (glibc's MALLOC_PERTURB_ fills it; in a subprocess, where that takes effect)."""
-    import os
-    import sys
-
     env = dict(os.environ, MALLOC_PERTURB_="165")
     run = subprocess.run([sys.executable, "-c", _DIRTY_CHECK, str(tmp_path), _host()[0]],
                          env=env, capture_output=True, text=True, timeout=600)
