@@ -275,7 +275,7 @@ import numpy as np
 from symdyn.codegen import build
 from symdyn.models import random_tree
 model = random_tree(12, seed=2)
-lib = build(model, ["rnea_derivatives"], form="recursive", opt="-O1", cache_dir=sys.argv[1],
+lib = build(model, ["rnea_derivatives"], form=sys.argv[3], opt="-O1", cache_dir=sys.argv[1],
             progress=False, simd=(sys.argv[2],))
 f = lib["rnea_derivatives"]
 rng = np.random.default_rng(3)
@@ -293,12 +293,15 @@ for stream in (False, True, False):
 
 
 @needs_vectors
-def test_recursive_vector_blocks_are_zeroed_before_use(tmp_path):
+# ids without "recursive", which conftest marks slow in this module: this build is small
+@pytest.mark.parametrize("form", ["recursive", "unrolled"], ids=["zeros-skipped", "all-written"])
+def test_vector_outputs_are_whole_from_dirty_blocks(tmp_path, form):
     """The recursive form's vector kernels leave the outputs' structural zeros (entries off the
-    tree's sparsity: most of random_tree(12)'s derivatives) unwritten; the wrapper zeroes its
-    blocks once per thread, so they hold zeros there even where malloc hands back dirty memory
-    (glibc's MALLOC_PERTURB_ fills it; in a subprocess, where that takes effect)."""
+    tree's sparsity: most of random_tree(12)'s derivatives) unwritten and the wrapper zeroes
+    their output blocks once per thread; the unrolled form's write every entry and get no
+    zeroing. Either way the outputs are whole where malloc hands back dirty memory (glibc's
+    MALLOC_PERTURB_ fills it; in a subprocess, where that takes effect)."""
     env = dict(os.environ, MALLOC_PERTURB_="165")
-    run = subprocess.run([sys.executable, "-c", _DIRTY_CHECK, str(tmp_path), _host()[0]],
+    run = subprocess.run([sys.executable, "-c", _DIRTY_CHECK, str(tmp_path), _host()[0], form],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

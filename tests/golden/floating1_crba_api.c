@@ -43,14 +43,15 @@
 typedef int (*symdyn_fn)(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);
 /* a vector variant (symdyn/codegen/simd.py): f evaluates w states stored state-minor (entry j of
  * an input or output block: w consecutive doubles), with sz_w() doubles of work that prepare()
- * initializes once; output blocks are zeroed once and f may leave structural zeros unwritten
- * (the recursive form does); cpu: its index in symdyn_cpu_has */
+ * initializes once; zeros: 1 when f leaves its outputs' structural zeros unwritten (the
+ * recursive form), whose output blocks the wrapper then zeroes once per thread; cpu: its index
+ * in symdyn_cpu_has */
 typedef void (*symdyn_vfn)(const double* const*, double* const*, double*);
 typedef struct {
   symdyn_vfn f;
   void (*prepare)(double*);
   long long (*sz_w)(void);
-  int w, cpu;
+  int w, cpu, zeros;
   int (*pack)(const double*, long long, double*, int);      /* rows of m states -> block;
                                                               0: some entry is NaN or inf */
   void (*unpack)(const double*, long long, double*, int);   /* block -> rows of m states */
@@ -270,7 +271,7 @@ static int symdyn_buffers_alloc(const symdyn_desc* d, const symdyn_vec* v, symdy
   }
   for (k = 0, off = 0; k < d->n_in; off += d->nin[k] * v->w, ++k) b->varg[k] = b->vblock + off;
   for (k = 0; k < d->n_out; off += d->nout[k] * v->w, ++k) b->vres[k] = b->vblock + off;
-  memset(b->vblock, 0, sizeof(double) * (size_t)((n_vin + n_all) * v->w));
+  if (v->zeros && d->n_out) memset(b->vres[0], 0, sizeof(double) * (size_t)(n_all * v->w));
   v->prepare(b->vw);
   return 0;
 }
