@@ -305,3 +305,32 @@ def test_vector_outputs_are_whole_from_dirty_blocks(tmp_path, form):
     run = subprocess.run([sys.executable, "-c", _DIRTY_CHECK, str(tmp_path), _host()[0], form],
                          env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+
+
+@needs_vectors
+@pytest.mark.parametrize("straight", [True, False], ids=["straight-line", "table"])
+def test_programs_as_straight_line_or_table(tmp_path, monkeypatch, straight):
+    """Programs of up to STRAIGHT_MAX_CALLS step calls are straight-line C, longer ones a table
+    and its loop. Both, in the scalar and the vector entry, with signed gathers and native
+    products (aba_second_derivatives of a 7-link chain), equal NumPy."""
+    import symdyn as sd
+    from symdyn.codegen.recursive import csource
+    from symdyn.models import serial_chain
+
+    monkeypatch.setattr(csource, "STRAIGHT_MAX_CALLS", 10 ** 9 if straight else 0)
+    model = serial_chain(7, seed=3)
+    lib = build(model, ["aba_second_derivatives"], form="recursive", cache_dir=tmp_path,
+                opt="-O1", simd=_host()[:1], progress=False)
+    f = lib["aba_second_derivatives"]
+    assert f.meta["recursive"]["straight"] is straight and f.simd_width > 1
+    source = next(tmp_path.rglob(f"{f.meta['fname']}.c")).read_text()
+    table = f"symdyn_{csource.kernel_prefix(f.meta['fname'])}_prog"   # the table's C name
+    assert (table in source) is not straight
+    rng = np.random.default_rng(4)
+    Q = np.array([model.random_q(rng) for _ in range(11)])
+    V, T = rng.uniform(-1, 1, (2, 11, model.nv))
+    for batch in (f.batch(Q, V, T, simd=True), f.batch(Q, V, T, simd=False)):
+        for b in (0, 7, 10):
+            for o, r in zip(batch, sd.aba_second_derivatives(model, Q[b], V[b], T[b]),
+                            strict=True):
+                np.testing.assert_allclose(o[b], r, rtol=1e-12, atol=1e-10)
