@@ -16,6 +16,7 @@ import pytest
 import symdyn as sd
 from symdyn.codegen import BuildError, build
 from symdyn.codegen import loader as cg_loader
+from symdyn.codegen.loader import CompiledFunction
 from symdyn.models import random_tree
 from conftest import requires_cc
 
@@ -295,19 +296,20 @@ def test_auto_threads(monkeypatch):
 
 
 def test_auto_threads_follow_the_work(lib, monkeypatch):
-    """threads=None passes auto_threads(states x estimated ns a state) to C (out= takes the
-    Python path: exact-array calls of small batches run on one thread in the extension)."""
+    """threads=None passes auto_threads(states x estimated ns a state) to C (in the Python
+    batch, called directly: the extension runs exact-array calls of small batches on one
+    thread without asking it)."""
     seen = []
     monkeypatch.setattr(cg_loader, "auto_threads", lambda ns: seen.append(ns) or 2)
     f = lib["crba"]
     Q = _states(_fmodel(), 20, seed=12)["q"]
     out = np.empty((20, *f.output_shapes[0]))
-    np.testing.assert_array_equal(f.batch(Q, out=out), _loop(f, [Q])[0])
+    np.testing.assert_array_equal(CompiledFunction.batch(f, Q, out=out), _loop(f, [Q])[0])
     assert len(seen) == 1 and seen[0] == pytest.approx(20 * f._state_ns) and seen[0] > 0
     # batches of 32 states or more average their measured time into the estimate
     before = f._state_ns
     Q = _states(_fmodel(), 64, seed=14)["q"]
-    f.batch(Q, threads=1)
+    CompiledFunction.batch(f, Q, threads=1)
     assert f._state_ns != before and f._state_ns > 0
 
 
@@ -329,15 +331,15 @@ def test_automatic_threads_follow_measured_times(lib, monkeypatch):
         return real(*args)
 
     f._batch = spy
-    # a keyword keeps the call in Python (the extension runs exact-array calls of batches that
+    # the Python batch, called directly (the extension runs exact-array calls of batches that
     # auto_threads gives one thread, without asking it)
     for _ in range(3):
-        np.testing.assert_array_equal(f.batch(Q, nan="raise"), ref)
+        np.testing.assert_array_equal(CompiledFunction.batch(f, Q), ref)
     assert used[:2] == [2, 1] and set(f._tune) == {1, 2}
     f._tune = {1: 10.0, 2: 50.0}                 # one thread measured faster
     used.clear()
     f._tune_calls = 0
     for _ in range(32):
-        f.batch(Q, nan="raise")
+        CompiledFunction.batch(f, Q)
         f._tune = {1: 10.0, 2: 50.0}
     assert used.count(2) == 2 and used.count(1) == 30

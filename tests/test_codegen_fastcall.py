@@ -76,6 +76,31 @@ def test_results_are_fresh_arrays_owned_by_the_caller(libs):
     assert not np.allclose(M1, M2)
 
 
+def test_batches_of_several_outputs_into_out_tuples(libs):
+    """out= of a function with several outputs: a tuple of arrays, filled and returned as given
+    by the extension; a list or a wrong array goes to the Python path (same results, its
+    errors)."""
+    from symdyn.codegen.loader import CompiledFunction
+
+    model, lib = libs["fixed"]
+    f = lib.coriolis_matrix
+    rng = np.random.default_rng(4)
+    Q = np.stack([model.random_q(rng) for _ in range(6)])
+    QD = rng.uniform(-1, 1, (6, model.nv))
+    want = CompiledFunction.batch(f, Q, QD)
+    outs = tuple(np.full((6, *s), np.nan) for s in f.output_shapes)
+    assert f.batch(Q, QD, out=outs, threads=1) is outs
+    as_list = [np.full((6, *s), np.nan) for s in f.output_shapes]
+    assert f.batch(Q, QD, out=as_list) is as_list
+    for got in (outs, as_list):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(TypeError, match="a tuple of 3 arrays"):
+        f.batch(Q, QD, out=outs[:2])
+    with pytest.raises(TypeError, match="dtype float64"):
+        f.batch(Q, QD, out=(outs[0], outs[1], outs[2].astype(np.float32)))
+
+
 def test_other_inputs_take_the_python_path_with_its_conversions_and_errors(libs):
     model, lib = libs["fixed"]
     q, qd, qdd = _state(model, 4)

@@ -248,10 +248,13 @@ def test_unsupported_operation_is_reported():
 
 
 def test_small_batches_run_in_the_extension(lib):
-    """Exact-array calls of small batches are handled by the fastcall extension; they equal
-    the Python path and fall back to it for its errors."""
+    """Exact-array calls are handled by the fastcall extension, out= arrays and plain keyword
+    values included; they equal the Python path (``CompiledFunction.batch``) and fall back to
+    it for its conversions and errors."""
     from symdyn.codegen import fastcall
+    from symdyn.codegen.loader import CompiledFunction
 
+    on = fastcall.status() == "on"
     f = lib["rnea"].copy()
     calls = []
     real = f._batch
@@ -262,11 +265,47 @@ def test_small_batches_run_in_the_extension(lib):
 
     f._batch = spy
     args = _args(f, _states(_model(), 5, seed=7))
-    np.testing.assert_array_equal(f.batch(*args), f.batch(*args, nan="raise"))
-    assert calls == ([5] if fastcall.status() == "on" else [5, 5])
+    want = CompiledFunction.batch(f, *args)
+    assert calls == [5]
+    calls.clear()
+    np.testing.assert_array_equal(f.batch(*args), want)
+    out = np.full_like(want, np.nan)
+    for kw in ({"out": out}, {"out": out, "threads": 1, "simd": False, "stream": True},
+               {"out": out, "threads": 2, "nan": "propagate", "stream": None},
+               {"threads": None, "simd": True, "nan": "raise", "out": None}):
+        out[:] = np.nan
+        got = f.batch(*args, **kw)
+        assert (got is out) == (kw["out"] is not None), kw
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    assert calls == ([] if on else [5] * 4)
+    # the Python path's conversions: NumPy scalars as keyword values, other dtypes
+    calls.clear()
+    np.testing.assert_allclose(f.batch(*args, threads=np.int64(1), simd=np.True_), want,
+                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(f.batch(*[a.astype(np.float32) for a in args]),
+                               CompiledFunction.batch(f, *[a.astype(np.float32) for a in args]))
+    assert len(calls) == 3
+    # and its errors, named
+    with pytest.raises(ValueError, match="must have shape"):
+        f.batch(*args, out=np.empty((4, f.output_shapes[0][0])))
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        f.batch(*args, out=np.empty((f.output_shapes[0][0], 5)).T)
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.empty_like(want)
+        ro.flags.writeable = False
+        f.batch(*args, out=ro)
+    with pytest.raises(ValueError, match="threads must be"):
+        f.batch(*args, threads=0)
+    with pytest.raises(ValueError, match="nan must be"):
+        f.batch(*args, nan="ignore")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        f.batch(*args, outs=out)
     args[1][2, 0] = np.inf
     with pytest.raises(ValueError, match="state 2 has NaN or inf"):
-        f.batch(*args)
+        f.batch(*args, out=out)
+    got = f.batch(*args, out=out, nan="propagate")
+    assert np.isnan(got[2]).all() and np.isfinite(np.delete(got, 2, axis=0)).all()
+    np.testing.assert_array_equal(np.delete(got, 2, axis=0), np.delete(want, 2, axis=0))
 
 
 _DIRTY_CHECK = """

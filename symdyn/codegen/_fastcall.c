@@ -119,10 +119,77 @@ static PyObject *python_batch(Function *self, PyObject *const *args, Py_ssize_t 
     return res;
 }
 
-/* batch(*arrays): C-contiguous float64 arrays of shape (B, n_k), no keywords, and a batch small
- * enough for one thread (batch_max) run here: fresh outputs, the GIL released around C. Any
- * other call, and any nonzero status (NaN/inf or a bad quaternion in some state), goes to the
- * Python batch, which raises the named errors. */
+/* An out= array for output k of a batch of n states: an exact, writeable, C-contiguous,
+ * native float64 array of shape (n, *output shape). */
+static int is_batch_out(Function *self, PyObject *a, Py_ssize_t k, npy_intp n) {
+    PyArrayObject *x = (PyArrayObject *)a;
+    int d;
+    if (!PyArray_CheckExact(a) || PyArray_TYPE(x) != NPY_DOUBLE || !PyArray_ISCARRAY(x)
+        || PyArray_ISBYTESWAPPED(x) || PyArray_NDIM(x) != self->out_ndim[k] + 1
+        || PyArray_DIM(x, 0) != n)
+        return 0;
+    for (d = 0; d < self->out_ndim[k]; d++)
+        if (PyArray_DIM(x, d + 1) != self->out_dims[k][d]) return 0;
+    return 1;
+}
+
+/* The batch's keywords, where C can take them as they are: out (checked against n later),
+ * threads (None or a positive int), stream (None, True or False), simd (True or False) and nan
+ * ("raise" or "propagate"). 0 for anything else: the Python batch then converts or raises. */
+typedef struct {
+    PyObject *out;
+    int threads, stream, simd, propagate;
+} BatchOptions;
+
+static int batch_options(PyObject *const *values, PyObject *kwnames, BatchOptions *o) {
+    Py_ssize_t k, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    o->out = NULL;
+    o->threads = 0;          /* None: one thread for batches up to batch_max */
+    o->stream = -1;
+    o->simd = 1;
+    o->propagate = 0;
+    for (k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k), *v = values[k];
+        if (PyUnicode_CompareWithASCIIString(key, "out") == 0) {
+            if (v != Py_None) o->out = v;
+        } else if (PyUnicode_CompareWithASCIIString(key, "threads") == 0) {
+            if (v == Py_None) continue;
+            if (!PyLong_CheckExact(v)) return 0;
+            long t = PyLong_AsLong(v);
+            if (t == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (t < 1 || t > 4096) return 0;
+            o->threads = (int)t;
+        } else if (PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+            if (v == Py_None) o->stream = -1;
+            else if (v == Py_True) o->stream = 1;
+            else if (v == Py_False) o->stream = 0;
+            else return 0;
+        } else if (PyUnicode_CompareWithASCIIString(key, "simd") == 0) {
+            if (v == Py_True) o->simd = 1;
+            else if (v == Py_False) o->simd = 0;
+            else return 0;
+        } else if (PyUnicode_CompareWithASCIIString(key, "nan") == 0) {
+            if (!PyUnicode_CheckExact(v)) return 0;
+            if (PyUnicode_CompareWithASCIIString(v, "raise") == 0) o->propagate = 0;
+            else if (PyUnicode_CompareWithASCIIString(v, "propagate") == 0) o->propagate = 1;
+            else return 0;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* batch(*arrays, **options): C-contiguous float64 arrays of shape (B, n_k), the keywords as
+ * batch_options takes them, out= arrays as is_batch_out takes them (an array, or a tuple of
+ * arrays for several outputs), and either an explicit thread count or a batch small enough
+ * for one thread (batch_max) run here, the GIL released around C. Any other call, and any
+ * nonzero status that is an error (NaN/inf unless nan="propagate", a bad quaternion), goes to
+ * the Python batch, which converts, checks and raises the named errors; it evaluates again
+ * (into the same out= arrays), so results never depend on the path. */
 static PyObject *function_batch(PyObject *obj, PyObject *const *args, Py_ssize_t nargsf,
                                 PyObject *kwnames) {
     Function *self = (Function *)obj;
@@ -132,9 +199,10 @@ static PyObject *function_batch(PyObject *obj, PyObject *const *args, Py_ssize_t
     PyObject *outs[MAX_IO];
     npy_intp n = -1, dims[MAX_NDIM + 1];
     long long bad[2];
-    int status, d;
-    if (self->batch == NULL || !self->direct || (kwnames && PyTuple_GET_SIZE(kwnames))
-        || nargs != self->n_in)
+    int status, d, threads;
+    BatchOptions o;
+    if (self->batch == NULL || !self->direct || nargs != self->n_in
+        || !batch_options(args + nargs, kwnames, &o))
         return python_batch(self, args, nargs, kwnames);
     for (k = 0; k < nargs; k++) {
         PyArrayObject *x = (PyArrayObject *)args[k];
@@ -145,23 +213,43 @@ static PyObject *function_batch(PyObject *obj, PyObject *const *args, Py_ssize_t
         n = PyArray_DIM(x, 0);
         in[k] = (const double *)PyArray_DATA(x);
     }
-    if (n < 1 || n > self->batch_max) return python_batch(self, args, nargs, kwnames);
-    for (k = 0; k < self->n_out; k++) {
-        dims[0] = n;
-        for (d = 0; d < self->out_ndim[k]; d++) dims[d + 1] = self->out_dims[k][d];
-        outs[k] = PyArray_SimpleNew(self->out_ndim[k] + 1, dims, NPY_DOUBLE);
-        if (outs[k] == NULL) {
-            release(outs, k);
-            return NULL;
+    if (n < 1 || (o.threads == 0 && n > self->batch_max))
+        return python_batch(self, args, nargs, kwnames);
+    threads = o.threads ? o.threads : 1;
+    if (o.out != NULL) {
+        PyObject *const *given = &o.out;
+        if (self->n_out > 1) {
+            if (!PyTuple_CheckExact(o.out) || PyTuple_GET_SIZE(o.out) != self->n_out)
+                return python_batch(self, args, nargs, kwnames);
+            given = &PyTuple_GET_ITEM(o.out, 0);
         }
-        out[k] = (double *)PyArray_DATA((PyArrayObject *)outs[k]);
+        for (k = 0; k < self->n_out; k++) {
+            if (!is_batch_out(self, given[k], k, n))
+                return python_batch(self, args, nargs, kwnames);
+            out[k] = (double *)PyArray_DATA((PyArrayObject *)given[k]);
+        }
+    } else {
+        for (k = 0; k < self->n_out; k++) {
+            dims[0] = n;
+            for (d = 0; d < self->out_ndim[k]; d++) dims[d + 1] = self->out_dims[k][d];
+            outs[k] = PyArray_SimpleNew(self->out_ndim[k] + 1, dims, NPY_DOUBLE);
+            if (outs[k] == NULL) {
+                release(outs, k);
+                return NULL;
+            }
+            out[k] = (double *)PyArray_DATA((PyArrayObject *)outs[k]);
+        }
     }
     Py_BEGIN_ALLOW_THREADS
-    status = self->batch(in, out, (long long)n, 1, -1, 1, bad);
+    status = self->batch(in, out, (long long)n, threads, o.stream, o.simd, bad);
     Py_END_ALLOW_THREADS
-    if (status != 0) {
-        release(outs, self->n_out);
+    if (status != 0 && !(status == 1 && o.propagate)) {
+        if (o.out == NULL) release(outs, self->n_out);
         return python_batch(self, args, nargs, kwnames);
+    }
+    if (o.out != NULL) {
+        Py_INCREF(o.out);
+        return o.out;
     }
     if (self->n_out == 1) return outs[0];
     PyObject *t = PyTuple_New(self->n_out);
@@ -376,8 +464,8 @@ static PyMethodDef function_methods[] = {
      "_attach_batch(batch_address, batch_max, python_batch): bind batch() to F_batch_mode."},
     {"batch", (PyCFunction)(void (*)(void))function_batch, METH_FASTCALL | METH_KEYWORDS,
      "batch(*arrays, out=None, threads=None, nan='raise', stream=None, simd=True): see "
-     "CompiledFunction.batch (symdyn.codegen.loader); exact-array calls of batches that one "
-     "thread runs are handled in C."},
+     "CompiledFunction.batch (symdyn.codegen.loader); exact-array calls (out= arrays and "
+     "plain keyword values included) are handled in C."},
     {"_run", (PyCFunction)(void (*)(void))function_run, METH_FASTCALL,
      "_run(inputs, outputs) -> C status: evaluate into the given float64 arrays."},
     {NULL, NULL, 0, NULL},

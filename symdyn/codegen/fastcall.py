@@ -13,6 +13,13 @@ named errors or runs the call on the thread's own copy, and evaluates C through 
 extension's ``_run(inputs, outputs)``. What the extension saves against ``ctypes`` is measured
 in reports/fastpath.md.
 
+``Function.batch`` does the same for batches: exact arrays of shape ``(B, n_k)``, ``out=``
+arrays (an array, or a tuple for several outputs) of the exact shape, C-contiguous and
+writeable, and keyword values as given (``threads`` an int or None, ``simd`` and ``stream``
+``True``/``False``/None, ``nan`` a str) run in C with the GIL released, where ``threads=None``
+would run one thread or ``threads`` is given; everything else, and every error status, goes to
+``CompiledFunction.batch`` (reports/simd_batch.md measures both).
+
 The extension is compiled once per Python, NumPy and compiler into the build cache
 (``cache_root()/fastcall``, ~1 s of gcc) on the first build in a process, and shared by every
 build. Its SHA-256 is recorded next to it (``<file>.sha256``, written before the library is
