@@ -14,7 +14,8 @@ Also: the vector FMA peak of this CPU (independent multiply-add chains on the sa
 same target attribute), against which the batches' SX operations per ns are set; the bytes of
 outputs per state (a batch that writes more than memory takes is bandwidth-bound whatever its
 arithmetic); and the fixed cost of a ``.batch`` call (one state) through the extension's fast
-path against the Python path (``nan="raise"`` keeps a call there).
+path, with and without ``out=`` (reused arrays) and ``threads=1``, against the Python path
+(``CompiledFunction.batch`` called directly).
 
 Models: kinova, panda, anymal_c, g1 (example-robot-data URDFs) and random_tree(40) with random
 geometry (``symdyn.models.random_tree(40, seed=1)``: random axes, offsets and inertias, what a
@@ -41,6 +42,7 @@ import numpy as np  # noqa: E402
 
 import symdyn as sd  # noqa: E402
 from symdyn.codegen import build, compiler_info, simd  # noqa: E402
+from symdyn.codegen.loader import CompiledFunction  # noqa: E402
 from symdyn.models import random_tree  # noqa: E402
 
 MODELS_FULL = ["kinova", "panda", "anymal_c", "g1", "random_tree(40)"]
@@ -48,6 +50,11 @@ MODELS_QUICK = ["panda"]
 ALGS = ["rnea", "crba", "aba", "coriolis_matrix", "christoffel", "rnea_derivatives"]
 STATES = 10_000
 MAX_OUT_BYTES = 256e6
+# The same functions again on batches whose outputs stay in the core's cache (at most this many
+# bytes, at most CACHED_STATES states, at least 4 vector blocks), to separate the arithmetic's
+# speedup from the memory writes of 10^4 states.
+CACHED_BYTES = 512 * 1024
+CACHED_STATES = 256
 
 
 def model(name: str):
@@ -171,15 +178,28 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
         err = max(float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
                   for a, b in zip(vec if isinstance(vec, tuple) else (vec,),
                                   sca if isinstance(sca, tuple) else (sca,)))
-        one = [a[:1].copy() for a in ins]
-        tf, tp = interleaved([lambda: f.batch(*one), lambda: f.batch(*one, nan="raise")],
+        nc = min(CACHED_STATES, CACHED_BYTES // out_bytes) // f.simd_width * f.simd_width
+        cached = float("nan")
+        if f.simd_width > 1 and nc >= 4 * f.simd_width:
+            ins_c = [a[:nc].copy() for a in ins]
+            out_c = f.batch(*ins_c, threads=1)
+            tc = interleaved([lambda: f.batch(*ins_c, out=out_c, threads=1, simd=True),
+                              lambda: f.batch(*ins_c, out=out_c, threads=1, simd=False)],
                              repeat=repeat)
+            cached = paired_ratio(tc[1], tc[0])
+        one = [a[:1].copy() for a in ins]
+        out1 = f.batch(*one)
+        tf, to, tp = interleaved([lambda: f.batch(*one),
+                                  lambda: f.batch(*one, out=out1, threads=1),
+                                  lambda: CompiledFunction.batch(f, *one)], repeat=repeat)
         rows.append({"model": name, "nv": m.nv, "alg": alg, "form": f.meta["form"],
                      "width": f.simd_width, "states": n, "instr": int(f.stats["n_instructions"]),
                      "work": int(f.stats.get("work", f.stats["n_instructions"])),
                      "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
                      "speedup": paired_ratio(ts_s, ts_v), "err": err, "t_floor": t_floor,
-                     "fixed_fast": median(tf), "fixed_python": median(tp),
+                     "cached": cached, "cached_states": nc,
+                     "fixed_fast": median(tf), "fixed_out": median(to),
+                     "fixed_python": median(tp),
                      "cpu_scalar": f.stats.get("cpu_compile", float("nan")),
                      "cpu_vector": f.stats.get("cpu_compile_simd", float("nan")),
                      "others": {t: (g.simd_width, median(tt) / n, paired_ratio(ts_s, tt))
@@ -205,7 +225,12 @@ def report(rows, peak, target, args, t0) -> list[str]:
                "bytes alone into a reused array of their size, per state (the faster of "
                "non-temporal and ordinary stores, timed in the same rounds): no batch writing "
                "these outputs can be faster. `bound`: scalar ns / write floor ns, the largest "
-               "speedup over the scalar loop that writing the outputs leaves possible.")
+               "speedup over the scalar loop that writing the outputs leaves possible. "
+               "`in cache`: the speedup on a batch small enough that its outputs stay in the "
+               f"core's cache (at most {CACHED_BYTES // 1024} KiB of outputs and "
+               f"{CACHED_STATES} states; the states in brackets; `-` where that leaves fewer "
+               "than four vector blocks): the arithmetic's speedup without the writes to "
+               "memory, fixed cost of the call included.")
     L += [f"Vector target: `{target or 'none'}` (W = {W}); vector FMA peak measured in this run: "
           f"{peak:.1f} flop/ns (12 independent chains, one thread).", ""]
     body = []
@@ -217,10 +242,12 @@ def report(rows, peak, target, args, t0) -> list[str]:
                      f"{100 * 2 * ops / peak:.0f}" if peak else "-",
                      f"{r['out_bytes'] / 1024:.1f}", f"{r['out_bytes'] / (r['t_vec'] * 1e9):.1f}",
                      f"{r['t_floor'] * 1e9:.0f}", f"{r['t_sca'] / r['t_floor']:.1f}",
+                     f"{r['cached']:.2f} ({r['cached_states']})"
+                     if r["cached"] == r["cached"] else "-",
                      f"{r['err']:.0e}"])
     L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
                 "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "write floor ns", "bound",
-                "max rel. diff"], body)
+                "in cache", "max rel. diff"], body)
     others = sorted({t for r in rows for t in r["others"]})
     if others:
         L += ["", "## Every vector target this CPU runs, side by side", "",
@@ -252,13 +279,16 @@ def report(rows, peak, target, args, t0) -> list[str]:
                  f"{r['cpu_vector']:.1f}" if r["cpu_vector"] == r["cpu_vector"] else "-"]
                 for r in rows])
     L += ["", "## Fixed cost of a `.batch` call (one state)", "",
-          "The extension's fast path (exact C-contiguous float64 arrays, no keywords, batches "
-          "that `threads=None` runs on one thread) against the Python path of the same call "
-          "(`nan=\"raise\"` keeps it there), medians in microseconds; the state's evaluation "
-          "is included in both (a batch of fewer than W states runs the scalar loop).", ""]
-    L += table(["model", "function", "fast path us", "Python path us"],
+          "The extension's fast path (exact C-contiguous float64 arrays, batches that "
+          "`threads=None` runs on one thread or an explicit `threads=`), without keywords "
+          "(fresh outputs) and with `out=` (reused arrays) and `threads=1`, against the Python "
+          "path of the same call (`CompiledFunction.batch` called directly), medians in "
+          "microseconds; the state's evaluation is included in all three (a batch of fewer "
+          "than W states runs the scalar loop).", ""]
+    L += table(["model", "function", "fast path us", "fast path, out= us", "Python path us"],
                [[r["model"], r["alg"], f"{r['fixed_fast'] * 1e6:.2f}",
-                 f"{r['fixed_python'] * 1e6:.2f}"] for r in rows])
+                 f"{r['fixed_out'] * 1e6:.2f}", f"{r['fixed_python'] * 1e6:.2f}"]
+                for r in rows])
     sp = [r["speedup"] for r in rows]
     cheap = min(rows, key=lambda r: r["fixed_fast"])
     below = [r for r in rows if r["speedup"] < 3.0]
@@ -273,6 +303,8 @@ def report(rows, peak, target, args, t0) -> list[str]:
                  f"{max(r['fixed_fast'] for r in small) * 1e6:.2f}"
     py_small = f"{min(r['fixed_python'] for r in small) * 1e6:.2f}-" \
                f"{max(r['fixed_python'] for r in small) * 1e6:.2f}"
+    out_small = f"{min(r['fixed_out'] for r in small) * 1e6:.2f}-" \
+                f"{max(r['fixed_out'] for r in small) * 1e6:.2f}"
     L += ["", "## Summary", "",
           f"- Speedup of the vector batch over the scalar loop: {min(sp):.2f}x to {max(sp):.2f}x "
           f"(median {float(np.median(sp)):.2f}x) with W = {W}.",
@@ -280,7 +312,8 @@ def report(rows, peak, target, args, t0) -> list[str]:
           f"{cheap['alg']} (its evaluation included), takes "
           f"{cheap['fixed_fast'] * 1e6:.2f} us through the extension's fast path and "
           f"{cheap['fixed_python'] * 1e6:.2f} us through Python; over the functions whose "
-          f"per-state time is under 1 us: {fast_small} us (fast path) against {py_small} us.",
+          f"per-state time is under 1 us: {fast_small} us (fast path; {out_small} us with "
+          f"`out=` and `threads=1`) against {py_small} us.",
           f"- Below 3x, by kind: functions with outputs of 1 KiB a state or more "
           f"({big_slow}), where every state's outputs go through the transpose and out to "
           f"memory (the `GB/s out` column) and the arithmetic is a smaller share; the others "
@@ -291,6 +324,10 @@ def report(rows, peak, target, args, t0) -> list[str]:
                        "the write floor)" for r in capped) or "none") + "; where it does: "
           + (", ".join(f"{r['model']} {r['alg']} ({r['speedup']:.2f}x of "
                        f"{r['t_sca'] / r['t_floor']:.1f})" for r in free) or "none") + "."]
+    inc = [r for r in below if r["cached"] == r["cached"]]
+    L += [f"- Of those below 3x, on batches whose outputs stay in cache (`in cache`): "
+          + (", ".join(f"{r['model']} {r['alg']} {r['cached']:.2f}x" for r in inc) or "none")
+          + f"; {sum(r['cached'] >= 3.0 for r in inc)} of {len(inc)} reach 3x there."]
     for t in others:
         wins = [r for r in rows if r["others"][t][2] > r["speedup"]]
         kib = sorted(r["out_bytes"] / 1024 for r in wins)
