@@ -2,7 +2,8 @@
 whether it is stale (its sources changed since).
 
 A report's sources are its script and the modules of ``experiments/`` and ``symdyn/`` whose code
-it reaches by name, directly or through other modules (:func:`source_paths`, read from the code):
+it reaches by name, directly or through other modules, with the C sources beside them that they name
+(``_fastcall.c`` of ``fastcall.py``) (:func:`source_paths`, read from the code):
 ``sd.rnea`` reaches the module defining ``rnea``, not every module ``symdyn/__init__.py`` imports,
 so a change to the C loader or to contact dynamics does not mark the NumPy reports stale (the
 compiled ones reach every algorithm through the codegen registry). Scripts write
@@ -173,6 +174,11 @@ class _Sources:
 
     def _scan(self, f: Path, name: str) -> None:
         tree = ast.parse(f.read_text(errors="replace"))
+        for node in ast.walk(tree):           # C sources beside the module that it names (an
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)  # extension it
+                    and re.fullmatch(r"[\w.-]+\.[ch]", node.value)              # compiles)
+                    and (f.parent / node.value).is_file()):
+                self.files.add(f.parent / node.value)
         package = name.split(".") if f.name == "__init__.py" else name.split(".")[:-1]
         modules: dict[str, str] = {}          # local name bound to a module -> that module
         unused: dict[str, list[str]] = {}     # ... -> what `import a.b.c` named, if never used

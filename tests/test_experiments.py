@@ -257,6 +257,9 @@ def test_sources_of_a_report_are_the_modules_its_script_imports():
     assert "symdyn/algorithms/christoffel.py" in symbolic and "symdyn/model.py" in symbolic
     assert "symdyn/codegen/loader.py" in fastpath
     assert "symdyn/codegen/loader.py" not in symbolic
+    # the C source of the extension the loader compiles, named in fastcall.py
+    assert "symdyn/codegen/_fastcall.c" in fastpath
+    assert "symdyn/codegen/_fastcall.c" not in symbolic
     assert "symdyn/symbolic/core.py" in symbolic          # through symdyn.symbolic's lazy table
     # symdyn/__init__ imports every module; the NumPy verification reaches only what it names
     verification = pv.source_paths("verification.py")
