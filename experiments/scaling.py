@@ -70,9 +70,10 @@ fd = lib.manifest["functions"][0]
 auto = None
 if form == "recursive":   # what form="auto" would choose (symdyn.codegen.recursive.choose_by_size)
     from symdyn.codegen import recursive
-    from symdyn.codegen.functions import algorithm_spec, casadi_function, exact_rotations
+    from symdyn.codegen.functions import (algorithm_spec, casadi_function, exact_rotations,
+                                          recorded_options)
     spec = algorithm_spec(alg)
-    opts = {{"frame": recursive.RECURSIVE_FRAME}} if alg in ("crba", "coriolis_matrix", "christoffel") else {{}}
+    opts = recorded_options(alg, {{}})   # as the build records it (aba_derivatives: method="aza")
     prog = recursive.record(exact_rotations(model), spec.function, list(spec.input_sizes(model)),
                             name="auto", **recursive.RECURSIVE_FUSE.get(alg, {{}}), **opts)
     auto = list(recursive.choose_by_size(prog, lambda: casadi_function(model, alg,
