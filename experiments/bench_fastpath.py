@@ -11,8 +11,10 @@ compiled: the <= 30 s target), ``flags`` (compile CPU time and run time per gcc 
 compiled vs Pinocchio in the same process, axis-aligned builders, random-geometry models and
 URDFs), ``batch`` (batches of large outputs: the C computation floor, the previous and the
 current batch wrapper from a C driver, single calls vs ``.batch`` with 1 and 2 threads vs
-Pinocchio), ``toolkit`` (compiled frame Jacobians, CoM Jacobian and joint torque regressor vs
-Pinocchio's computeFrameJacobian, jacobianCenterOfMass, computeJointTorqueRegressor),
+Pinocchio), ``vector`` (vector batches against the scalar loop, and the share of the vector FMA
+peak, measured in the same run, that each reaches), ``toolkit`` (compiled frame Jacobians, CoM
+Jacobian and joint torque regressor vs Pinocchio's computeFrameJacobian, jacobianCenterOfMass,
+computeJointTorqueRegressor),
 ``parameters`` (functions with the inertial parameters as an input vs the inertias compiled in,
 on the toolkit models). ``--merge`` replaces only the regenerated sections of an existing
 report (``--sections batch --merge``).
@@ -39,7 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import block_size, pinocchio_gamma  # first: pins BLAS to one thread before NumPy loads
+# first: pins BLAS to one thread before NumPy loads
+from _common import block_size, pinocchio_gamma, table
 
 import numpy as np  # noqa: E402
 
@@ -807,6 +810,69 @@ TOOLKIT_MODELS = {  # spec -> end-effector frame
 }
 
 
+VECTOR_MODELS = "robot:panda,robot:g1,serial:20:seed=1,random:20:seed=1"
+VECTOR_ALGS = "rnea,crba,aba,coriolis_matrix,christoffel,rnea_derivatives"
+VECTOR_STATES = 10_000
+VECTOR_MAX_OUT_BYTES = 256e6   # fewer states where the outputs of 10^4 would exceed this
+
+
+def section_vector(specs: list[str], algs: list[str], repeat: int) -> list[str]:
+    """Vector batches (issue 50): the SIMD C batch (W states per instruction) and the scalar
+    loop of the same function, per state, one thread, and the share of this CPU's vector FMA
+    peak each reaches, the peak measured in this run (simd_batch.py's microbenchmark)."""
+    from simd_batch import fma_peak
+    from symdyn.codegen import compiler_info, simd
+
+    title = "## Vector batches: share of the vector FMA peak (issue 50)"
+    host = simd.host_targets(compiler_info()[0])
+    if not host:
+        return [title, "", "This CPU (or compiler) runs no vector target: the batches are "
+                "scalar only.", ""]
+    target = host[0]
+    W = simd.TARGETS[target][0]
+    peak = fma_peak(target)
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rng = np.random.default_rng(7)
+    rows = []
+    for spec in specs:
+        model = from_spec(spec)
+        lib = build(model, algs, simd=(target,), progress=True)
+        for alg in algs:
+            f = lib[alg]
+            out_bytes = 8 * sum(int(np.prod(sh)) for sh in f.output_shapes)
+            n = int(min(VECTOR_STATES, VECTOR_MAX_OUT_BYTES // out_bytes))
+            ins = [np.array([model.random_q(rng) for _ in range(n)]) if k == "q"
+                   else rng.uniform(-1, 1, (n, model.nv)) for k in f.input_names]
+            out = f.batch(*ins, threads=1)
+            tv, ts = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
+                                  lambda: f.batch(*ins, out=out, threads=1, simd=False)],
+                                 repeat)
+            vec, sca = statistics.median(tv) / n, statistics.median(ts) / n
+            ops = int(f.stats["n_instructions"])
+            rows.append([spec, _kind(spec), alg, f.meta["form"], str(f.simd_width), str(n),
+                         f"{sca * 1e9:.0f}", f"{vec * 1e9:.0f}",
+                         f"{statistics.median(a / b for a, b in zip(ts, tv)):.2f}",
+                         f"{ops / (vec * 1e9):.1f}", f"{100 * 2 * ops / (vec * 1e9) / peak:.0f}",
+                         f"{100 * 2 * ops / (sca * 1e9) / peak:.0f}"])
+    L = [title, "",
+         f"Vector target `{target}` (W = {W}); vector FMA peak measured in this run: "
+         f"**{peak:.1f} flop/ns** (12 independent multiply-add chains on the same vector type "
+         "and target attribute, one thread). Per state, one thread, outputs into reused arrays "
+         f"(`out=`), {VECTOR_STATES} states (fewer where the outputs would exceed "
+         f"{VECTOR_MAX_OUT_BYTES / 1e6:.0f} MB), the vector batch (`simd=True`) and the scalar "
+         "loop of the same function (`simd=False`) in round-robin blocks; load average at the "
+         f"start of this section: {load0:.1f}. `ops/ns`: the function's SX operations times "
+         "states over the vector batch's time. `% peak`: those operations as a share of the "
+         "peak's multiply-adds per ns (each SX operation counted as one FMA, two flops; above "
+         "100 % where additions run on pipes of their own beside the multiply-add units); the "
+         "scalar loop's share of the same peak beside it. reports/simd_batch.md "
+         "breaks the vector batch's time into the kernel, the transpose of its outputs and the "
+         "memory writes.", ""]
+    L += table(["model", "kind", "function", "form", "W", "states", "scalar ns", "vector ns",
+                 "speedup", "ops/ns", "% peak (vector)", "% peak (scalar)"], rows)
+    return L + [""]
+
+
 def _pinocchio_toolkit_model(spec: str, model):
     """(pin model, how): the robot's URDF (free flyer where symdyn's model floats) with the same
     joints locked, or the symdyn model converted (random-geometry chain)."""
@@ -1039,8 +1105,10 @@ Every figure below is measured in this run; nothing here is copied from an earli
   random-geometry models (`:seed=`) and real URDFs are what users bring.
 * **Batches with large outputs**: per state, single calls against `.batch` on one and two
   threads and against a loop of Pinocchio calls; the C driver rows separate the computation
-  from the cost of writing the outputs to memory. Vector batches (several states per
-  instruction) are measured in reports/simd_batch.md.
+  from the cost of writing the outputs to memory.
+* **Vector batches**: W states per instruction against the scalar loop, and the share of the
+  vector FMA peak (measured in the same run) each reaches. reports/simd_batch.md has more
+  models, every vector target and where the vector batch's time goes.
 * **Toolkit** and **inertial parameters as an input**: the same comparison for frame and CoM
   Jacobians and the regressor, and for functions that take the inertial parameters at run time.
 
@@ -1106,9 +1174,12 @@ def main(argv=None) -> int:
     p.add_argument("--models", default=DEFAULT_MODELS)
     p.add_argument("--algorithms", default=DEFAULT_ALGS)
     p.add_argument("--sections",
-                   default="summary,overhead,gamma,flags,split,calls,batch,toolkit,parameters")
+                   default="summary,overhead,gamma,flags,split,calls,batch,vector,toolkit,"
+                           "parameters")
     p.add_argument("--batch-models", default=BATCH_MODELS)
     p.add_argument("--batch-algorithms", default=BATCH_ALGS)
+    p.add_argument("--vector-models", default=VECTOR_MODELS)
+    p.add_argument("--vector-algorithms", default=VECTOR_ALGS)
     p.add_argument("--flag-levels", default="-Og,-O1,-O2,-Og -march=native,-O2 -march=native")
     p.add_argument("--flag-algorithms",
                    default="rnea,crba,aba,coriolis_matrix,rnea_derivatives,christoffel")
@@ -1161,6 +1232,9 @@ def main(argv=None) -> int:
     if "batch" in sections:
         body += section_batch(args.batch_models.split(","), args.batch_algorithms.split(","),
                               repeat, args.batch)
+    if "vector" in sections:
+        body += section_vector(args.vector_models.split(","), args.vector_algorithms.split(","),
+                               repeat)
     if "toolkit" in sections:
         body += section_toolkit([m for m in args.toolkit_models.split(";") if m.strip()], repeat,
                                 args.batch)

@@ -129,7 +129,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                out_option=("--out", "{dir}/table2_symbolic.md"), minutes=(10.5, 1.8)),
     Experiment("fastpath", "bench_fastpath.py",
                "Compiled fast path vs Pinocchio per call and batched (rnea, crba, aba, C, "
-               "Gamma, derivatives), call overhead, compiler flags",
+               "Gamma, derivatives), call overhead, compiler flags, vector batches' share of "
+               "the vector FMA peak",
                ("fastpath.md",), out_option=("--out", "{dir}/fastpath.md"),
                quick_args=("--quick", "--sections", "overhead,calls"), minutes=(20.0, 1.0),
                cold_minutes=3.0),
@@ -209,7 +210,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("simd_batch", "simd_batch.py",
                "Vector batches (W states per instruction) against the scalar loop of the same "
                "compiled function on kinova, panda, anymal_c, g1, random_tree(40); the vector "
-               "FMA peak; the fixed cost of a .batch call",
+               "FMA peak; where a vector batch's time goes (kernel, transpose, writes); the "
+               "fixed cost of a .batch call",
                ("simd_batch.md",), minutes=(15.0, 1.5), cold_minutes=20.0),
     Experiment("build_policy", "build_policy.py",
                "The recursive form compiled at -O2 against -Og: compile time and batch time "

@@ -13,9 +13,11 @@ what that choice costs against the best.
 Also: the vector FMA peak of this CPU (independent multiply-add chains on the same vector type,
 same target attribute), against which the batches' SX operations per ns are set; the bytes of
 outputs per state (a batch that writes more than memory takes is bandwidth-bound whatever its
-arithmetic); and the fixed cost of a ``.batch`` call (one state) through the extension's fast
-path, with and without ``out=`` (reused arrays) and ``threads=1``, against the Python path
-(``CompiledFunction.batch`` called directly).
+arithmetic); the batch's parts timed alone (the vector kernel on one block in cache, the
+transpose of its outputs back into state rows, the write floor), to show where the time goes
+against the 3x of issue 50; and the fixed cost of a ``.batch`` call (one state) through the
+extension's fast path, with and without ``out=`` (reused arrays) and ``threads=1``, against the
+Python path (``CompiledFunction.batch`` called directly).
 
 Models: kinova, panda, anymal_c, g1 (example-robot-data URDFs) and random_tree(40) with random
 geometry (``symdyn.models.random_tree(40, seed=1)``: random axes, offsets and inertias, what a
@@ -30,6 +32,7 @@ Writes simd_batch.md.
 from __future__ import annotations
 
 import ctypes
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,7 +44,7 @@ from _common import command, header, interleaved, log, median, out_dir, paired_r
 import numpy as np  # noqa: E402
 
 import symdyn as sd  # noqa: E402
-from symdyn.codegen import build, compiler_info, simd  # noqa: E402
+from symdyn.codegen import build, compiler_info, csource, simd  # noqa: E402
 from symdyn.codegen.loader import CompiledFunction  # noqa: E402
 from symdyn.models import random_tree  # noqa: E402
 
@@ -61,6 +64,16 @@ def model(name: str):
     if name == "random_tree(40)":
         return random_tree(40, seed=1, name="tree40")
     return sd.load_robot(name)
+
+
+def shared_library(src: str, name: str) -> ctypes.CDLL:
+    """C source ``src`` compiled at -O2 into a shared library of its own (a temporary
+    directory that lives as long as the process) and loaded."""
+    d = Path(tempfile.mkdtemp(prefix=f"symdyn-{name}-"))
+    (d / f"{name}.c").write_text(src)
+    subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(d / f"lib{name}.so"),
+                    str(d / f"{name}.c")], check=True, capture_output=True)
+    return ctypes.CDLL(str(d / f"lib{name}.so"))
 
 
 def fma_peak(target: str, seconds: float = 0.3) -> float:
@@ -85,20 +98,15 @@ SYMDYN_{T}_TARGET double fma_peak(long long n) {{
 }}
 #endif
 """
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "fma.c").write_text(src)
-        lib = Path(d) / "libfma.so"
-        subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(lib),
-                        str(Path(d) / "fma.c")], check=True, capture_output=True)
-        f = ctypes.CDLL(str(lib)).fma_peak
-        f.argtypes, f.restype = [ctypes.c_longlong], ctypes.c_double
-        n = 1_000_000
-        best = 0.0
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            t0 = time.perf_counter()
-            f(n)
-            best = max(best, n * 12 * W * 2 / ((time.perf_counter() - t0) * 1e9))
+    f = shared_library(src, "fma").fma_peak
+    f.argtypes, f.restype = [ctypes.c_longlong], ctypes.c_double
+    n = 1_000_000
+    best = 0.0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        f(n)
+        best = max(best, n * 12 * W * 2 / ((time.perf_counter() - t0) * 1e9))
     return best
 
 
@@ -126,18 +134,99 @@ def write_floor(nbytes: int):
     """Two callables writing ``nbytes`` of a reused array, with non-temporal stores and with
     ordinary ones: the least time any batch writing that much output can take."""
     if not _FILL:
-        d = tempfile.mkdtemp(prefix="symdyn-fill-")
-        (Path(d) / "fill.c").write_text(_FILL_C)
-        lib = Path(d) / "libfill.so"
-        subprocess.run([compiler_info()[0], "-O2", "-shared", "-fPIC", "-o", str(lib),
-                        str(Path(d) / "fill.c")], check=True, capture_output=True)
-        cdll = ctypes.CDLL(str(lib))
+        cdll = shared_library(_FILL_C, "fill")
         for fn in (cdll.fill_stream, cdll.fill_plain):
             fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_longlong], None
         _FILL.extend([cdll.fill_stream, cdll.fill_plain])
     buf = np.empty(nbytes // 8)
     ptr, n = buf.ctypes.data, buf.size
     return [lambda fn=fn: fn(ptr, n) or buf for fn in _FILL]
+
+
+_PARTS_C = r"""
+typedef void (*symdyn_vfn_)(const double* const*, double* const*, double*);
+/* the vector kernel alone on one packed block of W states, called ``blocks`` times */
+void kernel_loop(void* f, const double* const* arg, double* const* res, double* w,
+                 long long blocks) {
+  long long b;
+  for (b = 0; b < blocks; ++b) ((symdyn_vfn_)f)(arg, res, w);
+}
+/* the transpose alone: each output block back into rows of W states, in pieces of at most
+ * ``piece`` entries into one reused buffer (what the batch does before streaming them out) */
+void unpack_loop(const double* const* blk, const long long* n, int n_out, double* rows,
+                 long long piece, long long blocks) {
+  long long b, j0;
+  int k;
+  for (b = 0; b < blocks; ++b)
+    for (k = 0; k < n_out; ++k)
+      for (j0 = 0; j0 < n[k]; j0 += piece)
+        UNPACK(blk[k] + j0 * W_, n[k] - j0 < piece ? n[k] - j0 : piece, rows, W_);
+}
+"""
+# the batch's transpose works in pieces of this many entries of an output (its C template)
+VPIECE = int(re.search(r"#define SYMDYN_VPIECE (\d+)", Path(csource.__file__).read_text())[1])
+_PARTS: dict = {}
+
+
+def _aligned(n: int) -> np.ndarray:
+    """``n`` doubles starting on a 64-byte boundary (the vector blocks' alignment)."""
+    buf = np.zeros(n + 8)
+    off = (-buf.ctypes.data % 64) // 8
+    return buf[off:off + n]
+
+
+class Parts:
+    """The vector batch's parts alone, on one block of W states in cache. ``kernel()`` runs the
+    vector kernel (``<symbol>_<target>``, exported by the library) and ``transpose()`` the
+    transpose of its outputs back into state rows (``simd.io_source``'s unpack, in pieces as
+    the batch does), each once per block of ``n`` states; ``states``: the states they cover.
+    ``blocks`` (state-minor outputs, entry j of lane l at ``j * W + l``) and ``rows`` (the last
+    piece of the last output, W rows of its length) hold what they computed."""
+
+    def __init__(self, cdll, f, target: str, ins: list[np.ndarray], n: int):
+        W = simd.TARGETS[target][0]
+        helper = _helper(target)
+        kernel = getattr(cdll, f"{f.symbol}_{target}")
+        sz_w = getattr(cdll, f"{f.symbol}_{target}_sz_w")
+        sz_w.restype = ctypes.c_longlong
+        # the first W states, state-minor; outputs, workspace (constants prepared) and rows
+        self.inputs = [_aligned(W * x.shape[1]) for x in ins]
+        for blk, x in zip(self.inputs, ins):
+            blk[:] = np.ascontiguousarray(x[:W].T).ravel()
+        self.sizes = [int(np.prod(s)) for s in f.output_shapes]
+        self.blocks = [_aligned(W * k) for k in self.sizes]
+        self.w = _aligned(max(1, int(sz_w())))
+        getattr(cdll, f"{f.symbol}_{target}_prepare")(ctypes.c_void_p(self.w.ctypes.data))
+        self.rows = _aligned(W * min(max(self.sizes), VPIECE))
+        self.states = max(1, n // W) * W
+        ptrs = lambda arrays: (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        arg, res = ptrs(self.inputs), ptrs(self.blocks)
+        fn = ctypes.cast(kernel, ctypes.c_void_p)
+        nk = (ctypes.c_longlong * len(self.sizes))(*self.sizes)
+        w, rows = ctypes.c_void_p(self.w.ctypes.data), ctypes.c_void_p(self.rows.ctypes.data)
+        blocks, piece = ctypes.c_longlong(self.states // W), ctypes.c_longlong(VPIECE)
+        self.kernel = lambda: helper.kernel_loop(fn, arg, res, w, blocks)
+        self.transpose = lambda: helper.unpack_loop(res, nk, len(self.sizes), rows, piece, blocks)
+
+    @classmethod
+    def of(cls, lib, f, target: str, ins: list[np.ndarray], n: int):
+        """The parts of ``f`` (of the built ``lib``), or None where the library exports no
+        vector kernel for ``target``."""
+        cdll = ctypes.CDLL(str(lib.library))
+        if not hasattr(cdll, f"{f.symbol}_{target}"):
+            return None
+        return cls(cdll, f, target, ins, n)
+
+
+def _helper(target: str):
+    """The C loops of :data:`_PARTS_C` over ``target``'s unpack, compiled once."""
+    if target not in _PARTS:
+        lib = shared_library(simd.io_source((target,))
+                             + f"\n#define UNPACK symdyn_{target}_unpack\n"
+                             f"#define W_ {simd.TARGETS[target][0]}\n" + _PARTS_C, "parts")
+        lib.kernel_loop.restype = lib.unpack_loop.restype = None
+        _PARTS[target] = lib
+    return _PARTS[target]
 
 
 def inputs(m, f, n: int, rng) -> list[np.ndarray]:
@@ -165,11 +254,17 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
         out = res
         alts = [(t, narrower[t][alg]) for t in others]
         alt_out = [g.batch(*ins, threads=1) for _, g in alts]
+        split = Parts.of(lib, f, host[0], ins, n) if f.simd_width > 1 else None
         ts = interleaved([lambda: f.batch(*ins, out=out, threads=1, simd=True),
                           lambda: f.batch(*ins, out=out, threads=1, simd=False)]
                          + write_floor(out_bytes * n)
                          + [lambda g=g, o=o: g.batch(*ins, out=o, threads=1, simd=True)
-                            for (_, g), o in zip(alts, alt_out)], repeat=repeat)
+                            for (_, g), o in zip(alts, alt_out)]
+                         + ([split.kernel, split.transpose] if split else []), repeat=repeat)
+        t_kernel = t_unpack = float("nan")
+        if split:
+            t_kernel, t_unpack = median(ts[-2]) / split.states, median(ts[-1]) / split.states
+            ts = ts[:-2]
         ts_v, ts_s = ts[0], ts[1]
         t_floor = min(median(ts[2]), median(ts[3])) / n
         ts = ts[:2] + ts[4:]
@@ -197,6 +292,7 @@ def measure(name: str, repeat: int, rng, others: list[str]) -> list[dict]:
                      "work": int(f.stats.get("work", f.stats["n_instructions"])),
                      "out_bytes": out_bytes, "t_vec": median(ts_v) / n, "t_sca": median(ts_s) / n,
                      "speedup": paired_ratio(ts_s, ts_v), "err": err, "t_floor": t_floor,
+                     "t_kernel": t_kernel, "t_unpack": t_unpack,
                      "cached": cached, "cached_states": nc,
                      "fixed_fast": median(tf), "fixed_out": median(to),
                      "fixed_python": median(tp),
@@ -248,6 +344,28 @@ def report(rows, peak, target, args, t0) -> list[str]:
     L += table(["model", "nv", "function", "form", "W", "states", "scalar ns", "vector ns",
                 "speedup", "ops/ns", "% peak", "KiB out", "GB/s out", "write floor ns", "bound",
                 "in cache", "max rel. diff"], body)
+    split = [r for r in rows if r["t_kernel"] == r["t_kernel"]]
+    if split:
+        L += ["", "## Where the vector batch's time goes", "",
+              "The vector batch's parts timed alone, per state, in the same interleaved rounds: "
+              "`kernel ns`, the vector kernel (`<function>_<target>` of the library) called on "
+              "one packed block of W states over and over (inputs, outputs and workspace in "
+              "cache); `transpose ns`, the transpose of that block's outputs back into rows of "
+              f"states (the batch's unpack, in pieces of at most {VPIECE} entries into one "
+              "reused buffer, in cache); `write floor ns` as above. `parts`: their sum, "
+              "against `vector ns`, the whole batch (which also packs the inputs and checks "
+              "them). `3x needs`: scalar ns / 3, the vector time the target asks for.", ""]
+        L += table(["model", "function", "form", "vector ns", "kernel ns", "transpose ns",
+                    "write floor ns", "parts", "3x needs", "kernel speedup"],
+                   [[r["model"], r["alg"], r["form"], f"{r['t_vec'] * 1e9:.0f}",
+                     f"{r['t_kernel'] * 1e9:.0f}", f"{r['t_unpack'] * 1e9:.0f}",
+                     f"{r['t_floor'] * 1e9:.0f}",
+                     f"{(r['t_kernel'] + r['t_unpack'] + r['t_floor']) * 1e9:.0f}",
+                     (f"**{r['t_sca'] / 3 * 1e9:.0f}**" if r["speedup"] < 3.0
+                      else f"{r['t_sca'] / 3 * 1e9:.0f}"),
+                     f"{r['t_sca'] / r['t_kernel']:.2f}"] for r in split])
+        L += ["", "`kernel speedup`: scalar ns (the whole scalar batch, its writes included) / "
+              "kernel ns, the speedup the arithmetic alone would give. Bold: the cells below 3x."]
     others = sorted({t for r in rows for t in r["others"]})
     if others:
         L += ["", "## Every vector target this CPU runs, side by side", "",
@@ -324,6 +442,16 @@ def report(rows, peak, target, args, t0) -> list[str]:
                        "the write floor)" for r in capped) or "none") + "; where it does: "
           + (", ".join(f"{r['model']} {r['alg']} ({r['speedup']:.2f}x of "
                        f"{r['t_sca'] / r['t_floor']:.1f})" for r in free) or "none") + "."]
+    parted = [r for r in below if r["t_kernel"] == r["t_kernel"]]
+    if parted:
+        over = [r for r in parted if r["t_unpack"] + r["t_floor"] >= r["t_sca"] / 3]
+        L += ["- Of those below 3x, the transpose and the write floor together take "
+              + ", ".join(f"{r['model']} {r['alg']} "
+                          f"{100 * (r['t_unpack'] + r['t_floor']) * 3 / r['t_sca']:.0f} %"
+                          for r in parted)
+              + " of the time 3x allows (`Where the vector batch's time goes`); "
+              f"{len(over)} of {len(parted)} leave nothing for the kernel unless the writes "
+              "overlap the arithmetic."]
     inc = [r for r in below if r["cached"] == r["cached"]]
     L += [f"- Of those below 3x, on batches whose outputs stay in cache (`in cache`): "
           + (", ".join(f"{r['model']} {r['alg']} {r['cached']:.2f}x" for r in inc) or "none")

@@ -4,9 +4,11 @@ quaternion and thread behaviour; the extension's fast path for small batches."""
 from __future__ import annotations
 
 import ctypes
+import importlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import casadi as ca
 import numpy as np
@@ -373,3 +375,39 @@ def test_programs_as_straight_line_or_table(tmp_path, monkeypatch, straight):
             for o, r in zip(batch, sd.aba_second_derivatives(model, Q[b], V[b], T[b]),
                             strict=True):
                 np.testing.assert_allclose(o[b], r, rtol=1e-12, atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def simd_batch():
+    """experiments/simd_batch.py, imported without the BLAS/OpenMP thread pins its helpers set
+    in the environment (``threads=None`` follows ``$OMP_NUM_THREADS``)."""
+    saved, path = dict(os.environ), str(Path(__file__).resolve().parents[1] / "experiments")
+    sys.path.insert(0, path)
+    try:
+        return importlib.import_module("simd_batch")
+    finally:
+        sys.path.remove(path)
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@needs_vectors
+@pytest.mark.parametrize("alg", ALGS)
+def test_exported_kernel_and_unpack_give_the_batch(lib, alg, simd_batch):
+    """The parts simd_batch.py times alone: the library's exported vector kernel
+    ``<symbol>_<target>`` on a state-minor block of W states, and the unpack of its outputs,
+    give what ``.batch`` gives for those states."""
+    f = lib[alg]
+    (target,) = f.meta["simd"]
+    W = f.simd_width
+    args = _args(f, _states(_model(), W, seed=4))
+    parts = simd_batch.Parts.of(lib, f, target, args, W)
+    assert parts is not None and parts.states == W
+    parts.kernel()
+    want = [np.asarray(x).reshape(W, -1) for x in _tuple(f.batch(*args))]
+    for blk, x in zip(parts.blocks, want, strict=True):
+        np.testing.assert_allclose(blk.reshape(-1, W).T, x, rtol=1e-12, atol=1e-12)
+    parts.transpose()
+    n = parts.sizes[-1] % simd_batch.VPIECE or min(parts.sizes[-1], simd_batch.VPIECE)
+    np.testing.assert_allclose(parts.rows[:W * n].reshape(W, n), want[-1][:, -n:],
+                               rtol=1e-12, atol=1e-12)
