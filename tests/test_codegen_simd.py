@@ -377,18 +377,22 @@ def test_programs_as_straight_line_or_table(tmp_path, monkeypatch, straight):
                 np.testing.assert_allclose(o[b], r, rtol=1e-12, atol=1e-10)
 
 
-@pytest.fixture(scope="module")
-def simd_batch():
-    """experiments/simd_batch.py, imported without the BLAS/OpenMP thread pins its helpers set
+def _experiment(name: str):
+    """experiments/<name>.py, imported without the BLAS/OpenMP thread pins its helpers set
     in the environment (``threads=None`` follows ``$OMP_NUM_THREADS``)."""
     saved, path = dict(os.environ), str(Path(__file__).resolve().parents[1] / "experiments")
     sys.path.insert(0, path)
     try:
-        return importlib.import_module("simd_batch")
+        return importlib.import_module(name)
     finally:
         sys.path.remove(path)
         os.environ.clear()
         os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def simd_batch():
+    return _experiment("simd_batch")
 
 
 @needs_vectors
@@ -411,3 +415,19 @@ def test_exported_kernel_and_unpack_give_the_batch(lib, alg, simd_batch):
     n = parts.sizes[-1] % simd_batch.VPIECE or min(parts.sizes[-1], simd_batch.VPIECE)
     np.testing.assert_allclose(parts.rows[:W * n].reshape(W, n), want[-1][:, -n:],
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.skipif("avx512" not in _host(), reason="this CPU does not run avx512")
+@pytest.mark.parametrize("alg", ["coriolis_matrix", "rnea_derivatives"])
+def test_write_out_variants_of_simd_writeout_give_the_batch(alg):
+    """experiments/simd_writeout.py's three write-outs (the batch's, transposes fused into the
+    kernel, stores pipelined into the next block's kernel) give the library batch's outputs,
+    on outputs whose sizes are not multiples of W (masked tail tiles) and several outputs."""
+    simd_writeout = _experiment("simd_writeout")
+    model = random_tree(5, seed=3, name="writeout5")
+    wo = simd_writeout.Writeouts(model, alg, 24, np.random.default_rng(2))
+    assert wo.batch is not None and any(k % 8 for k in wo.nout) and len(wo.nout) > 1
+    assert wo.error(wo.batch.batch(*wo.inputs, threads=1)) < 1e-12
+    wrong = [x.copy() for x in wo.inputs]
+    wrong[0][5] += 0.1          # the check sees a changed state
+    assert wo.error(wo.batch.batch(*wrong, threads=1)) > 1e-6

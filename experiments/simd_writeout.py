@@ -1,0 +1,331 @@
+"""Ways to write a vector batch's outputs (issue 50, item 1): can the transposes and the memory
+writes of the AVX-512 batch hide behind its arithmetic?
+
+reports/simd_batch.md shows that where the vector batch misses 3x over the scalar loop, its
+parts add up: kernel + transpose + writes, with nothing overlapped. This experiment builds two
+alternatives to the batch's write-out from the same SX function and times all of them side by
+side, with the library's own batches:
+
+* ``current``: what ``f.batch`` does, rebuilt here so that the three variants share everything
+  else: pack a block of 8 states, the vector kernel (state-minor outputs), the transpose of each
+  output back into the block's 8 rows (in L1), the rows streamed out in whole cache lines
+  (non-temporal stores).
+* ``fused``: the transposes inside the kernel: as soon as the kernel has written the 8 entries
+  of a tile of a row-major output, the tile is transposed (8 x 8, in registers) into the rows,
+  so that the shuffles run among the arithmetic; the rows are then streamed as above.
+* ``pipelined``: ``fused``, and the previous block's rows streamed out from inside the kernel,
+  a few lines after each tile (double-buffered rows), so that the memory writes also run among
+  the arithmetic.
+
+Only the unrolled form (one straight-line kernel) and W = 8 (AVX-512); arrays 64-byte aligned
+and whole blocks of 8 states (the library's batch handles the general case). Every variant
+writes its own output array (a line left in cache by one variant's ordinary stores would slow
+the next one's non-temporal stores), checked against the library's batch. Cells: the unrolled
+functions that miss 3x in reports/simd_batch.md without being bounded below 3 by the write floor
+there (random_tree(40) has random geometry; the others are example-robot-data URDFs), with
+anymal_c crba (bounded there) and kinova crba (which meets 3x) as controls.
+
+Writes simd_writeout.md.
+
+    python experiments/simd_writeout.py            # nine cells (~9 min)
+    python experiments/simd_writeout.py --quick    # kinova and panda crba, fewer rounds
+    python experiments/simd_writeout.py --cells "panda:crba,random_tree(40):crba"
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import time
+
+from _common import (command, header, interleaved, log, median, out_dir, paired_ratio, parser,
+                     table, write)
+from simd_batch import _aligned, inputs, model, shared_library
+
+import numpy as np  # noqa: E402
+
+from symdyn.codegen import build, compiler_info, simd  # noqa: E402
+from symdyn.codegen.functions import casadi_function  # noqa: E402
+
+CELLS_FULL = ["kinova:crba", "kinova:coriolis_matrix", "panda:crba", "panda:coriolis_matrix",
+              "panda:rnea_derivatives", "anymal_c:crba", "anymal_c:coriolis_matrix",
+              "g1:coriolis_matrix", "random_tree(40):crba"]
+CELLS_QUICK = ["kinova:crba", "panda:crba"]
+STATES = 10_000
+TARGET = "avx512"
+W = 8
+
+# streams n whole lines from src to dst (both 64-byte aligned); the drainer holds what is left
+# of the previous block's rows for the pipelined kernel
+_IO = r"""
+SYMDYN_AVX512_FN void wo_lines(double* dst, const double* src, long long n) {
+  long long j;
+  for (j = 0; j < n; ++j) _mm512_stream_pd(dst + 8 * j, _mm512_load_pd(src + 8 * j));
+}
+typedef struct { const double* src[16]; double* dst[16]; long long left[16]; int k, n; } wo_drainer;
+SYMDYN_AVX512_FN void wo_drain(wo_drainer* d, long long lines) {
+  while (lines > 0 && d->k < d->n) {
+    const long long m = d->left[d->k] < lines ? d->left[d->k] : lines;
+    wo_lines(d->dst[d->k], d->src[d->k], m);
+    d->src[d->k] += 8 * m; d->dst[d->k] += 8 * m; d->left[d->k] -= m; lines -= m;
+    if (!d->left[d->k]) d->k++;
+  }
+}
+"""
+
+_BATCHES = r"""
+typedef void (*wo_plain)(const double* const*, double* const*, double*);
+SYMDYN_AVX512_TARGET void batch_current(const double* const* in, const long long* nin, int n_in,
+    double* const* out, const long long* nout, int n_out, long long N, double** varg,
+    double** vres, double* rows) {
+  long long i; int k;
+  for (i = 0; i < N; i += 8) {
+    for (k = 0; k < n_in; ++k) symdyn_avx512_pack(in[k] + i * nin[k], nin[k], varg[k], 8);
+    kernel_plain((const double* const*)varg, vres, 0);
+    for (k = 0; k < n_out; ++k) {
+      symdyn_avx512_unpack(vres[k], nout[k], rows, 8);
+      wo_lines(out[k] + i * nout[k], rows, nout[k]);
+    }
+  }
+  _mm_sfence();
+}
+SYMDYN_AVX512_TARGET void batch_fused(const double* const* in, const long long* nin, int n_in,
+    double* const* out, const long long* nout, int n_out, long long N, double** varg,
+    double** vres, double** rows) {
+  long long i; int k;
+  for (i = 0; i < N; i += 8) {
+    for (k = 0; k < n_in; ++k) symdyn_avx512_pack(in[k] + i * nin[k], nin[k], varg[k], 8);
+    kernel_fused((const double* const*)varg, (symdyn_avx512* const*)vres, rows);
+    for (k = 0; k < n_out; ++k) wo_lines(out[k] + i * nout[k], rows[k], nout[k]);
+  }
+  _mm_sfence();
+}
+SYMDYN_AVX512_TARGET void batch_pipelined(const double* const* in, const long long* nin,
+    int n_in, double* const* out, const long long* nout, int n_out, long long N, double** varg,
+    double** vres, double** rows, double** rows2) {
+  long long i; int k;
+  double **cur = rows, **prev = rows2, **t;
+  wo_drainer d;
+  d.n = d.k = 0;
+  for (i = 0; i < N; i += 8) {
+    for (k = 0; k < n_in; ++k) symdyn_avx512_pack(in[k] + i * nin[k], nin[k], varg[k], 8);
+    kernel_pipelined((const double* const*)varg, (symdyn_avx512* const*)vres, cur, &d);
+    wo_drain(&d, 1LL << 62);            /* what the kernel's hooks left of the previous block */
+    d.n = n_out; d.k = 0;
+    for (k = 0; k < n_out; ++k) {
+      d.src[k] = cur[k]; d.dst[k] = out[k] + i * nout[k]; d.left[k] = nout[k];
+    }
+    t = cur; cur = prev; prev = t;
+  }
+  wo_drain(&d, 1LL << 62);
+  _mm_sfence();
+}
+"""
+
+
+def fused_kernel(f, out_index, name: str, pipelined: bool) -> str:
+    """``f``'s vector kernel with each 8-entry tile of a (row-major) output transposed into the
+    block's rows right after the kernel writes its last entry: ``res`` the state-minor outputs
+    (in L1), ``rows[o]`` 8 rows of output ``o``. ``pipelined``: after each tile, the next lines
+    of the previous block's rows are streamed out (``wo_drain``), as many as spread them over
+    the block's tiles. (Hooks spread evenly over the kernel's statements instead, two lines
+    each, were slower: 1.02-1.24x this on five of these cells, an ad hoc run.)"""
+    body, n_locals = simd.statements(f, TARGET, out_index=out_index)
+    sizes = [f.nnz_out(o) for o in range(f.n_out())]
+    need = [[min(W, n - W * t) for t in range((n + W - 1) // W)] for n in sizes]
+    have = [[0] * len(x) for x in need]
+    drain = -(-sum(sizes) // sum(len(x) for x in need))   # a block's rows: sum(sizes) lines
+    lines = []
+    for s in body:
+        lines.append(s)
+        if not s.startswith("res["):
+            continue
+        o = int(s[4:s.index("]")])
+        at = int(s[s.index("][") + 2:s.index("]=")])
+        t = at // W
+        have[o][t] += 1
+        if have[o][t] < need[o][t]:
+            continue
+        m = need[o][t]
+        rs = ", ".join(f"r{l} = _mm512_load_pd((const double*)(res[{o}] + {W * t + l}))"
+                       if l < m else f"r{l} = _mm512_setzero_pd()" for l in range(W))
+        st = [f"_mm512_storeu_pd(rows[{o}] + {l * sizes[o] + W * t}, e{l});" if m == W else
+              f"_mm512_mask_storeu_pd(rows[{o}] + {l * sizes[o] + W * t}, {(1 << m) - 1}, e{l});"
+              for l in range(W)]
+        lines.append("{ const __m512d " + rs + ";" + simd._T8 + "\n" + "\n".join(st) + " }")
+        if pipelined:
+            lines.append(f"wo_drain(d, {drain});")
+    decl = ", ".join(f"a{i}" for i in range(n_locals))
+    extra = ", wo_drainer* d" if pipelined else ""
+    return "\n".join([
+        f"SYMDYN_AVX512_TARGET void {name}(const double* const* arg_, symdyn_avx512* const* res, "
+        f"double* const* rows{extra}) {{",
+        "  const symdyn_avx512* const* arg = (const symdyn_avx512* const*)arg_;",
+        f"  symdyn_avx512 {decl};" if n_locals else "", *("  " + s for s in lines), "}", ""])
+
+
+def source(f, out_index) -> str:
+    return "\n".join([
+        "#include <immintrin.h>", simd.io_source((TARGET,)), _IO,
+        simd.vector_function(f, "kernel_plain", TARGET, out_index=out_index, static=True),
+        "static " + fused_kernel(f, out_index, "kernel_fused", False),
+        "static " + fused_kernel(f, out_index, "kernel_pipelined", True), _BATCHES])
+
+
+class Writeouts:
+    """The three write-outs of ``alg`` on model ``m`` for ``n`` states (a multiple of W):
+    ``run[k]()`` evaluates ``inputs`` into ``outs[k]`` (flat arrays, one per output) with
+    write-out ``k``; ``batch``: the library's function (built with ``simd=(TARGET,)``), or None
+    with ``form`` when its compiled form is not the unrolled one."""
+
+    def __init__(self, m, alg: str, n: int, rng):
+        self.batch = build(m, [alg], simd=(TARGET,), progress=False)[alg]
+        self.form = self.batch.meta["form"]
+        if self.form != "unrolled":
+            self.batch = None
+            return
+        info: dict = {}
+        f = casadi_function(m, alg, layout="numpy", emit_order=True, info=info)
+        orders = info["orders"]
+        if f.n_out() > 16:
+            raise ValueError(f"{alg}: {f.n_out()} outputs; the write-outs here take at most 16")
+        t0 = time.perf_counter()
+        cdll = shared_library(source(f, lambda o, k: k if orders[o] is None else orders[o][k]),
+                              f"writeout_{m.name}_{alg}")
+        self.t_cc = time.perf_counter() - t0
+        self.instructions = f.n_instructions()
+        nin = [f.nnz_in(i) for i in range(f.n_in())]
+        self.nout = nout = [f.nnz_out(o) for o in range(f.n_out())]
+        self.inputs = [np.ascontiguousarray(x) for x in inputs(m, self.batch, n, rng)]
+        P = lambda arrs: (ctypes.c_void_p * len(arrs))(*[a.ctypes.data for a in arrs])  # noqa: E731
+        LL = lambda xs: (ctypes.c_longlong * len(xs))(*xs)                              # noqa: E731
+        # every buffer is kept on self: the C side holds raw pointers to them
+        self._bufs = [[_aligned(W * k) for k in nin], [_aligned(W * k) for k in nout],
+                      [_aligned(W * k) for k in nout], [_aligned(W * k) for k in nout],
+                      _aligned(W * max(nout))]
+        varg, vres, rows_a, rows_b = (P(b) for b in self._bufs[:4])
+        rows_one = ctypes.c_void_p(self._bufs[4].ctypes.data)
+        self.outs = {k: [_aligned(n * j) for j in nout] for k in ("current", "fused", "pipelined")}
+        o = {k: P(v) for k, v in self.outs.items()}
+        args = (P(self.inputs), LL(nin), len(nin))
+        tail = (LL(nout), len(nout), ctypes.c_longlong(n), varg, vres)
+        self._keep = (o, args, tail, rows_a, rows_b)
+        self.run = {
+            "current": lambda: cdll.batch_current(*args, o["current"], *tail, rows_one),
+            "fused": lambda: cdll.batch_fused(*args, o["fused"], *tail, rows_a),
+            "pipelined": lambda: cdll.batch_pipelined(*args, o["pipelined"], *tail, rows_a, rows_b),
+        }
+
+    def error(self, ref) -> float:
+        """Largest relative difference of the three write-outs' outputs from ``ref`` (the
+        library batch's outputs for the same inputs), after running each once."""
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        err = 0.0
+        for k, fn in self.run.items():
+            fn()
+            for got, r in zip(self.outs[k], ref, strict=True):
+                d = np.max(np.abs(got.reshape(r.shape) - r)) / max(1.0, float(np.max(np.abs(r))))
+                err = max(err, float(d))
+        return err
+
+
+def measure(cell: str, repeat: int, rng) -> dict | None:
+    name, alg = cell.split(":")
+    m = model(name)
+    shapes = build(m, [alg], simd=(TARGET,), progress=False)[alg].output_shapes
+    out_bytes = 8 * sum(int(np.prod(s)) for s in shapes)
+    n = int(min(STATES, 256e6 // out_bytes)) // W * W
+    wo = Writeouts(m, alg, n, rng)
+    if wo.batch is None:
+        log(f"{cell}: form {wo.form}, skipped (only the unrolled form)")
+        return None
+    g, ins = wo.batch, wo.inputs
+    lib_vec = g.batch(*ins, threads=1)
+    lib_sca = g.batch(*ins, threads=1, simd=False)
+    err = wo.error(lib_vec)
+    if err > 1e-12:
+        raise AssertionError(f"{cell}: a write-out variant differs from the batch by {err:.1e}")
+    ts = interleaved([lambda: g.batch(*ins, out=lib_sca, threads=1, simd=False),
+                      lambda: g.batch(*ins, out=lib_vec, threads=1, simd=True),
+                      *wo.run.values()], repeat=repeat)
+    row = {"cell": cell, "states": n, "instr": wo.instructions, "out": sum(wo.nout),
+           "cc": wo.t_cc, "err": err, "scalar": median(ts[0]) / n, "library": median(ts[1]) / n}
+    for k, t in zip(wo.run, ts[2:]):
+        row[k] = median(t) / n
+        row[k + "_x"] = paired_ratio(ts[0], t)
+        row[k + "_rel"] = paired_ratio(t, ts[2])
+    row["library_x"] = paired_ratio(ts[0], ts[1])
+    log(f"{cell}: scalar {row['scalar'] * 1e9:.0f} ns, library {row['library'] * 1e9:.0f}, "
+        f"current {row['current'] * 1e9:.0f}, fused {row['fused'] * 1e9:.0f}, "
+        f"pipelined {row['pipelined'] * 1e9:.0f} ns a state")
+    return row
+
+
+def report(rows, args, t0) -> list[str]:
+    L = header("Writing a vector batch's outputs: transposes and stores among the arithmetic "
+               "(issue 50)", command("simd_writeout.py", args), t0,
+               f"Per state, one thread, {TARGET} (W = {W}), outputs into reused arrays (one per "
+               "variant), every column timed in the same interleaved rounds (medians; speedups "
+               "are medians of per-round ratios). `scalar`, `library`: the library's batch "
+               "with `simd=False` and `simd=True`. `current`, `fused`, `pipelined`: the three "
+               "write-outs of the module docstring, built here from the same SX function "
+               "(`current` transposes a whole output at once, the library's batch in pieces of "
+               "at most 512 entries: the two differ on larger outputs); "
+               "`x`: speedup over `scalar`; `/ current`: time against `current` in the same "
+               "rounds. `3x needs`: scalar / 3.")
+    ns = lambda t: f"{t * 1e9:.0f}"   # noqa: E731
+    body = []
+    for r in rows:
+        best = max(("current", "fused", "pipelined"), key=lambda k: r[k + "_x"])
+        body.append([r["cell"], r["instr"], r["out"], r["states"], ns(r["scalar"]),
+                     f"{ns(r['library'])} ({r['library_x']:.2f}x)",
+                     f"{ns(r['current'])} ({r['current_x']:.2f}x)",
+                     f"{ns(r['fused'])} ({r['fused_x']:.2f}x, {r['fused_rel']:.2f})",
+                     f"{ns(r['pipelined'])} ({r['pipelined_x']:.2f}x, {r['pipelined_rel']:.2f})",
+                     ns(r["scalar"] / 3), f"{best} {r[best + '_x']:.2f}x"])
+    L += table(["cell", "SX instr.", "out entries", "states", "scalar ns", "library ns (x)",
+                "current ns (x)", "fused ns (x, / current)", "pipelined ns (x, / current)",
+                "3x needs", "best"], body)
+    kinds = ("current", "fused", "pipelined")
+    best_x = {r["cell"]: max(r[k + "_x"] for k in kinds) for r in rows}
+    lifted = [c for c, x in best_x.items() if x >= 3 and
+              next(r for r in rows if r["cell"] == c)["library_x"] < 3]
+    short = [c for c, x in best_x.items() if x < 3]
+    gain = [r[k + "_rel"] for r in rows for k in ("fused", "pipelined")]
+    L += ["", "## Summary", "",
+          f"- Below 3x with the library's batch and at 3x or more with some write-out here: "
+          f"{len(lifted)} of {len(rows)}" + (f" ({', '.join(lifted)})" if lifted else "") + ".",
+          f"- Below 3x with every write-out: {len(short)} of {len(rows)}"
+          + (f" ({', '.join(short)})" if short else "") + ".",
+          f"- `fused` and `pipelined` take {min(gain):.2f}-{max(gain):.2f} times the time of "
+          "`current` in the same rounds (below 1: faster).",
+          f"- Largest difference between a variant and the library's batch: "
+          f"{max(r['err'] for r in rows):.0e} (relative; the kernels' FMA contraction differs).",
+          f"- Compiling the three kernels of a cell took {min(r['cc'] for r in rows):.1f}-"
+          f"{max(r['cc'] for r in rows):.1f} s."]
+    return L
+
+
+def main(argv=None) -> int:
+    p = parser(__doc__)
+    p.add_argument("--repeat", type=int, default=None,
+                   help="interleaved rounds (11; 5 with --quick)")
+    p.add_argument("--cells", default=None, help="comma-separated model:function cells")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    d = out_dir(args)
+    if TARGET not in simd.host_targets(compiler_info()[0]):
+        log(f"this CPU (or compiler) has no {TARGET}: nothing to measure")
+        write(d, "simd_writeout.md", header("Writing a vector batch's outputs (issue 50)",
+                                            command("simd_writeout.py", args), t0,
+                                            f"Not measured: this CPU runs no {TARGET}."))
+        return 0
+    cells = args.cells.split(",") if args.cells else CELLS_QUICK if args.quick else CELLS_FULL
+    repeat = args.repeat or (5 if args.quick else 11)
+    rng = np.random.default_rng(0)
+    rows = [r for c in cells if (r := measure(c, repeat, rng)) is not None]
+    write(d, "simd_writeout.md", report(rows, args, t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
