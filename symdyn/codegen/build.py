@@ -90,7 +90,7 @@ def build(model, algorithms, out_dir=None, name: str | None = None, *, opt: str 
     ``simd``: the vector variants that ``.batch`` runs W states per instruction with
     (:mod:`symdyn.codegen.simd`): ``"auto"`` one per function, the widest the building CPU runs
     except AVX2 for functions with large outputs (640 bytes a state or more, and one entry per
-    50 operations or more: faster there; :func:`symdyn.codegen.simd.auto_target`), a target
+    10 operations or more: faster there; :func:`symdyn.codegen.simd.auto_target`), a target
     name or a tuple of them (``("avx512", "avx2")``: a library for other CPUs too), ``()`` none. The
     batch picks at run time the widest one the CPU supports, else the scalar loop; single
     calls are not affected.
