@@ -128,7 +128,8 @@ def fused_kernel(f, out_index, name: str, pipelined: bool) -> str:
     (in L1), ``rows[o]`` 8 rows of output ``o``. ``pipelined``: after each tile, the next lines
     of the previous block's rows are streamed out (``wo_drain``), as many as spread them over
     the block's tiles. (Hooks spread evenly over the kernel's statements instead, two lines
-    each, were slower: 1.02-1.24x this on five of these cells, an ad hoc run.)"""
+    each, did no better: 0.92-1.24x the time of ``current`` on five of these cells in an ad hoc
+    run.)"""
     body, n_locals = simd.statements(f, TARGET, out_index=out_index)
     sizes = [f.nnz_out(o) for o in range(f.n_out())]
     need = [[min(W, n - W * t) for t in range((n + W - 1) // W)] for n in sizes]
