@@ -173,16 +173,19 @@ def source(f, out_index) -> str:
 
 
 class Writeouts:
-    """The three write-outs of ``alg`` on model ``m`` for ``n`` states (a multiple of W):
-    ``run[k]()`` evaluates ``inputs`` into ``outs[k]`` (flat arrays, one per output) with
-    write-out ``k``; ``batch``: the library's function (built with ``simd=(TARGET,)``), or None
-    with ``form`` when its compiled form is not the unrolled one."""
+    """The three write-outs of ``alg`` on model ``m`` for ``n`` states (a multiple of W;
+    default: :data:`STATES`, fewer where the outputs would pass 256 MB): ``run[k]()`` evaluates
+    ``inputs`` into ``outs[k]`` (flat arrays, one per output) with write-out ``k``;
+    ``function``: the library's compiled function (built with ``simd=(TARGET,)``), or None,
+    with ``form``, when its compiled form is not the unrolled one."""
 
-    def __init__(self, m, alg: str, n: int, rng):
-        self.batch = build(m, [alg], simd=(TARGET,), progress=False)[alg]
-        self.form = self.batch.meta["form"]
+    def __init__(self, m, alg: str, rng, n: int | None = None):
+        self.function = build(m, [alg], simd=(TARGET,), progress=False)[alg]
+        self.form = self.function.meta["form"]
+        out_bytes = 8 * sum(int(np.prod(s)) for s in self.function.output_shapes)
+        self.n = n = n or int(min(STATES, 256e6 // out_bytes)) // W * W
         if self.form != "unrolled":
-            self.batch = None
+            self.function = None
             return
         info: dict = {}
         f = casadi_function(m, alg, layout="numpy", emit_order=True, info=info)
@@ -196,10 +199,10 @@ class Writeouts:
         self.instructions = f.n_instructions()
         nin = [f.nnz_in(i) for i in range(f.n_in())]
         self.nout = nout = [f.nnz_out(o) for o in range(f.n_out())]
-        self.inputs = [np.ascontiguousarray(x) for x in inputs(m, self.batch, n, rng)]
+        self.inputs = [np.ascontiguousarray(x) for x in inputs(m, self.function, n, rng)]
         P = lambda arrs: (ctypes.c_void_p * len(arrs))(*[a.ctypes.data for a in arrs])  # noqa: E731
         LL = lambda xs: (ctypes.c_longlong * len(xs))(*xs)                              # noqa: E731
-        # every buffer is kept on self: the C side holds raw pointers to them
+        # the buffers and pointer arrays stay referenced from self: the C side only gets addresses
         self._bufs = [[_aligned(W * k) for k in nin], [_aligned(W * k) for k in nout],
                       [_aligned(W * k) for k in nout], [_aligned(W * k) for k in nout],
                       _aligned(W * max(nout))]
@@ -231,15 +234,11 @@ class Writeouts:
 
 def measure(cell: str, repeat: int, rng) -> dict | None:
     name, alg = cell.split(":")
-    m = model(name)
-    shapes = build(m, [alg], simd=(TARGET,), progress=False)[alg].output_shapes
-    out_bytes = 8 * sum(int(np.prod(s)) for s in shapes)
-    n = int(min(STATES, 256e6 // out_bytes)) // W * W
-    wo = Writeouts(m, alg, n, rng)
-    if wo.batch is None:
+    wo = Writeouts(model(name), alg, rng)
+    if wo.function is None:
         log(f"{cell}: form {wo.form}, skipped (only the unrolled form)")
         return None
-    g, ins = wo.batch, wo.inputs
+    g, ins, n = wo.function, wo.inputs, wo.n
     lib_vec = g.batch(*ins, threads=1)
     lib_sca = g.batch(*ins, threads=1, simd=False)
     err = wo.error(lib_vec)

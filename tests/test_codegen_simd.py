@@ -425,9 +425,9 @@ def test_write_out_variants_of_simd_writeout_give_the_batch(alg):
     on outputs whose sizes are not multiples of W (masked tail tiles) and several outputs."""
     simd_writeout = _experiment("simd_writeout")
     model = random_tree(5, seed=3, name="writeout5")
-    wo = simd_writeout.Writeouts(model, alg, 24, np.random.default_rng(2))
-    assert wo.batch is not None and any(k % 8 for k in wo.nout) and len(wo.nout) > 1
-    assert wo.error(wo.batch.batch(*wo.inputs, threads=1)) < 1e-12
+    wo = simd_writeout.Writeouts(model, alg, np.random.default_rng(2), n=24)
+    assert wo.function is not None and any(k % 8 for k in wo.nout) and len(wo.nout) > 1
+    assert wo.error(wo.function.batch(*wo.inputs, threads=1)) < 1e-12
     wrong = [x.copy() for x in wo.inputs]
     wrong[0][5] += 0.1          # the check sees a changed state
-    assert wo.error(wo.batch.batch(*wrong, threads=1)) > 1e-6
+    assert wo.error(wo.function.batch(*wrong, threads=1)) > 1e-6
