@@ -215,8 +215,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                ("simd_batch.md",), minutes=(15.0, 1.5), cold_minutes=20.0),
     Experiment("simd_writeout", "simd_writeout.py",
                "Writing a vector batch's outputs: the batch's transposes and streamed stores "
-               "against transposes fused into the kernel and stores pipelined with the next "
-               "block's arithmetic, on the unrolled cells of simd_batch below 3x",
+               "against transposes fused into the kernel, stores pipelined with the next "
+               "block's arithmetic, and states-last and blocked (AoSoA) outputs written without "
+               "transposes, on the unrolled cells of simd_batch below 3x",
                ("simd_writeout.md",), minutes=(9.0, 1.0)),
     Experiment("build_policy", "build_policy.py",
                "The recursive form compiled at -O2 against -Og: compile time and batch time "

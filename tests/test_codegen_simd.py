@@ -420,13 +420,15 @@ def test_exported_kernel_and_unpack_give_the_batch(lib, alg, simd_batch):
 @pytest.mark.skipif("avx512" not in _host(), reason="this CPU does not run avx512")
 @pytest.mark.parametrize("alg", ["coriolis_matrix", "rnea_derivatives"])
 def test_write_out_variants_of_simd_writeout_give_the_batch(alg):
-    """experiments/simd_writeout.py's three write-outs (the batch's, transposes fused into the
-    kernel, stores pipelined into the next block's kernel) give the library batch's outputs,
-    on outputs whose sizes are not multiples of W (masked tail tiles) and several outputs."""
+    """experiments/simd_writeout.py's write-outs (the batch's, transposes fused into the kernel,
+    stores pipelined into the next block's kernel, states-last, states-last through a tile and
+    blocked outputs) give the library batch's outputs, on outputs whose sizes are not multiples
+    of W (masked tail tiles), several outputs and a batch that ends in a partial tile."""
     simd_writeout = _experiment("simd_writeout")
     model = random_tree(5, seed=3, name="writeout5")
-    wo = simd_writeout.Writeouts(model, alg, np.random.default_rng(2), n=24)
+    wo = simd_writeout.Writeouts(model, alg, np.random.default_rng(2), n=88)
     assert wo.function is not None and any(k % 8 for k in wo.nout) and len(wo.nout) > 1
+    assert set(wo.run) == set(simd_writeout.VARIANTS) and wo.n % simd_writeout.TILE
     assert wo.error(wo.function.batch(*wo.inputs, threads=1)) < 1e-12
     wrong = [x.copy() for x in wo.inputs]
     wrong[0][5] += 0.1          # the check sees a changed state
