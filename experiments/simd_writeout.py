@@ -25,7 +25,8 @@ Three write the same values in other layouts, with no transpose:
   computed it.
 * ``states_last_tiled``: the same layout through a tile of 64 states in cache: the kernel stores
   its entries into the tile (ordinary stores), each entry's 64 states are then streamed out as
-  one run of 8 lines.
+  one run of 8 lines (a tile holds 64 states' outputs: 3 MB for anymal_c's Christoffel symbols,
+  more than the core's cache).
 * ``blocked``: output ``o`` as an array (states / 8, entries, 8), the kernel's own state-minor
   blocks stored whole (AoSoA, panel-major): the kernel streams each entry's line as soon as it
   has computed it, each block's outputs one contiguous run of lines.
@@ -393,7 +394,7 @@ def report(rows, args, t0) -> list[str]:
           f"- At 3x or more: with the library's batch {len(lib)} of {len(rows)} cells; with "
           f"some states-first write-out here {len(reach(ROW_MAJOR))}; "
           + "; ".join(f"`{k}` {len(reach((k,)))}" for k in other) + ".",
-          f"- Reaching 3x with `blocked` and not with the library's batch: "
+          "- Reaching 3x with `blocked` and not with the library's batch: "
           + (", ".join(c for c in reach(("blocked",)) if c not in lib) or "none") + ".",
           f"- `fused` and `pipelined` take "
           f"{min(r[k + '_rel'] for r in rows for k in ROW_MAJOR[1:]):.2f}-"
